@@ -1,0 +1,184 @@
+//go:build ignore
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * fibfleet's XDP forwarding program (IPv4).
+ *
+ * Steps, in order: parse Ethernet and IPv4 with bounds checks, hand anything that is
+ * not plainly forwardable to the kernel (each case with its own counter), look the
+ * destination up in the FIB, follow the nexthop id to the nexthop entry, check the
+ * egress MTU and port, then decrement TTL, rewrite MACs and redirect.
+ *
+ * Every return goes through count(): a fallback that nobody can see is a bug.
+ */
+#include "abi.h"
+#include "bpf_helpers.h"
+#include "bpf_endian.h"
+
+/* Stat indices: one per action and pass reason. Keep in sync with dataplane/stats.go. */
+enum stat_reason {
+	STAT_FORWARDED = 0,     /* XDP_REDIRECT to the nexthop's egress port */
+	STAT_PASS_NOT_IPV4,     /* ARP, IPv6, anything else: the kernel's business */
+	STAT_PASS_VLAN,         /* 802.1Q/802.1ad tagged: VLAN nexthops are not handled in XDP yet */
+	STAT_PASS_MALFORMED,    /* truncated or inconsistent headers: the kernel validates and drops */
+	STAT_PASS_IP_OPTIONS,   /* IHL != 5: options need the kernel's slow path */
+	STAT_PASS_TTL,          /* TTL <= 1: the kernel sends ICMP time exceeded */
+	STAT_PASS_MULTICAST,    /* multicast or limited broadcast: never forwarded by the FIB */
+	STAT_PASS_LOCAL,        /* to one of the node's own addresses (BGP sessions, ssh, ...) */
+	STAT_PASS_NO_ROUTE,     /* no FIB entry: the kernel decides (and counts) */
+	STAT_PASS_UNRESOLVED,   /* nexthop neighbour not resolved yet: the kernel resolves it */
+	STAT_PASS_MTU,          /* larger than the egress MTU: the kernel fragments or sends ICMP
+	                         * frag-needed; a devmap would drop it silently and black-hole PMTUD */
+	STAT_PASS_NO_TXPORT,    /* egress interface missing from the devmap */
+	STAT_MAX,
+};
+
+struct stat_rec {
+	__u64 packets;
+	__u64 bytes;
+};
+
+/* Nexthop flags. */
+#define NH_F_VALID 0x1
+#define NH_F_RESOLVED 0x2
+
+/* A nexthop entry: everything the rewrite needs, so a hit costs one array lookup. */
+struct nexthop {
+	__u32 ifindex;
+	__u8 smac[ETH_ALEN];
+	__u8 dmac[ETH_ALEN];
+	__u16 mtu; /* L3 MTU of the egress interface */
+	__u16 flags;
+};
+
+struct lpm_key_v4 {
+	__u32 prefixlen;
+	__be32 addr;
+};
+
+#define MAX_NEXTHOPS 65536
+
+/* Sizes below are defaults; the loader sets fib_v4's max_entries from config. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct lpm_key_v4);
+	__type(value, __u32); /* nexthop id */
+	__uint(max_entries, 1 << 21);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fib_v4 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct nexthop);
+	__uint(max_entries, MAX_NEXTHOPS);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} nexthops SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP_HASH);
+	__type(key, __u32);
+	__type(value, struct bpf_devmap_val);
+	__uint(max_entries, 1024);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} tx_ports SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __be32);
+	__type(value, __u8);
+	__uint(max_entries, 4096);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} local_v4 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct stat_rec);
+	__uint(max_entries, STAT_MAX);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} stats SEC(".maps");
+
+static __always_inline int count(__u32 reason, __u64 bytes, int action)
+{
+	struct stat_rec *rec = bpf_map_lookup_elem(&stats, &reason);
+
+	if (rec) {
+		rec->packets++;
+		rec->bytes += bytes;
+	}
+	return action;
+}
+
+/* RFC 1624 incremental checksum update for a TTL decrement, as the kernel's ip_decrease_ttl. */
+static __always_inline void ip_decrease_ttl(struct iphdr *iph)
+{
+	__u32 check = (__u32)iph->check;
+
+	check += (__u32)bpf_htons(0x0100);
+	iph->check = (__u16)(check + (check >= 0xFFFF));
+	iph->ttl--;
+}
+
+SEC("xdp")
+int xdp_fwd(struct xdp_md *ctx)
+{
+	void *data_end = (void *)(long)ctx->data_end;
+	void *data = (void *)(long)ctx->data;
+	__u64 len = data_end - data;
+	struct ethhdr *eth = data;
+	struct iphdr *iph;
+	struct lpm_key_v4 key;
+	struct nexthop *nh;
+	__u32 *nhid;
+	__u16 tot_len;
+	__be32 daddr;
+
+	if ((void *)(eth + 1) > data_end)
+		return count(STAT_PASS_MALFORMED, len, XDP_PASS);
+	if (eth->h_proto == bpf_htons(ETH_P_8021Q) || eth->h_proto == bpf_htons(ETH_P_8021AD))
+		return count(STAT_PASS_VLAN, len, XDP_PASS);
+	if (eth->h_proto != bpf_htons(ETH_P_IP))
+		return count(STAT_PASS_NOT_IPV4, len, XDP_PASS);
+
+	iph = (void *)(eth + 1);
+	if ((void *)(iph + 1) > data_end)
+		return count(STAT_PASS_MALFORMED, len, XDP_PASS);
+	if (iph->version != 4 || iph->ihl < 5)
+		return count(STAT_PASS_MALFORMED, len, XDP_PASS);
+	if (iph->ihl != 5)
+		return count(STAT_PASS_IP_OPTIONS, len, XDP_PASS);
+	tot_len = bpf_ntohs(iph->tot_len);
+	if (tot_len < sizeof(*iph) || tot_len > len - ETH_HLEN)
+		return count(STAT_PASS_MALFORMED, len, XDP_PASS);
+	if (iph->ttl <= 1)
+		return count(STAT_PASS_TTL, len, XDP_PASS);
+
+	daddr = iph->daddr;
+	if ((daddr & bpf_htonl(0xf0000000)) == bpf_htonl(0xe0000000) || daddr == 0xffffffff)
+		return count(STAT_PASS_MULTICAST, len, XDP_PASS);
+	if (bpf_map_lookup_elem(&local_v4, &daddr))
+		return count(STAT_PASS_LOCAL, len, XDP_PASS);
+
+	key.prefixlen = 32;
+	key.addr = daddr;
+	nhid = bpf_map_lookup_elem(&fib_v4, &key);
+	if (!nhid)
+		return count(STAT_PASS_NO_ROUTE, len, XDP_PASS);
+	nh = bpf_map_lookup_elem(&nexthops, nhid);
+	if (!nh || (nh->flags & (NH_F_VALID | NH_F_RESOLVED)) != (NH_F_VALID | NH_F_RESOLVED))
+		return count(STAT_PASS_UNRESOLVED, len, XDP_PASS);
+	if (tot_len > nh->mtu)
+		return count(STAT_PASS_MTU, len, XDP_PASS);
+	/* Check the port before touching the frame: a pass after the rewrite would hand
+	 * the kernel a frame with our MACs and a decremented TTL. */
+	if (!bpf_map_lookup_elem(&tx_ports, &nh->ifindex))
+		return count(STAT_PASS_NO_TXPORT, len, XDP_PASS);
+
+	ip_decrease_ttl(iph);
+	__builtin_memcpy(eth->h_dest, nh->dmac, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, nh->smac, ETH_ALEN);
+	return count(STAT_FORWARDED, len, bpf_redirect_map(&tx_ports, nh->ifindex, 0));
+}
+
+char _license[] SEC("license") = "Dual BSD/GPL";

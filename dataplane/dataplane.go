@@ -1,0 +1,343 @@
+package dataplane
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+)
+
+// MaxNexthops bounds nexthop ids: valid ids are 1..MaxNexthops-1 (0 is never used,
+// so a zeroed FIB value can never look like a real nexthop).
+const MaxNexthops = 65536
+
+// Nexthop flags, as in bpf/xdp_fwd.c.
+const (
+	nhValid    = 0x1
+	nhResolved = 0x2
+)
+
+// Config sizes and places the dataplane.
+type Config struct {
+	// NodeName names the pin directory: <BPFFS>/fibfleet/<NodeName>/.
+	NodeName string
+	// BPFFS is where bpffs is mounted; empty means /sys/fs/bpf.
+	BPFFS string
+	// MaxRoutesV4 sizes the IPv4 FIB; 0 keeps the program's default (2M).
+	MaxRoutesV4 uint32
+	// Logger receives lifecycle messages; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Mode selects how the program is attached.
+type Mode string
+
+const (
+	// ModeNative runs the program in the driver (veth supports it): the fast path.
+	ModeNative Mode = "native"
+	// ModeGeneric runs it after the skb is built: works on any interface, slowly.
+	ModeGeneric Mode = "generic"
+)
+
+// Nexthop is everything the program needs to send a frame to one neighbour.
+type Nexthop struct {
+	Ifindex  uint32
+	SrcMAC   net.HardwareAddr
+	DstMAC   net.HardwareAddr
+	MTU      uint16
+	Resolved bool
+}
+
+// Dataplane is a loaded XDP program with its maps.
+type Dataplane struct {
+	objs   xdpfwdObjects
+	pinDir string
+	log    *slog.Logger
+
+	mu    sync.Mutex
+	links map[string]link.Link // by interface name
+	ports map[uint32]bool      // ifindexes in tx_ports
+}
+
+// PinDir returns where a node's maps are pinned.
+func PinDir(bpffs, node string) string {
+	if bpffs == "" {
+		bpffs = "/sys/fs/bpf"
+	}
+	return filepath.Join(bpffs, "fibfleet", node)
+}
+
+// Load loads the program and creates (and pins) its maps.
+func Load(cfg Config) (*Dataplane, error) {
+	if cfg.NodeName == "" || filepath.Base(cfg.NodeName) != cfg.NodeName || cfg.NodeName == ".." {
+		return nil, fmt.Errorf("dataplane: node name %q must be a plain, non-empty file name", cfg.NodeName)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	pinDir := PinDir(cfg.BPFFS, cfg.NodeName)
+	if err := checkBPFFS(filepath.Dir(filepath.Dir(pinDir))); err != nil {
+		return nil, err
+	}
+	if entries, err := os.ReadDir(pinDir); err == nil && len(entries) > 0 {
+		log.Warn("removing pinned maps left by a previous run (restarts are not hitless yet)", "dir", pinDir)
+		if err := os.RemoveAll(pinDir); err != nil {
+			return nil, fmt.Errorf("dataplane: remove stale pins in %s: %w", pinDir, err)
+		}
+	}
+	if err := os.MkdirAll(pinDir, 0o700); err != nil {
+		return nil, fmt.Errorf("dataplane: create pin directory %s: %w", pinDir, err)
+	}
+
+	spec, err := loadXdpfwd()
+	if err != nil {
+		return nil, fmt.Errorf("dataplane: parse embedded program: %w", err)
+	}
+	if cfg.MaxRoutesV4 > 0 {
+		spec.Maps["fib_v4"].MaxEntries = cfg.MaxRoutesV4
+	}
+	d := &Dataplane{pinDir: pinDir, log: log, links: map[string]link.Link{}, ports: map[uint32]bool{}}
+	err = spec.LoadAndAssign(&d.objs, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: pinDir}})
+	if err != nil {
+		var verr *ebpf.VerifierError
+		if errors.As(err, &verr) {
+			return nil, fmt.Errorf("dataplane: the kernel's verifier rejected the program: %+v", verr)
+		}
+		os.RemoveAll(pinDir)
+		return nil, fmt.Errorf("dataplane: load program and maps (needs root or CAP_BPF+CAP_NET_ADMIN, kernel >= 5.15): %w", err)
+	}
+	return d, nil
+}
+
+func checkBPFFS(dir string) error {
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("dataplane: %s does not exist: mount bpffs there (mount -t bpf bpf %s)", dir, dir)
+	}
+	if !isBPFFS(dir) {
+		return fmt.Errorf("dataplane: %s is not a bpffs mount: mount one (mount -t bpf bpf %s)", dir, dir)
+	}
+	return nil
+}
+
+// Program returns the XDP program, for tests that run it with BPF_PROG_TEST_RUN.
+func (d *Dataplane) Program() *ebpf.Program { return d.objs.XdpFwd }
+
+// Attach attaches the program to an interface.
+func (d *Dataplane) Attach(ifname string, mode Mode) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.links[ifname]; ok {
+		return fmt.Errorf("dataplane: already attached to %s", ifname)
+	}
+	iface, err := net.InterfaceByName(ifname)
+	if err != nil {
+		return fmt.Errorf("dataplane: interface %q: %w (check the interfaces list in the config)", ifname, err)
+	}
+	flags := link.XDPDriverMode
+	switch mode {
+	case ModeNative, "":
+	case ModeGeneric:
+		flags = link.XDPGenericMode
+	default:
+		return fmt.Errorf("dataplane: unknown XDP mode %q: use native or generic", mode)
+	}
+	l, err := link.AttachXDP(link.XDPOptions{Program: d.objs.XdpFwd, Interface: iface.Index, Flags: flags})
+	if err != nil {
+		hint := ""
+		if mode != ModeGeneric {
+			hint = " (if the driver lacks native XDP, use generic mode)"
+		}
+		return fmt.Errorf("dataplane: attach XDP (%s) to %s: %w%s", mode, ifname, err, hint)
+	}
+	d.links[ifname] = l
+	d.log.Info("attached XDP program", "interface", ifname, "mode", string(mode))
+	return nil
+}
+
+// Detach removes the program from an interface.
+func (d *Dataplane) Detach(ifname string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	l, ok := d.links[ifname]
+	if !ok {
+		return fmt.Errorf("dataplane: not attached to %s", ifname)
+	}
+	delete(d.links, ifname)
+	if err := l.Close(); err != nil {
+		return fmt.Errorf("dataplane: detach from %s: %w", ifname, err)
+	}
+	d.log.Info("detached XDP program", "interface", ifname)
+	return nil
+}
+
+// Close detaches from every interface, unpins the maps and frees everything.
+func (d *Dataplane) Close() error {
+	d.mu.Lock()
+	names := make([]string, 0, len(d.links))
+	for n := range d.links {
+		names = append(names, n)
+	}
+	d.mu.Unlock()
+	var errs []error
+	for _, n := range names {
+		errs = append(errs, d.Detach(n))
+	}
+	for _, m := range []*ebpf.Map{d.objs.FibV4, d.objs.Nexthops, d.objs.TxPorts, d.objs.LocalV4, d.objs.Stats} {
+		if m != nil {
+			errs = append(errs, m.Unpin())
+		}
+	}
+	errs = append(errs, d.objs.Close())
+	if err := os.Remove(d.pinDir); err != nil && !os.IsNotExist(err) {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func lpmKey(p netip.Prefix) (xdpfwdLpmKeyV4, error) {
+	if !p.Addr().Is4() {
+		return xdpfwdLpmKeyV4{}, fmt.Errorf("dataplane: %s is not an IPv4 prefix", p)
+	}
+	p = p.Masked()
+	a := p.Addr().As4()
+	// The LPM trie compares the address bytes in network order; keep them as they are.
+	return xdpfwdLpmKeyV4{Prefixlen: uint32(p.Bits()), Addr: nativeU32(a)}, nil
+}
+
+// SetRoute points an IPv4 prefix at a nexthop id. Write the nexthop first.
+func (d *Dataplane) SetRoute(p netip.Prefix, nh uint32) error {
+	k, err := lpmKey(p)
+	if err != nil {
+		return err
+	}
+	if nh == 0 || nh >= MaxNexthops {
+		return fmt.Errorf("dataplane: nexthop id %d out of range 1..%d", nh, MaxNexthops-1)
+	}
+	if err := d.objs.FibV4.Put(&k, &nh); err != nil {
+		return fmt.Errorf("dataplane: set route %s: %w (is the FIB full? raise fib.max_routes_v4)", p, err)
+	}
+	return nil
+}
+
+// DeleteRoute removes an IPv4 prefix; removing an absent one is not an error.
+func (d *Dataplane) DeleteRoute(p netip.Prefix) error {
+	k, err := lpmKey(p)
+	if err != nil {
+		return err
+	}
+	if err := d.objs.FibV4.Delete(&k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("dataplane: delete route %s: %w", p, err)
+	}
+	return nil
+}
+
+// SetNexthop writes a nexthop entry and makes sure its egress port is in the devmap.
+func (d *Dataplane) SetNexthop(id uint32, nh Nexthop) error {
+	if id == 0 || id >= MaxNexthops {
+		return fmt.Errorf("dataplane: nexthop id %d out of range 1..%d", id, MaxNexthops-1)
+	}
+	v := xdpfwdNexthop{Ifindex: nh.Ifindex, Mtu: nh.MTU, Flags: nhValid}
+	if nh.Resolved {
+		if len(nh.SrcMAC) != 6 || len(nh.DstMAC) != 6 || nh.Ifindex == 0 {
+			return fmt.Errorf("dataplane: resolved nexthop %d needs an ifindex and two 6-byte MACs, got %+v", id, nh)
+		}
+		v.Flags |= nhResolved
+		copy(v.Smac[:], nh.SrcMAC)
+		copy(v.Dmac[:], nh.DstMAC)
+		if err := d.ensurePort(nh.Ifindex); err != nil {
+			return err
+		}
+	}
+	if err := d.objs.Nexthops.Put(&id, &v); err != nil {
+		return fmt.Errorf("dataplane: set nexthop %d: %w", id, err)
+	}
+	return nil
+}
+
+func (d *Dataplane) ensurePort(ifindex uint32) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ports[ifindex] {
+		return nil
+	}
+	v := xdpfwdBpfDevmapVal{Ifindex: ifindex}
+	if err := d.objs.TxPorts.Put(&ifindex, &v); err != nil {
+		return fmt.Errorf("dataplane: add ifindex %d to the devmap (does the interface still exist?): %w", ifindex, err)
+	}
+	d.ports[ifindex] = true
+	return nil
+}
+
+// DeleteNexthop clears a nexthop entry; routes still pointing at it pass to the kernel.
+func (d *Dataplane) DeleteNexthop(id uint32) error {
+	if id == 0 || id >= MaxNexthops {
+		return fmt.Errorf("dataplane: nexthop id %d out of range 1..%d", id, MaxNexthops-1)
+	}
+	var zero xdpfwdNexthop
+	if err := d.objs.Nexthops.Put(&id, &zero); err != nil {
+		return fmt.Errorf("dataplane: clear nexthop %d: %w", id, err)
+	}
+	return nil
+}
+
+// AddLocal marks an address as the node's own: frames to it pass to the kernel.
+func (d *Dataplane) AddLocal(a netip.Addr) error {
+	if !a.Is4() {
+		return nil // IPv6 is not forwarded in XDP yet, so it always reaches the kernel
+	}
+	k, one := nativeU32(a.As4()), uint8(1)
+	if err := d.objs.LocalV4.Put(&k, &one); err != nil {
+		return fmt.Errorf("dataplane: add local address %s: %w", a, err)
+	}
+	return nil
+}
+
+// DeleteLocal forgets a local address.
+func (d *Dataplane) DeleteLocal(a netip.Addr) error {
+	if !a.Is4() {
+		return nil
+	}
+	k := nativeU32(a.As4())
+	if err := d.objs.LocalV4.Delete(&k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("dataplane: delete local address %s: %w", a, err)
+	}
+	return nil
+}
+
+// Stats reads every counter, summed over CPUs.
+func (d *Dataplane) Stats() (Stats, error) { return readStats(d.objs.Stats) }
+
+// ReadPinnedStats reads the counters of a running node through its pinned map,
+// without loading anything: for tests and tools outside the daemon's process.
+func ReadPinnedStats(bpffs, node string) (Stats, error) {
+	m, err := ebpf.LoadPinnedMap(filepath.Join(PinDir(bpffs, node), "stats"), &ebpf.LoadPinOptions{ReadOnly: true})
+	if err != nil {
+		return Stats{}, fmt.Errorf("dataplane: open pinned stats of node %q (is it running?): %w", node, err)
+	}
+	defer m.Close()
+	return readStats(m)
+}
+
+func readStats(m *ebpf.Map) (Stats, error) {
+	var s Stats
+	for r := Reason(0); r < numReasons; r++ {
+		var per []xdpfwdStatRec
+		k := uint32(r)
+		if err := m.Lookup(&k, &per); err != nil {
+			return s, fmt.Errorf("dataplane: read stat %s: %w", r, err)
+		}
+		for _, c := range per {
+			s[r].Packets += c.Packets
+			s[r].Bytes += c.Bytes
+		}
+	}
+	return s, nil
+}

@@ -1,0 +1,80 @@
+package dataplane
+
+// Reason is a stat index of the XDP program: one per action and pass reason.
+// The values mirror enum stat_reason in bpf/xdp_fwd.c.
+type Reason uint32
+
+const (
+	Forwarded Reason = iota
+	PassNotIPv4
+	PassVLAN
+	PassMalformed
+	PassIPOptions
+	PassTTL
+	PassMulticast
+	PassLocal
+	PassNoRoute
+	PassUnresolved
+	PassMTU
+	PassNoTxPort
+	numReasons
+)
+
+var reasonNames = [numReasons]string{
+	Forwarded:      "forwarded",
+	PassNotIPv4:    "not_ipv4",
+	PassVLAN:       "vlan",
+	PassMalformed:  "malformed",
+	PassIPOptions:  "ip_options",
+	PassTTL:        "ttl",
+	PassMulticast:  "multicast",
+	PassLocal:      "local",
+	PassNoRoute:    "no_route",
+	PassUnresolved: "unresolved",
+	PassMTU:        "mtu",
+	PassNoTxPort:   "no_txport",
+}
+
+// Reasons lists every stat index in order.
+func Reasons() []Reason {
+	r := make([]Reason, numReasons)
+	for i := range r {
+		r[i] = Reason(i)
+	}
+	return r
+}
+
+func (r Reason) String() string {
+	if r < numReasons {
+		return reasonNames[r]
+	}
+	return "unknown"
+}
+
+// Action is the XDP verdict that frames of this reason get.
+func (r Reason) Action() string {
+	if r == Forwarded {
+		return "redirect"
+	}
+	return "pass"
+}
+
+// Counter is one stat summed over all CPUs.
+type Counter struct {
+	Packets uint64
+	Bytes   uint64
+}
+
+// Stats holds every counter, indexed by Reason.
+type Stats [numReasons]Counter
+
+// Passed sums the frames handed to the kernel, whatever the reason.
+func (s Stats) Passed() uint64 {
+	var n uint64
+	for r := Reason(0); r < numReasons; r++ {
+		if r != Forwarded {
+			n += s[r].Packets
+		}
+	}
+	return n
+}

@@ -1,0 +1,390 @@
+package dataplane
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"os"
+	"testing"
+
+	"github.com/cilium/ebpf"
+)
+
+const (
+	xdpPass     = 2
+	xdpRedirect = 4
+)
+
+var (
+	srcMAC  = net.HardwareAddr{0x02, 0, 0, 0, 0, 0x01} // the sender's
+	rtrMAC  = net.HardwareAddr{0x02, 0, 0, 0, 0, 0x02} // the router's ingress
+	egMAC   = net.HardwareAddr{0x02, 0, 0, 0, 0, 0x03} // the router's egress
+	gwMAC   = net.HardwareAddr{0x02, 0, 0, 0, 0, 0x04} // the nexthop's
+	localIP = netip.MustParseAddr("192.0.2.1")
+)
+
+// requireBPF skips unless the test can load BPF programs (root); CI runs as root.
+func requireBPF(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to load BPF programs (CI runs as root)")
+	}
+	if !isBPFFS("/sys/fs/bpf") {
+		t.Skip("bpffs is not mounted at /sys/fs/bpf (make test mounts it)")
+	}
+}
+
+// testDataplane loads the program under a unique node name with a small FIB:
+// routes 198.51.100.0/24 -> nexthop 1 (resolved, MTU 1500), 203.0.113.0/24 -> 2
+// (unresolved), 203.0.113.128/25 -> 3 (resolved, MTU 576), 100.64.0.0/10 -> 4
+// (resolved, egress port not in the devmap), and local address 192.0.2.1.
+func testDataplane(t *testing.T) *Dataplane {
+	t.Helper()
+	requireBPF(t)
+	d, err := Load(Config{NodeName: "fftest-" + t.Name(), MaxRoutesV4: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := d.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	lo, err := net.InterfaceByName("lo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	nh := Nexthop{Ifindex: uint32(lo.Index), SrcMAC: egMAC, DstMAC: gwMAC, MTU: 1500, Resolved: true}
+	must(d.SetNexthop(1, nh))
+	must(d.SetNexthop(2, Nexthop{Ifindex: uint32(lo.Index), MTU: 1500}))
+	small := nh
+	small.MTU = 576
+	must(d.SetNexthop(3, small))
+	// Nexthop 4 is resolved but its port is missing from the devmap: write the entry
+	// directly, as SetNexthop would have added the port.
+	must(d.objs.Nexthops.Put(uint32(4), xdpfwdNexthop{Ifindex: 999999, Mtu: 1500, Flags: nhValid | nhResolved}))
+	must(d.SetRoute(netip.MustParsePrefix("198.51.100.0/24"), 1))
+	must(d.SetRoute(netip.MustParsePrefix("203.0.113.0/24"), 2))
+	must(d.SetRoute(netip.MustParsePrefix("203.0.113.128/25"), 3))
+	must(d.SetRoute(netip.MustParsePrefix("100.64.0.0/10"), 4))
+	must(d.AddLocal(localIP))
+	return d
+}
+
+type frameOpts struct {
+	ethType uint16
+	vlan    bool
+	ihl     uint8
+	version uint8
+	ttl     uint8
+	dst     netip.Addr
+	payload int
+}
+
+// frame builds Ethernet + IPv4 + UDP with a valid header checksum.
+func frame(o frameOpts) []byte {
+	if o.ethType == 0 {
+		o.ethType = 0x0800
+	}
+	if o.ihl == 0 {
+		o.ihl = 5
+	}
+	if o.version == 0 {
+		o.version = 4
+	}
+	if o.ttl == 0 {
+		o.ttl = 64
+	}
+	if !o.dst.IsValid() {
+		o.dst = netip.MustParseAddr("198.51.100.7")
+	}
+	var b bytes.Buffer
+	b.Write(rtrMAC)
+	b.Write(srcMAC)
+	if o.vlan {
+		binary.Write(&b, binary.BigEndian, uint16(0x8100))
+		binary.Write(&b, binary.BigEndian, uint16(42))
+	}
+	binary.Write(&b, binary.BigEndian, o.ethType)
+	hl := int(o.ihl) * 4
+	ip := make([]byte, hl+8+o.payload)
+	ip[0] = o.version<<4 | o.ihl
+	binary.BigEndian.PutUint16(ip[2:], uint16(len(ip)))
+	binary.BigEndian.PutUint16(ip[4:], 0x1234)
+	ip[8] = o.ttl
+	ip[9] = 17
+	copy(ip[12:16], netip.MustParseAddr("10.9.9.9").AsSlice())
+	copy(ip[16:20], o.dst.AsSlice())
+	binary.BigEndian.PutUint16(ip[10:], ipChecksum(ip[:hl]))
+	binary.BigEndian.PutUint16(ip[hl:], 4000)
+	binary.BigEndian.PutUint16(ip[hl+2:], 5000)
+	binary.BigEndian.PutUint16(ip[hl+4:], uint16(8+o.payload))
+	b.Write(ip)
+	return b.Bytes()
+}
+
+// ipChecksum computes the header checksum from scratch (the checksum field must be zero
+// or the result is the verification sum, which is 0 for a valid header).
+func ipChecksum(h []byte) uint16 {
+	var sum uint32
+	for i := 0; i+1 < len(h); i += 2 {
+		sum += uint32(binary.BigEndian.Uint16(h[i:]))
+	}
+	for sum > 0xffff {
+		sum = sum&0xffff + sum>>16
+	}
+	return ^uint16(sum)
+}
+
+func run(t *testing.T, d *Dataplane, in []byte) (uint32, []byte) {
+	t.Helper()
+	out := make([]byte, len(in)+512)
+	ret, err := d.Program().Run(&ebpf.RunOptions{Data: in, DataOut: out})
+	if err != nil {
+		t.Fatalf("test run of a %d-byte frame: %v", len(in), err)
+	}
+	return ret, out[:len(in)]
+}
+
+func stats(t *testing.T, d *Dataplane) Stats {
+	t.Helper()
+	s, err := d.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestForwardedFrame(t *testing.T) {
+	d := testDataplane(t)
+	in := frame(frameOpts{payload: 100})
+	ret, out := run(t, d, in)
+	if ret != xdpRedirect {
+		t.Fatalf("action = %d, want XDP_REDIRECT (%d)", ret, xdpRedirect)
+	}
+	if !bytes.Equal(out[0:6], gwMAC) || !bytes.Equal(out[6:12], egMAC) {
+		t.Errorf("MACs = dst %x src %x, want dst %x src %x", out[0:6], out[6:12], gwMAC, egMAC)
+	}
+	ip := out[14:34]
+	if ip[8] != 63 {
+		t.Errorf("TTL = %d, want 63", ip[8])
+	}
+	if ipChecksum(ip) != 0 {
+		t.Errorf("IPv4 header checksum does not verify after the TTL decrement: %x", ip)
+	}
+	want := append([]byte(nil), in[14:]...)
+	want[8]--
+	hdr := append([]byte(nil), want[:20]...)
+	hdr[10], hdr[11] = 0, 0
+	binary.BigEndian.PutUint16(want[10:], ipChecksum(hdr))
+	if !bytes.Equal(out[14:], want) {
+		t.Errorf("frame beyond the MACs differs from the input with TTL-1 and a recomputed checksum:\n got %x\nwant %x", out[14:], want)
+	}
+	s := stats(t, d)
+	if s[Forwarded].Packets != 1 || s[Forwarded].Bytes != uint64(len(in)) || s.Passed() != 0 {
+		t.Errorf("counters = %+v, want exactly one forwarded frame of %d bytes", s, len(in))
+	}
+}
+
+// TestChecksumEdge forwards frames whose checksums sit at the wrap-around points of the
+// incremental update and checks every one against a full recomputation.
+func TestChecksumEdge(t *testing.T) {
+	d := testDataplane(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 2000; i++ {
+		in := frame(frameOpts{ttl: uint8(2 + rng.IntN(254)), payload: rng.IntN(64)})
+		// Vary the ID so checksums cover the whole range.
+		binary.BigEndian.PutUint16(in[18:], uint16(rng.Uint32()))
+		in[24], in[25] = 0, 0
+		binary.BigEndian.PutUint16(in[24:], ipChecksum(in[14:34]))
+		ret, out := run(t, d, in)
+		if ret != xdpRedirect {
+			t.Fatalf("frame %d: action %d, want redirect", i, ret)
+		}
+		if ipChecksum(out[14:34]) != 0 {
+			t.Fatalf("frame %d: checksum does not verify after forwarding: in %x out %x", i, in[14:34], out[14:34])
+		}
+	}
+}
+
+func TestPassReasons(t *testing.T) {
+	d := testDataplane(t)
+	arp := frame(frameOpts{ethType: 0x0806})
+	ipv6 := frame(frameOpts{ethType: 0x86dd})
+	badVersion := frame(frameOpts{version: 6})
+	shortIHL := frame(frameOpts{ihl: 4})
+	tooLong := frame(frameOpts{})
+	binary.BigEndian.PutUint16(tooLong[16:], 1400) // total length beyond the frame
+	cases := []struct {
+		name   string
+		frame  []byte
+		reason Reason
+	}{
+		{"arp", arp, PassNotIPv4},
+		{"ipv6", ipv6, PassNotIPv4},
+		{"vlan tagged", frame(frameOpts{vlan: true}), PassVLAN},
+		{"ip version 6 in an IPv4 ethertype", badVersion, PassMalformed},
+		{"ihl 4", shortIHL, PassMalformed},
+		{"total length beyond frame", tooLong, PassMalformed},
+		{"ip options (ihl 6)", frame(frameOpts{ihl: 6}), PassIPOptions},
+		{"ttl 1", frame(frameOpts{ttl: 1}), PassTTL},
+		{"multicast", frame(frameOpts{dst: netip.MustParseAddr("224.0.0.5")}), PassMulticast},
+		{"broadcast", frame(frameOpts{dst: netip.MustParseAddr("255.255.255.255")}), PassMulticast},
+		{"to a local address", frame(frameOpts{dst: localIP}), PassLocal},
+		{"no route", frame(frameOpts{dst: netip.MustParseAddr("8.8.8.8")}), PassNoRoute},
+		{"unresolved nexthop", frame(frameOpts{dst: netip.MustParseAddr("203.0.113.9")}), PassUnresolved},
+		{"larger than egress MTU", frame(frameOpts{dst: netip.MustParseAddr("203.0.113.200"), payload: 600}), PassMTU},
+		{"egress port not in devmap", frame(frameOpts{dst: netip.MustParseAddr("100.64.1.1")}), PassNoTxPort},
+	}
+	want := Stats{}
+	for i, c := range cases {
+		// Each reason gets a different number of frames, so a counter that counts
+		// another reason's frames cannot match by accident.
+		n := i + 1
+		for j := 0; j < n; j++ {
+			ret, out := run(t, d, c.frame)
+			if ret != xdpPass {
+				t.Fatalf("%s: action %d, want XDP_PASS", c.name, ret)
+			}
+			if !bytes.Equal(out, c.frame) {
+				t.Fatalf("%s: a passed frame was modified:\n got %x\nwant %x", c.name, out, c.frame)
+			}
+		}
+		want[c.reason].Packets += uint64(n)
+		want[c.reason].Bytes += uint64(n * len(c.frame))
+	}
+	// The largest frame that fits the small MTU is still forwarded.
+	fits := frame(frameOpts{dst: netip.MustParseAddr("203.0.113.200"), payload: 576 - 28})
+	if ret, _ := run(t, d, fits); ret != xdpRedirect {
+		t.Errorf("a frame of exactly the egress MTU: action %d, want redirect", ret)
+	}
+	want[Forwarded] = Counter{1, uint64(len(fits))}
+	if got := stats(t, d); got != want {
+		for r := range Reasons() {
+			if got[r] != want[r] {
+				t.Errorf("counter %s = %+v, want %+v", Reason(r), got[r], want[r])
+			}
+		}
+	}
+}
+
+// TestTruncatedFrames runs every truncation of a forwardable frame: none may be
+// forwarded, and every one is counted as malformed.
+func TestTruncatedFrames(t *testing.T) {
+	d := testDataplane(t)
+	full := frame(frameOpts{payload: 20})
+	var n uint64
+	for l := 14; l < len(full); l++ { // the kernel refuses test runs below an Ethernet header
+		ret, _ := run(t, d, full[:l])
+		if ret != xdpPass {
+			t.Fatalf("frame truncated to %d bytes: action %d, want XDP_PASS", l, ret)
+		}
+		n++
+	}
+	s := stats(t, d)
+	if s[PassMalformed].Packets != n || s.Passed() != n || s[Forwarded].Packets != 0 {
+		t.Errorf("after %d truncated frames: malformed=%d passed=%d forwarded=%d", n, s[PassMalformed].Packets, s.Passed(), s[Forwarded].Packets)
+	}
+}
+
+// TestMutatedFrames flips random bytes of valid frames and checks the program against
+// a reference classifier written from the spec: the action, the counter and, for
+// forwarded frames, the rewrite.
+func TestMutatedFrames(t *testing.T) {
+	d := testDataplane(t)
+	rng := rand.New(rand.NewPCG(7, 9))
+	dsts := []string{"198.51.100.7", "203.0.113.9", "203.0.113.200", "8.8.8.8", "192.0.2.1", "100.64.1.1"}
+	want := Stats{}
+	for i := 0; i < 3000; i++ {
+		f := frame(frameOpts{dst: netip.MustParseAddr(dsts[rng.IntN(len(dsts))]), payload: rng.IntN(700)})
+		for k := rng.IntN(4); k > 0; k-- {
+			f[rng.IntN(min(len(f), 40))] = byte(rng.Uint32())
+		}
+		if rng.IntN(4) == 0 {
+			f = f[:14+rng.IntN(len(f)-14)]
+		}
+		reason := classify(f)
+		in := append([]byte(nil), f...)
+		ret, out := run(t, d, f)
+		wantRet := uint32(xdpPass)
+		if reason == Forwarded {
+			wantRet = xdpRedirect
+		}
+		if ret != wantRet {
+			t.Fatalf("frame %x: action %d, reference says %s", in, ret, reason)
+		}
+		if reason != Forwarded && !bytes.Equal(out, in) {
+			t.Fatalf("passed frame modified: %x -> %x", in, out)
+		}
+		want[reason].Packets++
+		want[reason].Bytes += uint64(len(in))
+	}
+	if got := stats(t, d); got != want {
+		t.Errorf("counters = %+v\nreference = %+v", got, want)
+	}
+}
+
+// classify is the reference: what the program must do with a frame, given the FIB
+// that testDataplane installs.
+func classify(f []byte) Reason {
+	if len(f) < 14 {
+		return PassMalformed
+	}
+	et := binary.BigEndian.Uint16(f[12:])
+	switch {
+	case et == 0x8100 || et == 0x88a8:
+		return PassVLAN
+	case et != 0x0800:
+		return PassNotIPv4
+	}
+	ip := f[14:]
+	if len(ip) < 20 || ip[0]>>4 != 4 || ip[0]&0xf < 5 {
+		return PassMalformed
+	}
+	if ip[0]&0xf != 5 {
+		return PassIPOptions
+	}
+	tot := int(binary.BigEndian.Uint16(ip[2:]))
+	if tot < 20 || tot > len(ip) {
+		return PassMalformed
+	}
+	if ip[8] <= 1 {
+		return PassTTL
+	}
+	dst, _ := netip.AddrFromSlice(ip[16:20])
+	if dst.IsMulticast() || dst == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
+		return PassMulticast
+	}
+	if dst == localIP {
+		return PassLocal
+	}
+	type rt struct {
+		p   netip.Prefix
+		nh  int
+		mtu int
+	}
+	routes := []rt{{netip.MustParsePrefix("203.0.113.128/25"), 3, 576}, {netip.MustParsePrefix("198.51.100.0/24"), 1, 1500}, {netip.MustParsePrefix("203.0.113.0/24"), 2, 1500}, {netip.MustParsePrefix("100.64.0.0/10"), 4, 1500}}
+	for _, r := range routes {
+		if !r.p.Contains(dst) {
+			continue
+		}
+		switch {
+		case r.nh == 2:
+			return PassUnresolved
+		case tot > r.mtu:
+			return PassMTU
+		case r.nh == 4:
+			return PassNoTxPort
+		}
+		return Forwarded
+	}
+	return PassNoRoute
+}
