@@ -3,8 +3,8 @@ package bgp
 import (
 	"context"
 	"net"
-	"strings"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,9 +42,9 @@ func newPeer(t *testing.T, asn uint32, local string, nodePort int32) *peer {
 	}
 	t.Cleanup(srv.Stop)
 	err := srv.AddPeer(ctx, &api.AddPeerRequest{Peer: &api.Peer{
-		Conf:        &api.PeerConf{NeighborAddress: "127.0.0.1", PeerAsn: 65000},
-		Transport:   &api.Transport{LocalAddress: local, RemotePort: uint32(nodePort)},
-		Timers:      &api.Timers{Config: &api.TimersConfig{ConnectRetry: 1}},
+		Conf:      &api.PeerConf{NeighborAddress: "127.0.0.1", PeerAsn: 65000},
+		Transport: &api.Transport{LocalAddress: local, RemotePort: uint32(nodePort)},
+		Timers:    &api.Timers{Config: &api.TimersConfig{ConnectRetry: 1}},
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -210,6 +210,3 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
-
-
-

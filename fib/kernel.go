@@ -1,0 +1,219 @@
+package fib
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"time"
+
+	"github.com/fibfleet/fibfleet/dataplane"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// Kernel resolves next hops from the kernel's routes, links and neighbours, and keeps
+// their neighbour entries resolved.
+//
+// Traffic forwarded in XDP never confirms the kernel's neighbour entries, so they would
+// go STALE and a gateway's MAC change could be missed. Kernel makes every nexthop's
+// neighbour a kernel-managed entry (NTF_EXT_MANAGED, Linux >= 5.16): the kernel
+// resolves it at once and keeps re-probing it, and each change reaches Watch.
+type Kernel struct {
+	h   *netlink.Handle
+	log *slog.Logger
+}
+
+// NewKernel resolves in the calling process's network namespace.
+func NewKernel(log *slog.Logger) (*Kernel, error) {
+	h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+	if err != nil {
+		return nil, fmt.Errorf("fib: open netlink: %w", err)
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Kernel{h: h, log: log}, nil
+}
+
+// Close releases the netlink handle.
+func (k *Kernel) Close() { k.h.Close() }
+
+func usable(state int) bool {
+	return state&(netlink.NUD_REACHABLE|netlink.NUD_STALE|netlink.NUD_DELAY|netlink.NUD_PROBE|netlink.NUD_PERMANENT|netlink.NUD_NOARP) != 0
+}
+
+// Resolve implements Resolver.
+func (k *Kernel) Resolve(gw netip.Addr) (Resolution, error) {
+	routes, err := k.h.RouteGet(gw.AsSlice())
+	if err != nil || len(routes) == 0 {
+		return Resolution{}, fmt.Errorf("no kernel route to next hop %s: %w", gw, err)
+	}
+	rt := routes[0]
+	if rt.Type == unix.RTN_LOCAL {
+		return Resolution{}, fmt.Errorf("next hop %s is one of this node's own addresses", gw)
+	}
+	neigh := gw
+	if rt.Gw != nil {
+		neigh, _ = netip.AddrFromSlice(rt.Gw)
+		neigh = neigh.Unmap()
+	}
+	link, err := k.h.LinkByIndex(rt.LinkIndex)
+	if err != nil {
+		return Resolution{}, fmt.Errorf("egress link %d of next hop %s: %w", rt.LinkIndex, gw, err)
+	}
+	attrs := link.Attrs()
+	mtu := attrs.MTU
+	if rt.MTU > 0 && rt.MTU < mtu {
+		mtu = rt.MTU
+	}
+	res := Resolution{Neighbor: neigh, Nexthop: dataplane.Nexthop{
+		Ifindex: uint32(attrs.Index), SrcMAC: attrs.HardwareAddr, MTU: uint16(min(mtu, 65535)),
+	}}
+	if len(attrs.HardwareAddr) != 6 {
+		// No Ethernet header to write (tunnels, ...): the kernel forwards these.
+		return res, nil
+	}
+	entry, err := k.neighbor(attrs.Index, neigh)
+	if err != nil {
+		return res, err
+	}
+	if entry != nil && usable(entry.State) && len(entry.HardwareAddr) == 6 {
+		res.Nexthop.DstMAC = entry.HardwareAddr
+		res.Nexthop.Resolved = true
+	}
+	if entry == nil || (entry.FlagsExt&netlink.NTF_EXT_MANAGED == 0 && entry.State&(netlink.NUD_PERMANENT|netlink.NUD_NOARP) == 0) {
+		k.manage(attrs.Index, neigh)
+	}
+	return res, nil
+}
+
+func (k *Kernel) neighbor(ifindex int, ip netip.Addr) (*netlink.Neigh, error) {
+	family := netlink.FAMILY_V4
+	if ip.Is6() {
+		family = netlink.FAMILY_V6
+	}
+	list, err := k.h.NeighList(ifindex, family)
+	if err != nil {
+		return nil, fmt.Errorf("list neighbours on ifindex %d: %w", ifindex, err)
+	}
+	for i := range list {
+		if a, ok := netip.AddrFromSlice(list[i].IP); ok && a.Unmap() == ip {
+			return &list[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// manage turns the neighbour into a kernel-managed entry (keeping a known MAC).
+func (k *Kernel) manage(ifindex int, ip netip.Addr) {
+	family := netlink.FAMILY_V4
+	if ip.Is6() {
+		family = netlink.FAMILY_V6
+	}
+	err := k.h.NeighSet(&netlink.Neigh{LinkIndex: ifindex, Family: family, IP: ip.AsSlice(),
+		State: netlink.NUD_NONE, FlagsExt: netlink.NTF_EXT_MANAGED})
+	if err != nil {
+		k.log.Warn("could not make the next hop's neighbour kernel-managed (needs Linux >= 5.16); it may go stale",
+			"neighbor", ip, "err", err)
+	}
+}
+
+// Watch follows neighbour and link changes and applies them to f until ctx ends:
+// a neighbour change re-resolves the nexthops behind that neighbour, a link change
+// (MTU, MAC, up/down) re-resolves all, and unresolved nexthops are retried every
+// retry interval (a next hop whose route appears later sends no neighbour event).
+func (k *Kernel) Watch(ctx context.Context, f *FIB, retry time.Duration) error {
+	neighCh := make(chan netlink.NeighUpdate, 1024)
+	linkCh := make(chan netlink.LinkUpdate, 64)
+	done := make(chan struct{})
+	go func() { <-ctx.Done(); close(done) }()
+	errCb := func(err error) { k.log.Warn("netlink subscription", "err", err) }
+	if err := netlink.NeighSubscribeWithOptions(neighCh, done, netlink.NeighSubscribeOptions{ErrorCallback: errCb}); err != nil {
+		return fmt.Errorf("fib: subscribe to neighbour changes: %w", err)
+	}
+	if err := netlink.LinkSubscribeWithOptions(linkCh, done, netlink.LinkSubscribeOptions{ErrorCallback: errCb}); err != nil {
+		return fmt.Errorf("fib: subscribe to link changes: %w", err)
+	}
+	tick := time.NewTicker(retry)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case u, ok := <-neighCh:
+			if !ok {
+				return errors.New("fib: neighbour subscription closed")
+			}
+			if a, ok := netip.AddrFromSlice(u.IP); ok {
+				f.NeighborChanged(a.Unmap())
+			}
+		case _, ok := <-linkCh:
+			if !ok {
+				return errors.New("fib: link subscription closed")
+			}
+			f.RefreshAll()
+		case <-tick.C:
+			f.RetryUnresolved()
+		}
+	}
+}
+
+// LocalSink receives the node's own addresses.
+type LocalSink interface {
+	AddLocal(netip.Addr) error
+	DeleteLocal(netip.Addr) error
+}
+
+// WatchLocal keeps sink filled with every address of this network namespace until
+// ctx ends, so frames to the node itself (BGP sessions, management) reach the kernel.
+// It returns once the existing addresses are in sink, and follows changes after that.
+func WatchLocal(ctx context.Context, sink LocalSink, log *slog.Logger) error {
+	ch := make(chan netlink.AddrUpdate, 256)
+	done := make(chan struct{})
+	if err := netlink.AddrSubscribeWithOptions(ch, done, netlink.AddrSubscribeOptions{ListExisting: true}); err != nil {
+		return fmt.Errorf("fib: subscribe to address changes: %w", err)
+	}
+	addrs, err := netlink.AddrList(nil, netlink.FAMILY_ALL)
+	if err != nil {
+		close(done)
+		return fmt.Errorf("fib: list local addresses: %w", err)
+	}
+	for _, a := range addrs {
+		if ip, ok := netip.AddrFromSlice(a.IP); ok {
+			if err := sink.AddLocal(ip.Unmap()); err != nil {
+				close(done)
+				return err
+			}
+		}
+	}
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case u, ok := <-ch:
+				if !ok {
+					return
+				}
+				ip, ok := netip.AddrFromSlice(u.LinkAddress.IP)
+				if !ok {
+					continue
+				}
+				var err error
+				if u.NewAddr {
+					err = sink.AddLocal(ip.Unmap())
+				} else {
+					err = sink.DeleteLocal(ip.Unmap())
+				}
+				if err != nil {
+					log.Warn("update local address", "addr", ip, "err", err)
+				}
+			}
+		}
+	}()
+	return nil
+}
+
