@@ -239,6 +239,7 @@ func TestPassReasons(t *testing.T) {
 		{"multicast", frame(frameOpts{dst: netip.MustParseAddr("224.0.0.5")}), PassMulticast},
 		{"broadcast", frame(frameOpts{dst: netip.MustParseAddr("255.255.255.255")}), PassMulticast},
 		{"to a local address", frame(frameOpts{dst: localIP}), PassLocal},
+		{"eBGP to a local address with TTL 1", frame(frameOpts{dst: localIP, ttl: 1}), PassLocal},
 		{"no route", frame(frameOpts{dst: netip.MustParseAddr("8.8.8.8")}), PassNoRoute},
 		{"unresolved nexthop", frame(frameOpts{dst: netip.MustParseAddr("203.0.113.9")}), PassUnresolved},
 		{"larger than egress MTU", frame(frameOpts{dst: netip.MustParseAddr("203.0.113.200"), payload: 600}), PassMTU},
@@ -356,15 +357,15 @@ func classify(f []byte) Reason {
 	if tot < 20 || tot > len(ip) {
 		return PassMalformed
 	}
-	if ip[8] <= 1 {
-		return PassTTL
-	}
 	dst, _ := netip.AddrFromSlice(ip[16:20])
 	if dst.IsMulticast() || dst == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
 		return PassMulticast
 	}
 	if dst == localIP {
 		return PassLocal
+	}
+	if ip[8] <= 1 {
+		return PassTTL
 	}
 	type rt struct {
 		p   netip.Prefix

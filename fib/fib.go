@@ -166,7 +166,11 @@ func (f *FIB) acquire(gw netip.Addr) (*nexthop, error) {
 		f.nextID++
 	}
 	nh := &nexthop{id: id, gw: gw, refs: 1}
-	nh.res = f.resolve(gw)
+	res, err := f.res.Resolve(gw)
+	if err != nil {
+		f.log.Warn("next hop unresolved; its routes pass to the kernel until it resolves", "nexthop", gw, "err", err)
+	}
+	nh.res = res
 	if err := f.dp.SetNexthop(id, nh.res.Nexthop); err != nil {
 		f.freeIDs = append(f.freeIDs, id)
 		return nil, fmt.Errorf("fib: write nexthop %s: %w", gw, err)
@@ -174,15 +178,6 @@ func (f *FIB) acquire(gw netip.Addr) (*nexthop, error) {
 	f.byGW[gw] = nh
 	f.index(nh)
 	return nh, nil
-}
-
-func (f *FIB) resolve(gw netip.Addr) Resolution {
-	r, err := f.res.Resolve(gw)
-	if err != nil {
-		f.log.Warn("next hop unresolved; its routes pass to the kernel until it resolves", "nexthop", gw, "err", err)
-		return Resolution{}
-	}
-	return r
 }
 
 func (f *FIB) index(nh *nexthop) {
@@ -255,7 +250,10 @@ func (f *FIB) RetryUnresolved() {
 }
 
 func (f *FIB) refresh(nh *nexthop) {
-	r := f.resolve(nh.gw)
+	r, err := f.res.Resolve(nh.gw)
+	if err != nil {
+		f.log.Debug("next hop still unresolved", "nexthop", nh.gw, "err", err)
+	}
 	if sameResolution(r, nh.res) {
 		return
 	}

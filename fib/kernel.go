@@ -216,4 +216,3 @@ func WatchLocal(ctx context.Context, sink LocalSink, log *slog.Logger) error {
 	}()
 	return nil
 }
-

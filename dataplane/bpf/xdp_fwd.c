@@ -21,7 +21,7 @@ enum stat_reason {
 	STAT_PASS_VLAN,         /* 802.1Q/802.1ad tagged: VLAN nexthops are not handled in XDP yet */
 	STAT_PASS_MALFORMED,    /* truncated or inconsistent headers: the kernel validates and drops */
 	STAT_PASS_IP_OPTIONS,   /* IHL != 5: options need the kernel's slow path */
-	STAT_PASS_TTL,          /* TTL <= 1: the kernel sends ICMP time exceeded */
+	STAT_PASS_TTL,          /* TTL <= 1 (not to us): the kernel sends ICMP time exceeded */
 	STAT_PASS_MULTICAST,    /* multicast or limited broadcast: never forwarded by the FIB */
 	STAT_PASS_LOCAL,        /* to one of the node's own addresses (BGP sessions, ssh, ...) */
 	STAT_PASS_NO_ROUTE,     /* no FIB entry: the kernel decides (and counts) */
@@ -151,14 +151,15 @@ int xdp_fwd(struct xdp_md *ctx)
 	tot_len = bpf_ntohs(iph->tot_len);
 	if (tot_len < sizeof(*iph) || tot_len > len - ETH_HLEN)
 		return count(STAT_PASS_MALFORMED, len, XDP_PASS);
-	if (iph->ttl <= 1)
-		return count(STAT_PASS_TTL, len, XDP_PASS);
 
+	/* Local and multicast first: eBGP sessions arrive with TTL 1 and are not expiring. */
 	daddr = iph->daddr;
 	if ((daddr & bpf_htonl(0xf0000000)) == bpf_htonl(0xe0000000) || daddr == 0xffffffff)
 		return count(STAT_PASS_MULTICAST, len, XDP_PASS);
 	if (bpf_map_lookup_elem(&local_v4, &daddr))
 		return count(STAT_PASS_LOCAL, len, XDP_PASS);
+	if (iph->ttl <= 1)
+		return count(STAT_PASS_TTL, len, XDP_PASS);
 
 	key.prefixlen = 32;
 	key.addr = daddr;

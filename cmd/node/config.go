@@ -1,0 +1,205 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"net/netip"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/fibfleet/fibfleet/bgp"
+	"github.com/fibfleet/fibfleet/dataplane"
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the node's configuration file (YAML). Flags override it.
+type Config struct {
+	NodeName    string    `yaml:"node_name"`
+	Interfaces  []string  `yaml:"interfaces"`
+	XDPMode     string    `yaml:"xdp_mode"`
+	BPFFS       string    `yaml:"bpffs"`
+	HTTPAddress string    `yaml:"http_address"`
+	LogLevel    string    `yaml:"log_level"`
+	BGP         BGPConfig `yaml:"bgp"`
+	FIB         FIBConfig `yaml:"fib"`
+}
+
+// BGPConfig configures the embedded speaker.
+type BGPConfig struct {
+	ASN             uint32           `yaml:"asn"`
+	RouterID        string           `yaml:"router_id"`
+	ListenAddresses []string         `yaml:"listen_addresses"`
+	ListenPort      int32            `yaml:"listen_port"`
+	GRPCAddress     string           `yaml:"grpc_address"`
+	Neighbors       []NeighborConfig `yaml:"neighbors"`
+}
+
+// NeighborConfig is one upstream peer.
+type NeighborConfig struct {
+	Address     string `yaml:"address"`
+	ASN         uint32 `yaml:"asn"`
+	Port        uint16 `yaml:"port"`
+	MaxPrefixes uint32 `yaml:"max_prefixes"`
+	Passive     bool   `yaml:"passive"`
+	MultihopTTL uint8  `yaml:"multihop_ttl"`
+}
+
+// FIBConfig sizes the FIB.
+type FIBConfig struct {
+	MaxRoutesV4   uint32        `yaml:"max_routes_v4"`
+	RetryInterval time.Duration `yaml:"retry_interval"`
+}
+
+func defaults() Config {
+	host, _ := os.Hostname()
+	return Config{
+		NodeName:    host,
+		XDPMode:     string(dataplane.ModeNative),
+		BPFFS:       "/sys/fs/bpf",
+		HTTPAddress: "127.0.0.1:9464",
+		LogLevel:    "info",
+		BGP:         BGPConfig{ListenPort: 179, GRPCAddress: "127.0.0.1:50051"},
+		FIB:         FIBConfig{MaxRoutesV4: 2 << 20, RetryInterval: time.Second},
+	}
+}
+
+// loadConfig reads the file (if any), then applies the flags that were set.
+func loadConfig(args []string) (Config, error) {
+	cfg := defaults()
+	fs := flag.NewFlagSet("fibfleet-node", flag.ContinueOnError)
+	path := fs.String("config", "", "YAML config file (see README: Configuration)")
+	name := fs.String("node-name", "", "node name (default: hostname); names the bpffs pin directory")
+	ifaces := fs.String("interfaces", "", "comma-separated interfaces to attach XDP to")
+	mode := fs.String("xdp-mode", "", "XDP attach mode: native or generic")
+	httpAddr := fs.String("http-address", "", "address for /metrics and /healthz")
+	logLevel := fs.String("log-level", "", "debug, info, warn or error")
+	asn := fs.Uint("bgp-asn", 0, "local AS number")
+	rid := fs.String("bgp-router-id", "", "BGP router id (IPv4)")
+	port := fs.Int("bgp-listen-port", 0, "BGP listen port (-1: do not listen)")
+	grpc := fs.String("bgp-grpc-address", "", "GoBGP API address for the gobgp CLI (empty string in the file disables it)")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected arguments %q: every setting is a -flag or in -config", fs.Args())
+	}
+	if *path != "" {
+		raw, err := os.ReadFile(*path)
+		if err != nil {
+			return cfg, fmt.Errorf("read config: %w", err)
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(raw))
+		dec.KnownFields(true)
+		if err := dec.Decode(&cfg); err != nil {
+			return cfg, fmt.Errorf("config %s: %w (field names are listed in the README's configuration reference)", *path, err)
+		}
+	}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "node-name":
+			cfg.NodeName = *name
+		case "interfaces":
+			cfg.Interfaces = splitList(*ifaces)
+		case "xdp-mode":
+			cfg.XDPMode = *mode
+		case "http-address":
+			cfg.HTTPAddress = *httpAddr
+		case "log-level":
+			cfg.LogLevel = *logLevel
+		case "bgp-asn":
+			cfg.BGP.ASN = uint32(*asn)
+		case "bgp-router-id":
+			cfg.BGP.RouterID = *rid
+		case "bgp-listen-port":
+			cfg.BGP.ListenPort = int32(*port)
+		case "bgp-grpc-address":
+			cfg.BGP.GRPCAddress = *grpc
+		}
+	})
+	return cfg, cfg.validate()
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// validate reports every bad field at once, each with what to do.
+func (c Config) validate() error {
+	var errs []error
+	if c.NodeName == "" || strings.ContainsAny(c.NodeName, "/ ") {
+		errs = append(errs, fmt.Errorf("node_name %q: set a name without slashes or spaces", c.NodeName))
+	}
+	if len(c.Interfaces) == 0 {
+		errs = append(errs, errors.New("interfaces: list at least one interface to forward on (-interfaces eth0,eth1)"))
+	}
+	switch dataplane.Mode(c.XDPMode) {
+	case dataplane.ModeNative, dataplane.ModeGeneric:
+	default:
+		errs = append(errs, fmt.Errorf("xdp_mode %q: use native (default) or generic", c.XDPMode))
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("log_level %q: use debug, info, warn or error", c.LogLevel))
+	}
+	if c.HTTPAddress == "" {
+		errs = append(errs, errors.New("http_address: set host:port for /metrics and /healthz"))
+	}
+	if c.FIB.MaxRoutesV4 < 1024 {
+		errs = append(errs, fmt.Errorf("fib.max_routes_v4 %d: use at least 1024 (a full table needs about 1.2M)", c.FIB.MaxRoutesV4))
+	}
+	if c.FIB.RetryInterval <= 0 {
+		errs = append(errs, errors.New("fib.retry_interval: use a positive duration such as 1s"))
+	}
+	if _, err := c.bgpConfig(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("invalid configuration:\n  %w", joinLines(errs))
+}
+
+func joinLines(errs []error) error {
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return errors.New(strings.Join(msgs, "\n  "))
+}
+
+// bgpConfig converts the file's BGP section into the bgp package's config.
+func (c Config) bgpConfig() (bgp.Config, error) {
+	var errs []error
+	out := bgp.Config{ASN: c.BGP.ASN, ListenAddresses: c.BGP.ListenAddresses, ListenPort: c.BGP.ListenPort, GRPCAddress: c.BGP.GRPCAddress}
+	if c.BGP.RouterID != "" {
+		rid, err := netip.ParseAddr(c.BGP.RouterID)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("bgp.router_id %q is not an IP address", c.BGP.RouterID))
+		}
+		out.RouterID = rid
+	}
+	for i, n := range c.BGP.Neighbors {
+		a, err := netip.ParseAddr(n.Address)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("bgp.neighbors[%d].address %q is not an IP address", i, n.Address))
+			continue
+		}
+		out.Neighbors = append(out.Neighbors, bgp.Neighbor{Address: a, ASN: n.ASN, Port: n.Port, MaxPrefixes: n.MaxPrefixes, Passive: n.Passive, MultihopTTL: n.MultihopTTL})
+	}
+	if len(errs) == 0 {
+		if err := out.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return out, errors.Join(errs...)
+}

@@ -1,0 +1,169 @@
+// Command node is the fibfleet daemon: it learns routes over BGP, keeps the master FIB,
+// and forwards in XDP on the configured interfaces.
+//
+// This file is wiring only: config -> components, start in dependency order, stop in
+// reverse on SIGINT/SIGTERM.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/fibfleet/fibfleet/bgp"
+	"github.com/fibfleet/fibfleet/dataplane"
+	"github.com/fibfleet/fibfleet/fib"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	cfg, err := loadConfig(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fibfleet-node:", err)
+		os.Exit(2)
+	}
+	log := newLogger(cfg.LogLevel)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, cfg, log); err != nil {
+		log.Error("node failed", "err", err)
+		os.Exit(1)
+	}
+}
+
+func newLogger(level string) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level))
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+	slog.SetDefault(log)
+	return log
+}
+
+func run(ctx context.Context, cfg Config, log *slog.Logger) error {
+	bgpCfg, _ := cfg.bgpConfig() // validated in loadConfig
+	bgpCfg.Logger = log
+
+	dp, err := dataplane.Load(dataplane.Config{NodeName: cfg.NodeName, BPFFS: cfg.BPFFS, MaxRoutesV4: cfg.FIB.MaxRoutesV4, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := dp.Close(); err != nil {
+			log.Warn("dataplane close", "err", err)
+		}
+		log.Info("dataplane detached and unpinned")
+	}()
+
+	kernel, err := fib.NewKernel(log)
+	if err != nil {
+		return err
+	}
+	defer kernel.Close()
+	table := fib.New(dp, kernel, log)
+	if err := fib.WatchLocal(ctx, dp, log); err != nil {
+		return err
+	}
+	go func() {
+		if err := kernel.Watch(ctx, table, cfg.FIB.RetryInterval); err != nil {
+			log.Error("neighbour watch stopped; nexthops no longer follow MAC changes", "err", err)
+		}
+	}()
+	for _, ifname := range cfg.Interfaces {
+		if err := dp.Attach(ifname, dataplane.Mode(cfg.XDPMode)); err != nil {
+			return err
+		}
+	}
+
+	speaker, err := bgp.Start(ctx, bgpCfg)
+	if err != nil {
+		return err
+	}
+	defer speaker.Stop()
+
+	m := newMetrics(dp, table, speaker)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	var ready atomic.Bool
+	srv := &http.Server{Addr: cfg.HTTPAddress, Handler: httpHandler(reg, &ready), ReadHeaderTimeout: 5 * time.Second}
+	httpErr := make(chan error, 1)
+	go func() { httpErr <- srv.ListenAndServe() }()
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+
+	ready.Store(true)
+	log.Info("node running", "node", cfg.NodeName, "interfaces", cfg.Interfaces, "asn", cfg.BGP.ASN,
+		"http", cfg.HTTPAddress, "gobgp_api", cfg.BGP.GRPCAddress, "version", version)
+	return consume(ctx, speaker, table, m, log, httpErr)
+}
+
+// consume applies best-path changes to the FIB until ctx ends, logging load progress.
+func consume(ctx context.Context, speaker *bgp.Speaker, table *fib.FIB, m *metrics, log *slog.Logger, httpErr <-chan error) error {
+	progress := time.NewTicker(5 * time.Second)
+	defer progress.Stop()
+	var applied, lastApplied uint64
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			log.Info("shutting down")
+			return nil
+		case err := <-httpErr:
+			return fmt.Errorf("http server on the configured http_address: %w", err)
+		case <-speaker.Done():
+			return errors.New("BGP speaker stopped")
+		case batch := <-speaker.Changes():
+			updates := make([]fib.Update, len(batch))
+			for i, c := range batch {
+				updates[i] = fib.Update{Prefix: c.Prefix, Nexthop: c.Nexthop, Withdraw: c.Withdraw}
+				if c.Withdraw {
+					m.withdrawals.Inc()
+				} else {
+					m.announcements.Inc()
+				}
+			}
+			if err := table.Apply(updates); err != nil {
+				log.Warn("some routes were not installed in XDP; the kernel keeps them", "err", err)
+			}
+			applied += uint64(len(batch))
+		case now := <-progress.C:
+			if applied != lastApplied {
+				rate := float64(applied-lastApplied) / now.Sub(last).Seconds()
+				log.Info("FIB progress", "routes", table.Stats().Routes, "changes_per_second", math.Round(rate*10)/10)
+			}
+			lastApplied, last = applied, now
+		}
+	}
+}
+
+func httpHandler(reg *prometheus.Registry, ready *atomic.Bool) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if !ready.Load() {
+			http.Error(w, "starting", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	return mux
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/fibfleet/fibfleet/bgp"
+	"github.com/fibfleet/fibfleet/dataplane"
+	"github.com/fibfleet/fibfleet/fib"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+const namespace = "fibfleet"
+
+// metrics exports the node's state. Dataplane counters, FIB and BGP state are read
+// at scrape time (one map read per reason, one peer list), so nothing is polled.
+type metrics struct {
+	dp      *dataplane.Dataplane
+	fib     *fib.FIB
+	speaker *bgp.Speaker
+
+	// announcements and withdrawals count best-path changes received from BGP.
+	announcements prometheus.Counter
+	withdrawals   prometheus.Counter
+
+	xdpPackets, xdpBytes        *prometheus.Desc
+	routes, nexthops, refused   *prometheus.Desc
+	sessions, received, buildOK *prometheus.Desc
+}
+
+func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker) *metrics {
+	d := func(sub, name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(prometheus.BuildFQName(namespace, sub, name), help, labels, nil)
+	}
+	return &metrics{
+		dp: dp, fib: f, speaker: s,
+		announcements: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Subsystem: "bgp", Name: "best_path_announcements_total", Help: "Best-path announcements (new or changed) received from BGP."}),
+		withdrawals:   prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Subsystem: "bgp", Name: "best_path_withdrawals_total", Help: "Best-path withdrawals received from BGP."}),
+		xdpPackets:    d("xdp", "packets_total", "Frames seen by the XDP program, by action and reason (pass reasons say why the kernel got the frame).", "action", "reason"),
+		xdpBytes:      d("xdp", "bytes_total", "Bytes seen by the XDP program, by action and reason.", "action", "reason"),
+		routes:        d("fib", "routes", "Routes in the FIB.", "family"),
+		nexthops:      d("fib", "nexthops", "Nexthops in the FIB by state (unresolved ones pass their traffic to the kernel).", "state"),
+		refused:       d("fib", "refused_routes_total", "Route writes the dataplane refused; such routes stay with the kernel.", "family"),
+		sessions:      d("bgp", "sessions", "BGP sessions by state.", "state"),
+		received:      d("bgp", "prefixes_received", "Prefixes received per neighbour.", "neighbor"),
+		buildOK:       d("", "build_info", "Build information.", "version"),
+	}
+}
+
+func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{m.xdpPackets, m.xdpBytes, m.routes, m.nexthops, m.refused, m.sessions, m.received, m.buildOK} {
+		ch <- d
+	}
+	m.announcements.Describe(ch)
+	m.withdrawals.Describe(ch)
+}
+
+func (m *metrics) Collect(ch chan<- prometheus.Metric) {
+	m.announcements.Collect(ch)
+	m.withdrawals.Collect(ch)
+	ch <- prometheus.MustNewConstMetric(m.buildOK, prometheus.GaugeValue, 1, version)
+	if st, err := m.dp.Stats(); err == nil {
+		for _, r := range dataplane.Reasons() {
+			ch <- prometheus.MustNewConstMetric(m.xdpPackets, prometheus.CounterValue, float64(st[r].Packets), r.Action(), r.String())
+			ch <- prometheus.MustNewConstMetric(m.xdpBytes, prometheus.CounterValue, float64(st[r].Bytes), r.Action(), r.String())
+		}
+	} else {
+		ch <- prometheus.NewInvalidMetric(m.xdpPackets, err)
+	}
+	fs := m.fib.Stats()
+	ch <- prometheus.MustNewConstMetric(m.routes, prometheus.GaugeValue, float64(fs.Routes), "ipv4")
+	ch <- prometheus.MustNewConstMetric(m.nexthops, prometheus.GaugeValue, float64(fs.Nexthops-fs.UnresolvedNexthops), "resolved")
+	ch <- prometheus.MustNewConstMetric(m.nexthops, prometheus.GaugeValue, float64(fs.UnresolvedNexthops), "unresolved")
+	ch <- prometheus.MustNewConstMetric(m.refused, prometheus.CounterValue, float64(fs.Refused), "ipv4")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	peers, err := m.speaker.Peers(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(m.sessions, err)
+		return
+	}
+	counts := map[string]int{}
+	for _, p := range peers {
+		counts[p.State]++
+		ch <- prometheus.MustNewConstMetric(m.received, prometheus.GaugeValue, float64(p.Received), p.Address.String())
+	}
+	for _, s := range bgp.SessionStates() {
+		ch <- prometheus.MustNewConstMetric(m.sessions, prometheus.GaugeValue, float64(counts[s]), s)
+	}
+}

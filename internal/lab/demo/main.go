@@ -1,0 +1,118 @@
+// Command demo builds the walking-skeleton lab (see lab.Skeleton), runs the fibfleet
+// node in it against BIRD, sends UDP through it and prints what XDP forwarded, until
+// Ctrl-C or -duration. Everything it made is removed on exit. Run as root:
+//
+//	sudo make demo
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/fibfleet/fibfleet/dataplane"
+	"github.com/fibfleet/fibfleet/internal/lab"
+)
+
+func main() {
+	duration := flag.Duration("duration", 0, "stop after this long (0: run until Ctrl-C)")
+	nodeBin := flag.String("node", "", "node binary (default: build ./cmd/node)")
+	mode := flag.String("xdp-mode", "native", "XDP mode: native or generic")
+	rate := flag.Int("pps", 100, "datagrams per second to each prefix")
+	keep := flag.Bool("hold", false, "keep the lab up after sending, for poking around (until Ctrl-C)")
+	flag.Parse()
+	if err := run(*duration, *nodeBin, *mode, *rate, *keep); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+}
+
+func run(duration time.Duration, nodeBin, mode string, rate int, hold bool) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, duration)
+		defer cancel()
+	}
+	dir, err := os.MkdirTemp("", "fibfleet-demo-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if nodeBin == "" {
+		nodeBin = filepath.Join(dir, "fibfleet-node")
+		slog.Info("building the node", "out", nodeBin)
+		if out, err := exec.Command("go", "build", "-o", nodeBin, "./cmd/node").CombinedOutput(); err != nil {
+			return fmt.Errorf("go build ./cmd/node (run from the repository root): %w\n%s", err, out)
+		}
+	}
+	slog.Info("building the lab: src, router (fibfleet node), two sinks, upstream (BIRD 2)")
+	sk, err := lab.StartSkeleton(lab.SkeletonConfig{NodeBinary: nodeBin, Dir: dir, XDPMode: mode})
+	if sk != nil {
+		defer func() {
+			slog.Info("tearing the lab down")
+			if err := sk.Close(); err != nil {
+				slog.Warn("teardown", "err", err)
+			}
+		}()
+	}
+	if err != nil {
+		return err
+	}
+	slog.Info("lab up", "prefix", sk.Prefix, "node_log", sk.NodeLog, "bird_socket", sk.BirdSock)
+	err = lab.WaitFor(ctx, 60*time.Second, "the node to learn the routes from BIRD", func() (bool, error) {
+		m, err := sk.Metrics()
+		return err == nil && m[`fibfleet_fib_routes{family="ipv4"}`] == float64(len(lab.SkeletonRoutes)) &&
+			m[`fibfleet_fib_nexthops{state="unresolved"}`] == 0, err
+	})
+	if err != nil {
+		return err
+	}
+	sinks := map[int]*lab.Sink{}
+	for i, ns := range map[int]*lab.Netns{1: sk.Sink1, 2: sk.Sink2} {
+		if sinks[i], err = sk.Listen(ns); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("\nThe node learned %d routes from BIRD. Try, in another shell:\n", len(lab.SkeletonRoutes))
+	fmt.Printf("  sudo nsenter --net=/run/netns/%s go tool gobgp global rib\n", sk.Router.Name)
+	fmt.Printf("  sudo nsenter --net=/run/netns/%s curl -s %s/metrics | grep fibfleet_xdp\n", sk.Router.Name, lab.MetricsAddr)
+	fmt.Printf("  sudo bpftool map dump pinned %s/stats\n\n", dataplane.PinDir("", sk.NodeName))
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		if !hold {
+			for _, r := range lab.SkeletonRoutes {
+				if err := sk.Send(r.Prefix.Addr().Next(), rate); err != nil {
+					return err
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		st, err := dataplane.ReadPinnedStats("", sk.NodeName)
+		if err != nil {
+			return err
+		}
+		w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(w, "%s\tdestination\tsink\treceived\n", time.Now().Format("15:04:05"))
+		for _, r := range lab.SkeletonRoutes {
+			dst := r.Prefix.Addr().Next()
+			fmt.Fprintf(w, "\t%s (%s)\tsink%d\t%d\n", dst, r.Prefix, r.Sink, sinks[r.Sink].Count(dst))
+		}
+		fmt.Fprintf(w, "\tXDP forwarded\t\t%d\n\tpassed to the kernel\t\t%d\n", st[dataplane.Forwarded].Packets, st.Passed())
+		w.Flush()
+	}
+}

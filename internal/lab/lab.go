@@ -1,0 +1,268 @@
+// Package lab builds fibfleet test topologies on one machine: network namespaces joined
+// by veth pairs, processes run inside them (BIRD, the node), and traffic sent through
+// them. Tests and the demo share it.
+//
+// Every namespace and interface carries the lab's random prefix, and Close removes all
+// of them and stops every process, even after a failure. A lab is never connected to
+// the host's network: no veth has an end in the root namespace and no namespace gets a
+// default route, so packets to real Internet destinations stay inside; CheckIsolated
+// asserts it.
+package lab
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/vishvananda/netns"
+)
+
+// Lab owns namespaces, links and processes, and removes them on Close.
+type Lab struct {
+	// Prefix starts every namespace and interface name of this lab.
+	Prefix string
+
+	mu         sync.Mutex
+	namespaces []*Netns
+	cleanups   []func() error
+}
+
+// Netns is one network namespace of a lab.
+type Netns struct {
+	Name string
+	lab  *Lab
+}
+
+// New creates an empty lab with a random prefix such as "ff3a9c".
+func New() (*Lab, error) {
+	if os.Geteuid() != 0 {
+		return nil, errors.New("lab: needs root (network namespaces, veth, XDP)")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		return nil, errors.New("lab: the ip command is missing: apt-get install iproute2")
+	}
+	b := make([]byte, 2)
+	_, _ = rand.Read(b)
+	return &Lab{Prefix: "ff" + hex.EncodeToString(b)}, nil
+}
+
+// Defer registers a cleanup; Close runs them in reverse order.
+func (l *Lab) Defer(fn func() error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.cleanups = append(l.cleanups, fn)
+}
+
+// Close stops every process and removes every namespace (and with them the veths).
+func (l *Lab) Close() error {
+	l.mu.Lock()
+	cleanups := l.cleanups
+	l.cleanups = nil
+	l.mu.Unlock()
+	var errs []error
+	for i := len(cleanups) - 1; i >= 0; i-- {
+		errs = append(errs, cleanups[i]())
+	}
+	return errors.Join(errs...)
+}
+
+func run(args ...string) (string, error) {
+	var out, stderr bytes.Buffer
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("%s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return out.String(), nil
+}
+
+// Netns creates a namespace named <prefix>-<role> with loopback up.
+func (l *Lab) Netns(role string) (*Netns, error) {
+	n := &Netns{Name: l.Prefix + "-" + role, lab: l}
+	if _, err := run("ip", "netns", "add", n.Name); err != nil {
+		return nil, err
+	}
+	l.Defer(func() error {
+		_, err := run("ip", "netns", "del", n.Name)
+		return err
+	})
+	l.mu.Lock()
+	l.namespaces = append(l.namespaces, n)
+	l.mu.Unlock()
+	if _, err := n.Exec("ip", "link", "set", "lo", "up"); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// If returns this lab's name for an interface role: <prefix><role>, at most 15 bytes.
+func (l *Lab) If(role string) string { return l.Prefix + role }
+
+// Link joins two namespaces with a veth pair, addresses both ends (CIDR, may be
+// empty) and brings them up. Interface names are l.If(aRole) and l.If(bRole).
+func (l *Lab) Link(a *Netns, aRole, aAddr string, b *Netns, bRole, bAddr string) error {
+	an, bn := l.If(aRole), l.If(bRole)
+	if _, err := run("ip", "link", "add", an, "netns", a.Name, "type", "veth", "peer", "name", bn, "netns", b.Name); err != nil {
+		return err
+	}
+	for _, e := range []struct {
+		ns         *Netns
+		name, addr string
+	}{{a, an, aAddr}, {b, bn, bAddr}} {
+		if e.addr != "" {
+			if _, err := e.ns.Exec("ip", "addr", "add", e.addr, "dev", e.name); err != nil {
+				return err
+			}
+		}
+		if _, err := e.ns.Exec("ip", "link", "set", e.name, "up"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Exec runs a command inside the namespace and returns its standard output.
+func (n *Netns) Exec(args ...string) (string, error) {
+	return run(append(n.enter(), args...)...)
+}
+
+// enter prefixes a command so it runs in the namespace. It uses nsenter, which switches
+// only the network namespace: `ip netns exec` also remounts /sys, which hides the
+// host's bpffs at /sys/fs/bpf from the node and its pins from everyone else.
+func (n *Netns) enter() []string {
+	return []string{"nsenter", "--net=/run/netns/" + n.Name, "--"}
+}
+
+// Sysctl sets a sysctl inside the namespace.
+func (n *Netns) Sysctl(key, value string) error {
+	_, err := n.Exec("sysctl", "-qw", key+"="+value)
+	return err
+}
+
+// Start starts a long-running process inside the namespace, its output appended to
+// logPath; Close stops it (SIGTERM, then SIGKILL after 5 s).
+func (n *Netns) Start(logPath string, args ...string) (*exec.Cmd, error) {
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	argv := append(n.enter(), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("start %s in %s: %w", args[0], n.Name, err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); logf.Close(); close(done) }()
+	n.lab.Defer(func() error {
+		return stop(cmd, done)
+	})
+	return cmd, nil
+}
+
+func stop(cmd *exec.Cmd, done chan struct{}) error {
+	select {
+	case <-done:
+		return nil
+	default:
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+		return nil
+	case <-time.After(5 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		return fmt.Errorf("%s did not stop within 5s of SIGTERM; killed", cmd.Args)
+	}
+}
+
+// Do runs fn on a thread switched into the namespace: sockets fn opens stay in it.
+func (n *Netns) Do(fn func() error) error {
+	runtime.LockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	defer orig.Close()
+	h, err := netns.GetFromName(n.Name)
+	if err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("open netns %s: %w", n.Name, err)
+	}
+	defer h.Close()
+	if err := netns.Set(h); err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	ferr := fn()
+	if err := netns.Set(orig); err != nil {
+		// Leave the thread locked: the runtime discards it when the goroutine exits.
+		return errors.Join(ferr, fmt.Errorf("return to the original netns: %w", err))
+	}
+	runtime.UnlockOSThread()
+	return ferr
+}
+
+// CheckIsolated verifies that the lab cannot reach the host's network: no namespace has
+// a default route, every veth's peer is in one of the lab's namespaces, and the root
+// namespace holds none of the lab's interfaces.
+func (l *Lab) CheckIsolated() error {
+	l.mu.Lock()
+	nss := append([]*Netns(nil), l.namespaces...)
+	l.mu.Unlock()
+	own := map[string]bool{}
+	for _, n := range nss {
+		own[n.Name] = true
+	}
+	var errs []error
+	for _, n := range nss {
+		for _, fam := range []string{"-4", "-6"} {
+			out, err := n.Exec("ip", fam, "route", "show", "default")
+			if err != nil {
+				errs = append(errs, err)
+			} else if strings.TrimSpace(out) != "" {
+				errs = append(errs, fmt.Errorf("%s has a default route: %s", n.Name, strings.TrimSpace(out)))
+			}
+		}
+		out, err := n.Exec("ip", "-o", "link", "show")
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			f := strings.Fields(line)
+			if len(f) < 2 || strings.HasPrefix(f[1], "lo:") {
+				continue
+			}
+			peerNS := ""
+			for i := 0; i+1 < len(f); i++ {
+				if f[i] == "link-netns" {
+					peerNS = strings.TrimSuffix(f[i+1], `\`)
+				}
+			}
+			if !own[peerNS] {
+				errs = append(errs, fmt.Errorf("%s: interface %s has a peer outside the lab's namespaces: %s", n.Name, strings.TrimSuffix(f[1], ":"), line))
+			}
+		}
+	}
+	out, err := run("ip", "-o", "link", "show")
+	if err != nil {
+		errs = append(errs, err)
+	} else if strings.Contains(out, " "+l.Prefix) {
+		errs = append(errs, fmt.Errorf("the root namespace holds an interface of lab %s", l.Prefix))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,390 @@
+package lab
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
+)
+
+// Route is a prefix the upstream announces, with the sink (1 or 2) its next hop leads to.
+type Route struct {
+	Prefix netip.Prefix
+	Sink   int
+}
+
+// SkeletonRoutes are the prefixes BIRD announces: two documentation prefixes and two
+// real ones from the 2026-06-19 table (1.1.1.0/24 AS13335, 9.9.9.0/24 AS19281).
+// Packets to them never leave the lab.
+var SkeletonRoutes = []Route{
+	{netip.MustParsePrefix("198.51.100.0/24"), 1},
+	{netip.MustParsePrefix("203.0.113.0/24"), 2},
+	{netip.MustParsePrefix("1.1.1.0/24"), 1},
+	{netip.MustParsePrefix("9.9.9.0/24"), 2},
+}
+
+// Addresses of the skeleton topology.
+const (
+	RouterASN   = 65000
+	UpstreamASN = 65001
+	SinkPort    = 9999
+	MetricsAddr = "127.0.0.1:9464" // inside the router namespace
+	GoBGPAddr   = "127.0.0.1:50051"
+)
+
+// Skeleton is the walking-skeleton topology:
+//
+//	src (10.10.0.2) -- r0 [router] r1 -- sink1 (10.11.1.2)
+//	                           r2 -- sink2 (10.11.2.2)
+//	                           r3 -- upstream (10.12.0.2, BIRD, AS65001)
+//
+// The router runs the node binary (AS65000) with XDP on r0-r3 and IPv4 forwarding
+// off, so a packet that reaches a sink was forwarded by XDP. BIRD announces
+// SkeletonRoutes with the sinks as next hops.
+type Skeleton struct {
+	*Lab
+	Src, Router, Sink1, Sink2, Upstream *Netns
+	NodeName                            string
+	Dir                                 string
+	NodeLog, BirdLog, BirdSock          string
+}
+
+// SkeletonConfig says how to run the skeleton.
+type SkeletonConfig struct {
+	// NodeBinary is the fibfleet node executable.
+	NodeBinary string
+	// Dir holds configs, logs and sockets.
+	Dir string
+	// XDPMode is native (default) or generic.
+	XDPMode string
+}
+
+// StartSkeleton builds the topology and starts BIRD and the node. On error, the caller
+// still owns the returned lab (when non-nil) and must Close it.
+func StartSkeleton(cfg SkeletonConfig) (*Skeleton, error) {
+	l, err := New()
+	if err != nil {
+		return nil, err
+	}
+	s := &Skeleton{Lab: l, Dir: cfg.Dir, NodeName: l.Prefix + "-rtr"}
+	if err := s.build(cfg); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+func (s *Skeleton) build(cfg SkeletonConfig) error {
+	var err error
+	for _, n := range []struct {
+		p    **Netns
+		role string
+	}{{&s.Src, "src"}, {&s.Router, "rtr"}, {&s.Sink1, "sink1"}, {&s.Sink2, "sink2"}, {&s.Upstream, "up"}} {
+		if *n.p, err = s.Netns(n.role); err != nil {
+			return err
+		}
+	}
+	links := []struct {
+		a            *Netns
+		aRole, aAddr string
+		b            *Netns
+		bRole, bAddr string
+	}{
+		{s.Src, "s0", "10.10.0.2/24", s.Router, "r0", "10.10.0.1/24"},
+		{s.Router, "r1", "10.11.1.1/24", s.Sink1, "k1", "10.11.1.2/24"},
+		{s.Router, "r2", "10.11.2.1/24", s.Sink2, "k2", "10.11.2.2/24"},
+		{s.Router, "r3", "10.12.0.1/24", s.Upstream, "u0", "10.12.0.2/24"},
+	}
+	for _, k := range links {
+		if err := s.Link(k.a, k.aRole, k.aAddr, k.b, k.bRole, k.bAddr); err != nil {
+			return err
+		}
+	}
+	if err := disableTxChecksum(s.Src, s.If("s0")); err != nil {
+		return err
+	}
+	if err := s.Router.Sysctl("net.ipv4.ip_forward", "0"); err != nil {
+		return err
+	}
+	for _, sink := range []*Netns{s.Sink1, s.Sink2} {
+		for _, k := range []string{"net.ipv4.conf.all.rp_filter", "net.ipv4.conf.default.rp_filter"} {
+			if err := sink.Sysctl(k, "0"); err != nil {
+				return err
+			}
+		}
+	}
+	for _, r := range SkeletonRoutes {
+		sink := s.Sink1
+		if r.Sink == 2 {
+			sink = s.Sink2
+		}
+		// The sink accepts every address of its prefixes as its own.
+		if _, err := sink.Exec("ip", "route", "add", "local", r.Prefix.String(), "dev", "lo"); err != nil {
+			return err
+		}
+		if _, err := s.Src.Exec("ip", "route", "add", r.Prefix.String(), "via", "10.10.0.1"); err != nil {
+			return err
+		}
+	}
+	// veth drops XDP-redirected frames unless the receiving end runs XDP (or GRO).
+	if err := s.attachPass(s.Sink1, s.If("k1")); err != nil {
+		return err
+	}
+	if err := s.attachPass(s.Sink2, s.If("k2")); err != nil {
+		return err
+	}
+	if err := s.CheckIsolated(); err != nil {
+		return err
+	}
+	if err := s.startBird(); err != nil {
+		return err
+	}
+	return s.startNode(cfg)
+}
+
+// attachPass attaches a one-instruction XDP_PASS program to an interface.
+func (s *Skeleton) attachPass(ns *Netns, ifname string) error {
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Type: ebpf.XDP, License: "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 2 /* XDP_PASS */), asm.Return()},
+	})
+	if err != nil {
+		return fmt.Errorf("load XDP_PASS program: %w", err)
+	}
+	var l link.Link
+	err = ns.Do(func() error {
+		iface, err := net.InterfaceByName(ifname)
+		if err != nil {
+			return err
+		}
+		l, err = link.AttachXDP(link.XDPOptions{Program: prog, Interface: iface.Index})
+		return err
+	})
+	if err != nil {
+		prog.Close()
+		return fmt.Errorf("attach XDP_PASS to %s: %w", ifname, err)
+	}
+	s.Defer(func() error { return errors.Join(l.Close(), prog.Close()) })
+	return nil
+}
+
+func (s *Skeleton) startBird() error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "router id 10.12.0.2;\nprotocol device { }\n")
+	for i, r := range SkeletonRoutes {
+		fmt.Fprintf(&b, "protocol static r%d { ipv4; route %s blackhole; }\n", i, r.Prefix)
+	}
+	fmt.Fprintf(&b, "protocol bgp node {\n  local 10.12.0.2 as %d;\n  neighbor 10.12.0.1 as %d;\n  ipv4 {\n    import all;\n    export filter {\n", UpstreamASN, RouterASN)
+	for _, r := range SkeletonRoutes {
+		fmt.Fprintf(&b, "      if net = %s then { bgp_next_hop = 10.11.%d.2; accept; }\n", r.Prefix, r.Sink)
+	}
+	b.WriteString("      reject;\n    };\n  };\n}\n")
+	conf := filepath.Join(s.Dir, "bird.conf")
+	if err := os.WriteFile(conf, []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	s.BirdSock = filepath.Join(s.Dir, "bird.ctl")
+	s.BirdLog = filepath.Join(s.Dir, "bird.log")
+	if _, err := s.Upstream.Start(s.BirdLog, "bird", "-f", "-c", conf, "-s", s.BirdSock); err != nil {
+		return fmt.Errorf("%w (install BIRD 2: apt-get install bird2)", err)
+	}
+	return nil
+}
+
+// Birdc runs a birdc command against the upstream's BIRD.
+func (s *Skeleton) Birdc(args ...string) (string, error) {
+	return run(append([]string{"birdc", "-s", s.BirdSock}, args...)...)
+}
+
+// NodeConfig is the node's YAML config in the skeleton.
+func (s *Skeleton) NodeConfig(xdpMode string) string {
+	if xdpMode == "" {
+		xdpMode = "native"
+	}
+	return fmt.Sprintf(`node_name: %s
+interfaces: [%s, %s, %s, %s]
+xdp_mode: %s
+http_address: %s
+bgp:
+  asn: %d
+  router_id: 10.12.0.1
+  grpc_address: %s
+  neighbors:
+    - address: 10.12.0.2
+      asn: %d
+      max_prefixes: 1000
+`, s.NodeName, s.If("r0"), s.If("r1"), s.If("r2"), s.If("r3"), xdpMode, MetricsAddr, RouterASN, GoBGPAddr, UpstreamASN)
+}
+
+func (s *Skeleton) startNode(cfg SkeletonConfig) error {
+	conf := filepath.Join(s.Dir, "node.yaml")
+	if err := os.WriteFile(conf, []byte(s.NodeConfig(cfg.XDPMode)), 0o644); err != nil {
+		return err
+	}
+	s.NodeLog = filepath.Join(s.Dir, "node.log")
+	_, err := s.Router.Start(s.NodeLog, cfg.NodeBinary, "-config", conf)
+	return err
+}
+
+// Metrics scrapes the node's /metrics inside the router namespace and returns the
+// samples as "name{labels}" -> value.
+func (s *Skeleton) Metrics() (map[string]float64, error) {
+	// The connection must be opened on the thread that is in the router's namespace;
+	// http.Transport would dial from another goroutine, so hand it this one.
+	var conn net.Conn
+	err := s.Router.Do(func() error {
+		var err error
+		conn, err = net.DialTimeout("tcp", MetricsAddr, 2*time.Second)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("scrape node metrics: %w", err)
+	}
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DialContext: func(context.Context, string, string) (net.Conn, error) { return conn, nil },
+	}}
+	resp, err := c.Get("http://" + MetricsAddr + "/metrics")
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("scrape node metrics: %w", err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	conn.Close()
+	if err != nil {
+		return nil, fmt.Errorf("scrape node metrics: %w", err)
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(strings.NewReader(string(body)))
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err == nil {
+			out[line[:i]] = v
+		}
+	}
+	return out, nil
+}
+
+// WaitFor polls cond every 100 ms until it returns true or the timeout passes.
+func WaitFor(ctx context.Context, timeout time.Duration, what string, cond func() (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for {
+		ok, err := cond()
+		if ok {
+			return nil
+		}
+		if err != nil {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("timed out after %s waiting for %s (last error: %v)", timeout, what, last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Sink counts UDP datagrams received in a sink namespace, by destination address.
+type Sink struct {
+	conn *net.UDPConn
+	mu   sync.Mutex
+	got  map[netip.Addr]int
+}
+
+var payloadRE = regexp.MustCompile(`^fibfleet dst=(\S+) `)
+
+// Listen starts counting datagrams to SinkPort in a namespace.
+func (s *Skeleton) Listen(ns *Netns) (*Sink, error) {
+	k := &Sink{got: map[netip.Addr]int{}}
+	err := ns.Do(func() error {
+		var err error
+		k.conn, err = net.ListenUDP("udp4", &net.UDPAddr{Port: SinkPort})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listen in %s: %w", ns.Name, err)
+	}
+	s.Defer(k.conn.Close)
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			n, _, err := k.conn.ReadFromUDP(buf)
+			if err != nil {
+				return
+			}
+			if m := payloadRE.FindSubmatch(buf[:n]); m != nil {
+				if a, err := netip.ParseAddr(string(m[1])); err == nil {
+					k.mu.Lock()
+					k.got[a]++
+					k.mu.Unlock()
+				}
+			}
+		}
+	}()
+	return k, nil
+}
+
+// Count returns how many datagrams to dst arrived.
+func (k *Sink) Count(dst netip.Addr) int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.got[dst]
+}
+
+// Total returns how many datagrams arrived in all.
+func (k *Sink) Total() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	n := 0
+	for _, c := range k.got {
+		n += c
+	}
+	return n
+}
+
+// Send sends n UDP datagrams from src to dst:SinkPort, each naming its destination.
+// The socket is unconnected, so ICMP errors from the router (a withdrawn route) do not
+// fail later sends.
+func (s *Skeleton) Send(dst netip.Addr, n int) error {
+	var conn *net.UDPConn
+	err := s.Src.Do(func() error {
+		var err error
+		conn, err = net.ListenUDP("udp4", nil)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("send to %s: %w", dst, err)
+	}
+	defer conn.Close()
+	to := netip.AddrPortFrom(dst, SinkPort)
+	for i := 0; i < n; i++ {
+		if _, err := conn.WriteToUDPAddrPort([]byte(fmt.Sprintf("fibfleet dst=%s seq=%d", dst, i)), to); err != nil {
+			return fmt.Errorf("send to %s: %w", dst, err)
+		}
+		if i%32 == 31 {
+			time.Sleep(time.Millisecond) // stay well inside veth's 256-frame XDP ring
+		}
+	}
+	return nil
+}
