@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -26,7 +27,7 @@ var (
 )
 
 // requireBPF skips unless the test can load BPF programs (root); CI runs as root.
-func requireBPF(t *testing.T) {
+func requireBPF(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to load BPF programs (CI runs as root)")
@@ -40,10 +41,10 @@ func requireBPF(t *testing.T) {
 // routes 198.51.100.0/24 -> nexthop 1 (resolved, MTU 1500), 203.0.113.0/24 -> 2
 // (unresolved), 203.0.113.128/25 -> 3 (resolved, MTU 576), 100.64.0.0/10 -> 4
 // (resolved, egress port not in the devmap), and local address 192.0.2.1.
-func testDataplane(t *testing.T) *Dataplane {
+func testDataplane(t testing.TB) *Dataplane {
 	t.Helper()
 	requireBPF(t)
-	d, err := Load(Config{NodeName: "fftest-" + t.Name(), MaxRoutesV4: 1024})
+	d, err := Load(Config{NodeName: "fftest-" + strings.ReplaceAll(t.Name(), "/", "_"), MaxRoutesV4: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,4 +389,29 @@ func classify(f []byte) Reason {
 		return Forwarded
 	}
 	return PassNoRoute
+}
+
+// BenchmarkXDP measures the program per frame with BPF_PROG_TEST_RUN (the kernel's own
+// loop, so no syscall per frame): a frame passed at the first check (not IPv4) is the
+// floor, a forwarded one pays the whole path with this LPM trie FIB.
+func BenchmarkXDP(b *testing.B) {
+	cases := []struct {
+		name  string
+		frame []byte
+	}{
+		{"pass_not_ipv4", frame(frameOpts{ethType: 0x0806})},
+		{"pass_no_route", frame(frameOpts{dst: netip.MustParseAddr("8.8.8.8")})},
+		{"forwarded", frame(frameOpts{})},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			d := testDataplane(b)
+			b.ResetTimer()
+			_, per, err := d.Program().Benchmark(c.frame, b.N, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(per.Nanoseconds()), "ns/frame")
+		})
+	}
 }

@@ -1,0 +1,48 @@
+# fibfleet: the two set-up commands are `sudo make demo` (the main job) and
+# `sudo make test` (the test suite). Both install what they need on a fresh Debian
+# machine: BIRD 2 for the upstream peer, iproute2 and util-linux for namespaces, a
+# bpffs mount at /sys/fs/bpf.
+SHELL := /bin/bash
+GO ?= go
+
+.PHONY: all build deps test demo generate clean
+
+all: build
+
+build:
+	$(GO) build -o bin/ ./cmd/...
+
+# deps installs the test and lab prerequisites when run as root; as a normal user it
+# only says what the root-only tests will skip.
+deps:
+	@if [ "$$(id -u)" != 0 ]; then \
+		echo "deps: not root: BPF, namespace and BIRD tests will skip (run sudo make test)"; \
+		exit 0; \
+	fi; \
+	missing=""; \
+	command -v bird >/dev/null || missing="$$missing bird2"; \
+	command -v ip >/dev/null || missing="$$missing iproute2"; \
+	command -v nsenter >/dev/null || missing="$$missing util-linux"; \
+	if [ -n "$$missing" ]; then \
+		echo "deps: installing$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi; \
+	mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
+
+# test runs every test once, then every benchmark once at a tiny size so none rots.
+test: deps
+	$(GO) mod download
+	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./...
+
+# demo builds the walking-skeleton lab and forwards UDP through the node until Ctrl-C.
+demo: deps
+	$(GO) run ./internal/lab/demo $(DEMO_FLAGS)
+
+# generate rebuilds the XDP object with clang-19 (the result is committed).
+generate:
+	@command -v clang-19 >/dev/null || { echo "generate: needs clang-19 (apt-get install clang-19)"; exit 1; }
+	$(GO) generate ./...
+
+clean:
+	rm -rf bin

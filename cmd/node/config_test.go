@@ -1,0 +1,85 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "node.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestConfigFileAndFlags(t *testing.T) {
+	p := writeConfig(t, `
+node_name: r1
+interfaces: [eth0, eth1]
+bgp:
+  asn: 65000
+  router_id: 192.0.2.1
+  neighbors:
+    - {address: 192.0.2.2, asn: 65001, max_prefixes: 1200000}
+fib:
+  max_routes_v4: 1500000
+`)
+	cfg, err := loadConfig([]string{"-config", p, "-interfaces", "eth2, eth3", "-xdp-mode", "generic", "-bgp-listen-port", "-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.NodeName != "r1" || cfg.FIB.MaxRoutesV4 != 1500000 || cfg.BGP.ASN != 65000 {
+		t.Errorf("file values lost: %+v", cfg)
+	}
+	if strings.Join(cfg.Interfaces, ",") != "eth2,eth3" || cfg.XDPMode != "generic" || cfg.BGP.ListenPort != -1 {
+		t.Errorf("flags did not override the file: %+v", cfg)
+	}
+	if cfg.HTTPAddress != "127.0.0.1:9464" || cfg.BGP.GRPCAddress != "127.0.0.1:50051" {
+		t.Errorf("defaults not applied: %+v", cfg)
+	}
+	b, err := cfg.bgpConfig()
+	if err != nil || len(b.Neighbors) != 1 || b.Neighbors[0].MaxPrefixes != 1200000 {
+		t.Errorf("bgp config %+v, %v", b, err)
+	}
+}
+
+func TestConfigErrorsSayWhatToDo(t *testing.T) {
+	p := writeConfig(t, `
+node_name: "a/b"
+xdp_mode: turbo
+log_level: loud
+fib: {max_routes_v4: 10, retry_interval: 0s}
+bgp:
+  asn: 65000
+  router_id: 192.0.2.1
+  neighbors: [{address: not-an-ip, asn: 1}]
+`)
+	_, err := loadConfig([]string{"-config", p})
+	if err == nil {
+		t.Fatal("a bad config was accepted")
+	}
+	for _, want := range []string{`node_name "a/b"`, "interfaces: list at least one", `xdp_mode "turbo": use native`, `log_level "loud"`,
+		"fib.max_routes_v4 10", "fib.retry_interval", `bgp.neighbors[0].address "not-an-ip"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not mention %q:\n%v", want, err)
+		}
+	}
+}
+
+func TestConfigUnknownField(t *testing.T) {
+	p := writeConfig(t, "node_name: r1\ninterfaces: [eth0]\nbgp: {asn: 1, router_id: 192.0.2.1, neighbours: []}\n")
+	_, err := loadConfig([]string{"-config", p})
+	if err == nil || !strings.Contains(err.Error(), "neighbours") {
+		t.Fatalf("a misspelt field was not reported: %v", err)
+	}
+}
+
+func TestConfigStrayArguments(t *testing.T) {
+	if _, err := loadConfig([]string{"eth0"}); err == nil || !strings.Contains(err.Error(), "unexpected arguments") {
+		t.Fatalf("a stray argument was not reported: %v", err)
+	}
+}
