@@ -48,10 +48,14 @@ const (
 
 // Nexthop is everything the program needs to send a frame to one neighbour.
 type Nexthop struct {
-	Ifindex  uint32
-	SrcMAC   net.HardwareAddr
-	DstMAC   net.HardwareAddr
-	MTU      uint16
+	// Ifindex is the egress port; for a neighbour on a VLAN sub-interface, its parent.
+	Ifindex uint32
+	SrcMAC  net.HardwareAddr
+	DstMAC  net.HardwareAddr
+	// MTU is the egress interface's L3 MTU (the sub-interface's for a VLAN).
+	MTU uint16
+	// VLAN is the 802.1Q VLAN id the frame leaves with, 0 for untagged.
+	VLAN     uint16
 	Resolved bool
 }
 
@@ -244,7 +248,10 @@ func (d *Dataplane) SetNexthop(id uint32, nh Nexthop) error {
 	if id == 0 || id >= MaxNexthops {
 		return fmt.Errorf("dataplane: nexthop id %d out of range 1..%d", id, MaxNexthops-1)
 	}
-	v := xdpfwdNexthop{Ifindex: nh.Ifindex, Mtu: nh.MTU, Flags: nhValid}
+	if nh.VLAN > 4094 {
+		return fmt.Errorf("dataplane: nexthop %d: VLAN id %d out of range 1..4094", id, nh.VLAN)
+	}
+	v := xdpfwdNexthop{Ifindex: nh.Ifindex, Mtu: nh.MTU, Vlan: nh.VLAN, Flags: nhValid}
 	if nh.Resolved {
 		if len(nh.SrcMAC) != 6 || len(nh.DstMAC) != 6 || nh.Ifindex == 0 {
 			return fmt.Errorf("dataplane: resolved nexthop %d needs an ifindex and two 6-byte MACs, got %+v", id, nh)

@@ -17,6 +17,7 @@ const (
 	PassUnresolved
 	PassMTU
 	PassNoTxPort
+	DropInternal
 	numReasons
 )
 
@@ -33,6 +34,7 @@ var reasonNames = [numReasons]string{
 	PassUnresolved: "unresolved",
 	PassMTU:        "mtu",
 	PassNoTxPort:   "no_txport",
+	DropInternal:   "internal",
 }
 
 // Reasons lists every stat index in order.
@@ -53,8 +55,11 @@ func (r Reason) String() string {
 
 // Action is the XDP verdict that frames of this reason get.
 func (r Reason) Action() string {
-	if r == Forwarded {
+	switch r {
+	case Forwarded:
 		return "redirect"
+	case DropInternal:
+		return "drop"
 	}
 	return "pass"
 }
@@ -72,7 +77,7 @@ type Stats [numReasons]Counter
 func (s Stats) Passed() uint64 {
 	var n uint64
 	for r := Reason(0); r < numReasons; r++ {
-		if r != Forwarded {
+		if r.Action() == "pass" {
 			n += s[r].Packets
 		}
 	}

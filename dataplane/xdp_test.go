@@ -40,7 +40,8 @@ func requireBPF(t testing.TB) {
 // testDataplane loads the program under a unique node name with a small FIB:
 // routes 198.51.100.0/24 -> nexthop 1 (resolved, MTU 1500), 203.0.113.0/24 -> 2
 // (unresolved), 203.0.113.128/25 -> 3 (resolved, MTU 576), 100.64.0.0/10 -> 4
-// (resolved, egress port not in the devmap), and local address 192.0.2.1.
+// (resolved, egress port not in the devmap), 198.18.0.0/15 -> 5 (resolved, VLAN 100),
+// and local address 192.0.2.1.
 func testDataplane(t testing.TB) *Dataplane {
 	t.Helper()
 	requireBPF(t)
@@ -76,13 +77,18 @@ func testDataplane(t testing.TB) *Dataplane {
 	must(d.SetRoute(netip.MustParsePrefix("203.0.113.0/24"), 2))
 	must(d.SetRoute(netip.MustParsePrefix("203.0.113.128/25"), 3))
 	must(d.SetRoute(netip.MustParsePrefix("100.64.0.0/10"), 4))
+	vlan := nh
+	vlan.VLAN = 100
+	must(d.SetNexthop(5, vlan))
+	must(d.SetRoute(netip.MustParsePrefix("198.18.0.0/15"), 5))
 	must(d.AddLocal(localIP))
 	return d
 }
 
 type frameOpts struct {
 	ethType uint16
-	vlan    bool
+	// tags are 802.1Q/802.1ad tags, outermost first: {TPID, TCI} pairs.
+	tags    [][2]uint16
 	ihl     uint8
 	version uint8
 	ttl     uint8
@@ -110,9 +116,9 @@ func frame(o frameOpts) []byte {
 	var b bytes.Buffer
 	b.Write(rtrMAC)
 	b.Write(srcMAC)
-	if o.vlan {
-		binary.Write(&b, binary.BigEndian, uint16(0x8100))
-		binary.Write(&b, binary.BigEndian, uint16(42))
+	for _, tag := range o.tags {
+		binary.Write(&b, binary.BigEndian, tag[0])
+		binary.Write(&b, binary.BigEndian, tag[1])
 	}
 	binary.Write(&b, binary.BigEndian, o.ethType)
 	hl := int(o.ihl) * 4
@@ -145,14 +151,16 @@ func ipChecksum(h []byte) uint16 {
 	return ^uint16(sum)
 }
 
+// run runs the program once on a copy of in and returns the action and the frame as
+// the program left it (a VLAN push or pop changes its length).
 func run(t *testing.T, d *Dataplane, in []byte) (uint32, []byte) {
 	t.Helper()
-	out := make([]byte, len(in)+512)
-	ret, err := d.Program().Run(&ebpf.RunOptions{Data: in, DataOut: out})
+	opts := &ebpf.RunOptions{Data: in, DataOut: make([]byte, len(in)+512)}
+	ret, err := d.Program().Run(opts)
 	if err != nil {
 		t.Fatalf("test run of a %d-byte frame: %v", len(in), err)
 	}
-	return ret, out[:len(in)]
+	return ret, opts.DataOut
 }
 
 func stats(t *testing.T, d *Dataplane) Stats {
@@ -173,6 +181,9 @@ func TestForwardedFrame(t *testing.T) {
 	}
 	if !bytes.Equal(out[0:6], gwMAC) || !bytes.Equal(out[6:12], egMAC) {
 		t.Errorf("MACs = dst %x src %x, want dst %x src %x", out[0:6], out[6:12], gwMAC, egMAC)
+	}
+	if len(out) != len(in) {
+		t.Fatalf("frame length %d, want %d", len(out), len(in))
 	}
 	ip := out[14:34]
 	if ip[8] != 63 {
@@ -231,7 +242,11 @@ func TestPassReasons(t *testing.T) {
 	}{
 		{"arp", arp, PassNotIPv4},
 		{"ipv6", ipv6, PassNotIPv4},
-		{"vlan tagged", frame(frameOpts{vlan: true}), PassVLAN},
+		{"802.1ad (QinQ) outer tag", frame(frameOpts{tags: [][2]uint16{{0x88a8, 10}, {0x8100, 20}}}), PassVLAN},
+		{"double 802.1Q tag", frame(frameOpts{tags: [][2]uint16{{0x8100, 10}, {0x8100, 20}}}), PassVLAN},
+		{"tagged ARP", frame(frameOpts{ethType: 0x0806, tags: [][2]uint16{{0x8100, 10}}}), PassNotIPv4},
+		{"tag truncated", frame(frameOpts{tags: [][2]uint16{{0x8100, 10}}})[:16], PassMalformed},
+		{"tagged, IP header truncated", frame(frameOpts{tags: [][2]uint16{{0x8100, 10}}})[:30], PassMalformed},
 		{"ip version 6 in an IPv4 ethertype", badVersion, PassMalformed},
 		{"ihl 4", shortIHL, PassMalformed},
 		{"total length beyond frame", tooLong, PassMalformed},
@@ -303,12 +318,16 @@ func TestTruncatedFrames(t *testing.T) {
 func TestMutatedFrames(t *testing.T) {
 	d := testDataplane(t)
 	rng := rand.New(rand.NewPCG(7, 9))
-	dsts := []string{"198.51.100.7", "203.0.113.9", "203.0.113.200", "8.8.8.8", "192.0.2.1", "100.64.1.1"}
+	dsts := []string{"198.51.100.7", "203.0.113.9", "203.0.113.200", "8.8.8.8", "192.0.2.1", "100.64.1.1", "198.19.0.1"}
 	want := Stats{}
 	for i := 0; i < 3000; i++ {
-		f := frame(frameOpts{dst: netip.MustParseAddr(dsts[rng.IntN(len(dsts))]), payload: rng.IntN(700)})
+		o := frameOpts{dst: netip.MustParseAddr(dsts[rng.IntN(len(dsts))]), payload: rng.IntN(700)}
+		if rng.IntN(3) == 0 {
+			o.tags = [][2]uint16{{0x8100, uint16(rng.Uint32())}}
+		}
+		f := frame(o)
 		for k := rng.IntN(4); k > 0; k-- {
-			f[rng.IntN(min(len(f), 40))] = byte(rng.Uint32())
+			f[rng.IntN(min(len(f), 44))] = byte(rng.Uint32())
 		}
 		if rng.IntN(4) == 0 {
 			f = f[:14+rng.IntN(len(f)-14)]
@@ -341,13 +360,24 @@ func classify(f []byte) Reason {
 		return PassMalformed
 	}
 	et := binary.BigEndian.Uint16(f[12:])
-	switch {
-	case et == 0x8100 || et == 0x88a8:
+	l3 := 14
+	if et == 0x88a8 {
 		return PassVLAN
-	case et != 0x0800:
+	}
+	if et == 0x8100 {
+		if len(f) < 18 {
+			return PassMalformed
+		}
+		et = binary.BigEndian.Uint16(f[16:])
+		if et == 0x8100 || et == 0x88a8 {
+			return PassVLAN
+		}
+		l3 = 18
+	}
+	if et != 0x0800 {
 		return PassNotIPv4
 	}
-	ip := f[14:]
+	ip := f[l3:]
 	if len(ip) < 20 || ip[0]>>4 != 4 || ip[0]&0xf < 5 {
 		return PassMalformed
 	}
@@ -373,7 +403,8 @@ func classify(f []byte) Reason {
 		nh  int
 		mtu int
 	}
-	routes := []rt{{netip.MustParsePrefix("203.0.113.128/25"), 3, 576}, {netip.MustParsePrefix("198.51.100.0/24"), 1, 1500}, {netip.MustParsePrefix("203.0.113.0/24"), 2, 1500}, {netip.MustParsePrefix("100.64.0.0/10"), 4, 1500}}
+	routes := []rt{{netip.MustParsePrefix("203.0.113.128/25"), 3, 576}, {netip.MustParsePrefix("198.51.100.0/24"), 1, 1500},
+		{netip.MustParsePrefix("203.0.113.0/24"), 2, 1500}, {netip.MustParsePrefix("100.64.0.0/10"), 4, 1500}, {netip.MustParsePrefix("198.18.0.0/15"), 5, 1500}}
 	for _, r := range routes {
 		if !r.p.Contains(dst) {
 			continue
@@ -391,27 +422,58 @@ func classify(f []byte) Reason {
 	return PassNoRoute
 }
 
-// BenchmarkXDP measures the program per frame with BPF_PROG_TEST_RUN (the kernel's own
-// loop, so no syscall per frame): a frame passed at the first check (not IPv4) is the
-// floor, a forwarded one pays the whole path with this LPM trie FIB.
-func BenchmarkXDP(b *testing.B) {
+// TestVLAN forwards between untagged and tagged ports: push, pop and rewrite.
+func TestVLAN(t *testing.T) {
+	d := testDataplane(t)
+	untaggedDst := netip.MustParseAddr("198.51.100.7") // nexthop 1, untagged
+	vlanDst := netip.MustParseAddr("198.18.3.4")       // nexthop 5, VLAN 100
 	cases := []struct {
-		name  string
-		frame []byte
+		name    string
+		in      frameOpts
+		wantTCI int // -1: untagged out
 	}{
-		{"pass_not_ipv4", frame(frameOpts{ethType: 0x0806})},
-		{"pass_no_route", frame(frameOpts{dst: netip.MustParseAddr("8.8.8.8")})},
-		{"forwarded", frame(frameOpts{})},
+		{"push: untagged in, VLAN nexthop", frameOpts{dst: vlanDst}, 100},
+		{"rewrite: tagged in, VLAN nexthop, priority kept", frameOpts{dst: vlanDst, tags: [][2]uint16{{0x8100, 5<<13 | 7}}}, 5<<13 | 100},
+		{"pop: tagged in, untagged nexthop", frameOpts{dst: untaggedDst, tags: [][2]uint16{{0x8100, 3<<13 | 7}}}, -1},
 	}
 	for _, c := range cases {
-		b.Run(c.name, func(b *testing.B) {
-			d := testDataplane(b)
-			b.ResetTimer()
-			_, per, err := d.Program().Benchmark(c.frame, b.N, nil)
-			if err != nil {
-				b.Fatal(err)
+		t.Run(c.name, func(t *testing.T) {
+			c.in.payload = 40
+			in := frame(c.in)
+			ret, out := run(t, d, in)
+			if ret != xdpRedirect {
+				t.Fatalf("action %d, want redirect", ret)
 			}
-			b.ReportMetric(float64(per.Nanoseconds()), "ns/frame")
+			l3in := 14 + 4*len(c.in.tags)
+			l3out := 14
+			if c.wantTCI >= 0 {
+				l3out = 18
+				if tpid := binary.BigEndian.Uint16(out[12:]); tpid != 0x8100 {
+					t.Fatalf("TPID %#x, want 0x8100", tpid)
+				}
+				if tci := binary.BigEndian.Uint16(out[14:]); int(tci) != c.wantTCI {
+					t.Fatalf("TCI %#x, want %#x", tci, c.wantTCI)
+				}
+			}
+			if et := binary.BigEndian.Uint16(out[l3out-2:]); et != 0x0800 {
+				t.Fatalf("ethertype %#x, want IPv4", et)
+			}
+			if len(out)-l3out != len(in)-l3in {
+				t.Fatalf("L3 length %d, want %d", len(out)-l3out, len(in)-l3in)
+			}
+			if !bytes.Equal(out[0:6], gwMAC) || !bytes.Equal(out[6:12], egMAC) {
+				t.Errorf("MACs = dst %x src %x", out[0:6], out[6:12])
+			}
+			ipOut, ipIn := out[l3out:], in[l3in:]
+			if ipOut[8] != ipIn[8]-1 || ipChecksum(ipOut[:20]) != 0 {
+				t.Errorf("TTL %d -> %d, checksum verifies: %v", ipIn[8], ipOut[8], ipChecksum(ipOut[:20]) == 0)
+			}
+			if !bytes.Equal(ipOut[12:], ipIn[12:]) {
+				t.Errorf("addresses or payload changed")
+			}
 		})
+	}
+	if s := stats(t, d); s[Forwarded].Packets != uint64(len(cases)) || s.Passed() != 0 {
+		t.Errorf("counters %+v, want %d forwarded", s, len(cases))
 	}
 }

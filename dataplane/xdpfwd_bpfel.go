@@ -35,6 +35,8 @@ type xdpfwdNexthop struct {
 	Dmac    [6]uint8
 	Mtu     uint16
 	Flags   uint16
+	Vlan    uint16
+	Pad     uint16
 }
 
 type xdpfwdStatRec struct {

@@ -270,7 +270,7 @@ func (f *FIB) refresh(nh *nexthop) {
 
 func sameResolution(a, b Resolution) bool {
 	x, y := a.Nexthop, b.Nexthop
-	return a.Neighbor == b.Neighbor && x.Ifindex == y.Ifindex && x.MTU == y.MTU && x.Resolved == y.Resolved &&
+	return a.Neighbor == b.Neighbor && x.Ifindex == y.Ifindex && x.MTU == y.MTU && x.VLAN == y.VLAN && x.Resolved == y.Resolved &&
 		slices.Equal(x.SrcMAC, y.SrcMAC) && slices.Equal(x.DstMAC, y.DstMAC)
 }
 

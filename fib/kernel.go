@@ -75,6 +75,9 @@ func (k *Kernel) Resolve(gw netip.Addr) (Resolution, error) {
 		// No Ethernet header to write (tunnels, ...): the kernel forwards these.
 		return res, nil
 	}
+	if res.Nexthop.Ifindex, res.Nexthop.VLAN, err = egressPort(link); err != nil {
+		return res, fmt.Errorf("next hop %s: %w", gw, err)
+	}
 	entry, err := k.neighbor(attrs.Index, neigh)
 	if err != nil {
 		return res, err
@@ -87,6 +90,24 @@ func (k *Kernel) Resolve(gw netip.Addr) (Resolution, error) {
 		k.manage(attrs.Index, neigh)
 	}
 	return res, nil
+}
+
+// egressPort returns the port XDP sends on for a link, and the 802.1Q tag to send
+// with: XDP cannot redirect into a VLAN device, so a VLAN sub-interface's frames leave
+// on its parent with the tag in the frame.
+func egressPort(link netlink.Link) (uint32, uint16, error) {
+	attrs := link.Attrs()
+	vlan, ok := link.(*netlink.Vlan)
+	if !ok {
+		return uint32(attrs.Index), 0, nil
+	}
+	if vlan.VlanProtocol == netlink.VLAN_PROTOCOL_8021AD {
+		return 0, 0, fmt.Errorf("interface %s is 802.1ad: only 802.1Q is forwarded in XDP", attrs.Name)
+	}
+	if attrs.ParentIndex == 0 || vlan.VlanId < 1 || vlan.VlanId > 4094 {
+		return 0, 0, fmt.Errorf("VLAN interface %s: parent %d, id %d", attrs.Name, attrs.ParentIndex, vlan.VlanId)
+	}
+	return uint32(attrs.ParentIndex), uint16(vlan.VlanId), nil
 }
 
 func (k *Kernel) neighbor(ifindex int, ip netip.Addr) (*netlink.Neigh, error) {

@@ -18,7 +18,7 @@
 enum stat_reason {
 	STAT_FORWARDED = 0,     /* XDP_REDIRECT to the nexthop's egress port */
 	STAT_PASS_NOT_IPV4,     /* ARP, IPv6, anything else: the kernel's business */
-	STAT_PASS_VLAN,         /* 802.1Q/802.1ad tagged: VLAN nexthops are not handled in XDP yet */
+	STAT_PASS_VLAN,         /* 802.1ad (QinQ) or double tagged, or no headroom to push a tag */
 	STAT_PASS_MALFORMED,    /* truncated or inconsistent headers: the kernel validates and drops */
 	STAT_PASS_IP_OPTIONS,   /* IHL != 5: options need the kernel's slow path */
 	STAT_PASS_TTL,          /* TTL <= 1 (not to us): the kernel sends ICMP time exceeded */
@@ -29,6 +29,7 @@ enum stat_reason {
 	STAT_PASS_MTU,          /* larger than the egress MTU: the kernel fragments or sends ICMP
 	                         * frag-needed; a devmap would drop it silently and black-hole PMTUD */
 	STAT_PASS_NO_TXPORT,    /* egress interface missing from the devmap */
+	STAT_DROP_INTERNAL,     /* headers vanished after a tag push/pop: a program bug, never expected */
 	STAT_MAX,
 };
 
@@ -43,12 +44,22 @@ struct stat_rec {
 
 /* A nexthop entry: everything the rewrite needs, so a hit costs one array lookup. */
 struct nexthop {
-	__u32 ifindex;
+	__u32 ifindex; /* egress port: the parent of a VLAN sub-interface */
 	__u8 smac[ETH_ALEN];
 	__u8 dmac[ETH_ALEN];
 	__u16 mtu; /* L3 MTU of the egress interface */
 	__u16 flags;
+	__u16 vlan; /* 802.1Q VLAN id to send with, 0 for untagged */
+	__u16 pad;
 };
+
+struct vlan_hdr {
+	__be16 tci;
+	__be16 encap_proto;
+};
+
+#define VLAN_HLEN 4
+#define VLAN_VID_MASK 0x0fff
 
 struct lpm_key_v4 {
 	__u32 prefixlen;
@@ -127,21 +138,36 @@ int xdp_fwd(struct xdp_md *ctx)
 	void *data = (void *)(long)ctx->data;
 	__u64 len = data_end - data;
 	struct ethhdr *eth = data;
+	struct vlan_hdr *vh;
 	struct iphdr *iph;
 	struct lpm_key_v4 key;
 	struct nexthop *nh;
-	__u32 *nhid;
-	__u16 tot_len;
+	__u32 *nhid, l3off = ETH_HLEN;
+	__u16 tot_len, in_tci = 0, out_vid;
+	__be16 proto;
 	__be32 daddr;
+	int tagged = 0;
 
 	if ((void *)(eth + 1) > data_end)
 		return count(STAT_PASS_MALFORMED, len, XDP_PASS);
-	if (eth->h_proto == bpf_htons(ETH_P_8021Q) || eth->h_proto == bpf_htons(ETH_P_8021AD))
-		return count(STAT_PASS_VLAN, len, XDP_PASS);
-	if (eth->h_proto != bpf_htons(ETH_P_IP))
+	proto = eth->h_proto;
+	if (proto == bpf_htons(ETH_P_8021AD))
+		return count(STAT_PASS_VLAN, len, XDP_PASS); /* QinQ: the kernel's */
+	if (proto == bpf_htons(ETH_P_8021Q)) {
+		vh = (void *)(eth + 1);
+		if ((void *)(vh + 1) > data_end)
+			return count(STAT_PASS_MALFORMED, len, XDP_PASS);
+		proto = vh->encap_proto;
+		if (proto == bpf_htons(ETH_P_8021Q) || proto == bpf_htons(ETH_P_8021AD))
+			return count(STAT_PASS_VLAN, len, XDP_PASS); /* double tagged */
+		in_tci = bpf_ntohs(vh->tci);
+		tagged = 1;
+		l3off = ETH_HLEN + VLAN_HLEN;
+	}
+	if (proto != bpf_htons(ETH_P_IP))
 		return count(STAT_PASS_NOT_IPV4, len, XDP_PASS);
 
-	iph = (void *)(eth + 1);
+	iph = data + l3off;
 	if ((void *)(iph + 1) > data_end)
 		return count(STAT_PASS_MALFORMED, len, XDP_PASS);
 	if (iph->version != 4 || iph->ihl < 5)
@@ -149,7 +175,7 @@ int xdp_fwd(struct xdp_md *ctx)
 	if (iph->ihl != 5)
 		return count(STAT_PASS_IP_OPTIONS, len, XDP_PASS);
 	tot_len = bpf_ntohs(iph->tot_len);
-	if (tot_len < sizeof(*iph) || tot_len > len - ETH_HLEN)
+	if (tot_len < sizeof(*iph) || tot_len > len - l3off)
 		return count(STAT_PASS_MALFORMED, len, XDP_PASS);
 
 	/* Local and multicast first: eBGP sessions arrive with TTL 1 and are not expiring. */
@@ -176,6 +202,28 @@ int xdp_fwd(struct xdp_md *ctx)
 	if (!bpf_map_lookup_elem(&tx_ports, &nh->ifindex))
 		return count(STAT_PASS_NO_TXPORT, len, XDP_PASS);
 
+	/* A nexthop on a VLAN sub-interface egresses on its parent with the tag in the
+	 * frame (XDP cannot redirect into a VLAN device): push, pop or rewrite it. */
+	out_vid = nh->vlan & VLAN_VID_MASK;
+	if (tagged != (out_vid != 0)) {
+		if (bpf_xdp_adjust_head(ctx, tagged ? VLAN_HLEN : -VLAN_HLEN))
+			return count(STAT_PASS_VLAN, len, XDP_PASS); /* no headroom: frame untouched */
+		data_end = (void *)(long)ctx->data_end;
+		data = (void *)(long)ctx->data;
+	}
+	eth = data;
+	iph = data + (out_vid ? ETH_HLEN + VLAN_HLEN : ETH_HLEN);
+	if ((void *)(iph + 1) > data_end)
+		return count(STAT_DROP_INTERNAL, len, XDP_DROP); /* cannot happen: keeps the verifier sure */
+	if (out_vid) {
+		vh = (void *)(eth + 1);
+		eth->h_proto = bpf_htons(ETH_P_8021Q);
+		/* Keep the priority bits of an incoming tag; a pushed tag has priority 0. */
+		vh->tci = bpf_htons((in_tci & ~VLAN_VID_MASK) | out_vid);
+		vh->encap_proto = bpf_htons(ETH_P_IP);
+	} else {
+		eth->h_proto = bpf_htons(ETH_P_IP);
+	}
 	ip_decrease_ttl(iph);
 	__builtin_memcpy(eth->h_dest, nh->dmac, ETH_ALEN);
 	__builtin_memcpy(eth->h_source, nh->smac, ETH_ALEN);
