@@ -87,15 +87,17 @@ func TestSkeletonForwarding(t *testing.T) {
 	}
 	sinks := map[int]*lab.Sink{1: sink1, 2: sink2}
 
+	// waitRoutes waits for n routes, with the sinks' two nexthops (10.11.1.2, 10.11.2.2
+	// also behind 10.99.0.1) resolved and UnresolvedRoute's not.
 	waitRoutes := func(n int) {
 		t.Helper()
-		err := lab.WaitFor(ctx, 60*time.Second, fmt.Sprintf("%d routes with resolved nexthops", n), func() (bool, error) {
+		err := lab.WaitFor(ctx, 60*time.Second, fmt.Sprintf("%d routes, 3 nexthops of which 1 unresolved", n), func() (bool, error) {
 			m, err := sk.Metrics()
 			if err != nil {
 				return false, err
 			}
-			return m[`fibfleet_fib_routes{family="ipv4"}`] == float64(n) && m[`fibfleet_fib_nexthops{state="unresolved"}`] == 0 &&
-				m[`fibfleet_fib_nexthops{state="resolved"}`] > 0, nil
+			return m[`fibfleet_fib_routes{family="ipv4"}`] == float64(n) && m[`fibfleet_fib_nexthops{state="unresolved"}`] == 1 &&
+				m[`fibfleet_fib_nexthops{state="resolved"}`] == 3, nil
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -119,7 +121,8 @@ func TestSkeletonForwarding(t *testing.T) {
 			t.Fatalf("%v: got %d", err, k.Count(dst))
 		}
 	}
-	waitRoutes(len(lab.SkeletonRoutes))
+	all := len(lab.AllRoutes())
+	waitRoutes(all)
 
 	t.Run("gobgp CLI sees BIRD established", func(t *testing.T) {
 		out, err := sk.Router.Exec(gobgpBin, "-u", "127.0.0.1", "-p", "50051", "neighbor")
@@ -136,8 +139,8 @@ func TestSkeletonForwarding(t *testing.T) {
 			t.Fatal(err)
 		}
 		m := regexp.MustCompile(`Routes:\s+(\d+) imported, (\d+) exported`).FindStringSubmatch(out)
-		if m == nil || m[1] != "0" || m[2] != fmt.Sprint(len(lab.SkeletonRoutes)) {
-			t.Fatalf("BIRD's view of the session, want 0 imported and %d exported:\n%s", len(lab.SkeletonRoutes), out)
+		if m == nil || m[1] != "0" || m[2] != fmt.Sprint(all) {
+			t.Fatalf("BIRD's view of the session, want 0 imported and %d exported:\n%s", all, out)
 		}
 	})
 
@@ -164,11 +167,11 @@ func TestSkeletonForwarding(t *testing.T) {
 	}
 
 	t.Run("withdrawn prefix is no longer forwarded", func(t *testing.T) {
-		withdrawn := lab.SkeletonRoutes[1] // 203.0.113.0/24 via sink2, static protocol r1
-		if _, err := sk.Birdc("disable", "r1"); err != nil {
+		withdrawn := lab.SkeletonRoutes[1] // 203.0.113.0/24 via sink2
+		if _, err := sk.Birdc("disable", lab.StaticProtocol(withdrawn)); err != nil {
 			t.Fatal(err)
 		}
-		waitRoutes(len(lab.SkeletonRoutes) - 1)
+		waitRoutes(all - 1)
 		dst := withdrawn.Prefix.Addr().Next()
 		marker := lab.SkeletonRoutes[3].Prefix.Addr().Next() // 9.9.9.1, also via sink2
 		base, markerBase, s0 := sink2.Count(dst), sink2.Count(marker), stats()
@@ -191,15 +194,37 @@ func TestSkeletonForwarding(t *testing.T) {
 		if got := s1[dataplane.Forwarded].Packets - s0[dataplane.Forwarded].Packets; got != 10 {
 			t.Errorf("forwarded counter rose by %d, want the 10 marker datagrams", got)
 		}
-		if _, err := sk.Birdc("enable", "r1"); err != nil {
+		if _, err := sk.Birdc("enable", lab.StaticProtocol(withdrawn)); err != nil {
 			t.Fatal(err)
 		}
-		waitRoutes(len(lab.SkeletonRoutes))
+		waitRoutes(all)
 		base = sink2.Count(dst)
 		if err := sk.Send(dst, 20); err != nil {
 			t.Fatal(err)
 		}
 		waitCount(sink2, dst, base+20)
+	})
+
+	t.Run("unresolved next hop passes to the kernel", func(t *testing.T) {
+		dst := lab.UnresolvedRoute.Prefix.Addr().Next()
+		s0 := stats()
+		const n = 30
+		if err := sk.Send(dst, n); err != nil {
+			t.Fatal(err)
+		}
+		err := lab.WaitFor(ctx, 10*time.Second, "the unresolved counter", func() (bool, error) {
+			return stats()[dataplane.PassUnresolved].Packets-s0[dataplane.PassUnresolved].Packets >= n, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s1 := stats()
+		if got := s1[dataplane.PassUnresolved].Packets - s0[dataplane.PassUnresolved].Packets; got != n {
+			t.Errorf("unresolved counter rose by %d, want exactly %d", got, n)
+		}
+		if got := s1[dataplane.Forwarded].Packets - s0[dataplane.Forwarded].Packets; got != 0 {
+			t.Errorf("%d frames forwarded while only an unresolved next hop was sent to", got)
+		}
 	})
 
 	t.Run("gateway MAC change is followed", func(t *testing.T) {

@@ -22,21 +22,33 @@ import (
 	"github.com/cilium/ebpf/link"
 )
 
-// Route is a prefix the upstream announces, with the sink (1 or 2) its next hop leads to.
+// Route is a prefix the upstream announces with its BGP next hop, and the sink (1 or
+// 2, 0 for none) that packets to it reach.
 type Route struct {
-	Prefix netip.Prefix
-	Sink   int
+	Prefix  netip.Prefix
+	Nexthop netip.Addr
+	Sink    int
 }
 
-// SkeletonRoutes are the prefixes BIRD announces: two documentation prefixes and two
-// real ones from the 2026-06-19 table (1.1.1.0/24 AS13335, 9.9.9.0/24 AS19281).
-// Packets to them never leave the lab.
+// SkeletonRoutes are the prefixes BIRD announces that the node forwards: two
+// documentation prefixes and two real ones from the 2026-06-19 table (1.1.1.0/24
+// AS13335, 9.9.9.0/24 AS19281) with the sinks as next hops, and one whose next hop
+// (10.99.0.1) is not on a router link but reached through a kernel route via sink2,
+// so the node resolves it recursively. Packets to them never leave the lab.
 var SkeletonRoutes = []Route{
-	{netip.MustParsePrefix("198.51.100.0/24"), 1},
-	{netip.MustParsePrefix("203.0.113.0/24"), 2},
-	{netip.MustParsePrefix("1.1.1.0/24"), 1},
-	{netip.MustParsePrefix("9.9.9.0/24"), 2},
+	{netip.MustParsePrefix("198.51.100.0/24"), netip.MustParseAddr("10.11.1.2"), 1},
+	{netip.MustParsePrefix("203.0.113.0/24"), netip.MustParseAddr("10.11.2.2"), 2},
+	{netip.MustParsePrefix("1.1.1.0/24"), netip.MustParseAddr("10.11.1.2"), 1},
+	{netip.MustParsePrefix("9.9.9.0/24"), netip.MustParseAddr("10.11.2.2"), 2},
+	{netip.MustParsePrefix("100.64.1.0/24"), netip.MustParseAddr("10.99.0.1"), 2},
 }
+
+// UnresolvedRoute is announced with a next hop on sink1's link that no host answers
+// for: the node keeps its nexthop unresolved and XDP passes its packets to the kernel.
+var UnresolvedRoute = Route{netip.MustParsePrefix("192.0.2.0/24"), netip.MustParseAddr("10.11.1.99"), 0}
+
+// AllRoutes is everything BIRD announces.
+func AllRoutes() []Route { return append(append([]Route(nil), SkeletonRoutes...), UnresolvedRoute) }
 
 // Addresses of the skeleton topology.
 const (
@@ -55,7 +67,7 @@ const (
 //
 // The router runs the node binary (AS65000) with XDP on r0-r3 and IPv4 forwarding
 // off, so a packet that reaches a sink was forwarded by XDP. BIRD announces
-// SkeletonRoutes with the sinks as next hops.
+// AllRoutes; the router's kernel has one static route, 10.99.0.0/24 via sink2.
 type Skeleton struct {
 	*Lab
 	Src, Router, Sink1, Sink2, Upstream *Netns
@@ -127,18 +139,20 @@ func (s *Skeleton) build(cfg SkeletonConfig) error {
 			}
 		}
 	}
-	for _, r := range SkeletonRoutes {
-		sink := s.Sink1
-		if r.Sink == 2 {
-			sink = s.Sink2
-		}
+	for _, r := range AllRoutes() {
 		// The sink accepts every address of its prefixes as its own.
-		if _, err := sink.Exec("ip", "route", "add", "local", r.Prefix.String(), "dev", "lo"); err != nil {
-			return err
+		if sink := map[int]*Netns{1: s.Sink1, 2: s.Sink2}[r.Sink]; sink != nil {
+			if _, err := sink.Exec("ip", "route", "add", "local", r.Prefix.String(), "dev", "lo"); err != nil {
+				return err
+			}
 		}
 		if _, err := s.Src.Exec("ip", "route", "add", r.Prefix.String(), "via", "10.10.0.1"); err != nil {
 			return err
 		}
+	}
+	// The recursive next hop 10.99.0.1 lies behind sink2.
+	if _, err := s.Router.Exec("ip", "route", "add", "10.99.0.0/24", "via", "10.11.2.2"); err != nil {
+		return err
 	}
 	// veth drops XDP-redirected frames unless the receiving end runs XDP (or GRO).
 	if err := s.attachPass(s.Sink1, s.If("k1")); err != nil {
@@ -185,12 +199,12 @@ func (s *Skeleton) attachPass(ns *Netns, ifname string) error {
 func (s *Skeleton) startBird() error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "router id 10.12.0.2;\nprotocol device { }\n")
-	for i, r := range SkeletonRoutes {
+	for i, r := range AllRoutes() {
 		fmt.Fprintf(&b, "protocol static r%d { ipv4; route %s blackhole; }\n", i, r.Prefix)
 	}
 	fmt.Fprintf(&b, "protocol bgp node {\n  local 10.12.0.2 as %d;\n  neighbor 10.12.0.1 as %d;\n  ipv4 {\n    import all;\n    export filter {\n", UpstreamASN, RouterASN)
-	for _, r := range SkeletonRoutes {
-		fmt.Fprintf(&b, "      if net = %s then { bgp_next_hop = 10.11.%d.2; accept; }\n", r.Prefix, r.Sink)
+	for _, r := range AllRoutes() {
+		fmt.Fprintf(&b, "      if net = %s then { bgp_next_hop = %s; accept; }\n", r.Prefix, r.Nexthop)
 	}
 	b.WriteString("      reject;\n    };\n  };\n}\n")
 	conf := filepath.Join(s.Dir, "bird.conf")
@@ -203,6 +217,17 @@ func (s *Skeleton) startBird() error {
 		return fmt.Errorf("%w (install BIRD 2: apt-get install bird2)", err)
 	}
 	return nil
+}
+
+// StaticProtocol names the BIRD static protocol that originates a route: `birdc
+// disable` on it withdraws the route.
+func StaticProtocol(r Route) string {
+	for i, a := range AllRoutes() {
+		if a == r {
+			return fmt.Sprintf("r%d", i)
+		}
+	}
+	return ""
 }
 
 // Birdc runs a birdc command against the upstream's BIRD.
@@ -284,9 +309,9 @@ func (s *Skeleton) Metrics() (map[string]float64, error) {
 	return out, nil
 }
 
-// WaitFor polls cond every 100 ms until it returns true or the timeout passes.
+// WaitFor polls cond every 100 ms until it returns true, the timeout passes or ctx ends.
 func WaitFor(ctx context.Context, timeout time.Duration, what string, cond func() (bool, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var last error
 	for {
@@ -294,11 +319,12 @@ func WaitFor(ctx context.Context, timeout time.Duration, what string, cond func(
 		if ok {
 			return nil
 		}
-		if err != nil {
-			last = err
-		}
+		last = err // only the latest attempt's error says why it is still waiting
 		select {
-		case <-ctx.Done():
+		case <-tctx.Done():
+			if ctx.Err() != nil {
+				return fmt.Errorf("interrupted while waiting for %s: %w", what, ctx.Err())
+			}
 			return fmt.Errorf("timed out after %s waiting for %s (last error: %v)", timeout, what, last)
 		case <-time.After(100 * time.Millisecond):
 		}

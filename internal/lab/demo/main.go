@@ -23,7 +23,7 @@ import (
 )
 
 func main() {
-	duration := flag.Duration("duration", 0, "stop after this long (0: run until Ctrl-C)")
+	duration := flag.Duration("duration", 0, "stop after sending for this long once the lab is up (0: run until Ctrl-C)")
 	nodeBin := flag.String("node", "", "node binary (default: build ./cmd/node)")
 	mode := flag.String("xdp-mode", "native", "XDP mode: native or generic")
 	rate := flag.Int("pps", 100, "datagrams per second to each prefix")
@@ -38,11 +38,6 @@ func main() {
 func run(duration time.Duration, nodeBin, mode string, rate int, hold bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, duration)
-		defer cancel()
-	}
 	dir, err := os.MkdirTemp("", "fibfleet-demo-")
 	if err != nil {
 		return err
@@ -71,8 +66,8 @@ func run(duration time.Duration, nodeBin, mode string, rate int, hold bool) erro
 	slog.Info("lab up", "prefix", sk.Prefix, "node_log", sk.NodeLog, "bird_socket", sk.BirdSock)
 	err = lab.WaitFor(ctx, 60*time.Second, "the node to learn the routes from BIRD", func() (bool, error) {
 		m, err := sk.Metrics()
-		return err == nil && m[`fibfleet_fib_routes{family="ipv4"}`] == float64(len(lab.SkeletonRoutes)) &&
-			m[`fibfleet_fib_nexthops{state="unresolved"}`] == 0, err
+		return err == nil && m[`fibfleet_fib_routes{family="ipv4"}`] == float64(len(lab.AllRoutes())) &&
+			m[`fibfleet_fib_nexthops{state="resolved"}`] == 3, err
 	})
 	if err != nil {
 		return err
@@ -83,15 +78,21 @@ func run(duration time.Duration, nodeBin, mode string, rate int, hold bool) erro
 			return err
 		}
 	}
-	fmt.Printf("\nThe node learned %d routes from BIRD. Try, in another shell:\n", len(lab.SkeletonRoutes))
+	fmt.Printf("\nThe node learned %d routes from BIRD (%s has a next hop nobody answers for:\n"+
+		"its packets pass to the kernel, counted as unresolved). Try, in another shell:\n", len(lab.AllRoutes()), lab.UnresolvedRoute.Prefix)
 	fmt.Printf("  sudo nsenter --net=/run/netns/%s go tool gobgp global rib\n", sk.Router.Name)
 	fmt.Printf("  sudo nsenter --net=/run/netns/%s curl -s %s/metrics | grep fibfleet_xdp\n", sk.Router.Name, lab.MetricsAddr)
 	fmt.Printf("  sudo bpftool map dump pinned %s/stats\n\n", dataplane.PinDir("", sk.NodeName))
+	if duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, duration)
+		defer cancel()
+	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
 		if !hold {
-			for _, r := range lab.SkeletonRoutes {
+			for _, r := range lab.AllRoutes() {
 				if err := sk.Send(r.Prefix.Addr().Next(), rate); err != nil {
 					return err
 				}
@@ -107,12 +108,18 @@ func run(duration time.Duration, nodeBin, mode string, rate int, hold bool) erro
 			return err
 		}
 		w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintf(w, "%s\tdestination\tsink\treceived\n", time.Now().Format("15:04:05"))
+		fmt.Fprintf(w, "%s\tdestination\tBGP next hop\tsink\treceived\n", time.Now().Format("15:04:05"))
 		for _, r := range lab.SkeletonRoutes {
 			dst := r.Prefix.Addr().Next()
-			fmt.Fprintf(w, "\t%s (%s)\tsink%d\t%d\n", dst, r.Prefix, r.Sink, sinks[r.Sink].Count(dst))
+			fmt.Fprintf(w, "\t%s (%s)\t%s\tsink%d\t%d\n", dst, r.Prefix, r.Nexthop, r.Sink, sinks[r.Sink].Count(dst))
 		}
-		fmt.Fprintf(w, "\tXDP forwarded\t\t%d\n\tpassed to the kernel\t\t%d\n", st[dataplane.Forwarded].Packets, st.Passed())
+		fmt.Fprintf(w, "\t%s (%s)\t%s\t-\t(unresolved)\n", lab.UnresolvedRoute.Prefix.Addr().Next(), lab.UnresolvedRoute.Prefix, lab.UnresolvedRoute.Nexthop)
+		fmt.Fprintf(w, "\tXDP forwarded\t\t\t%d\n", st[dataplane.Forwarded].Packets)
+		for _, r := range dataplane.Reasons() {
+			if r != dataplane.Forwarded && st[r].Packets > 0 {
+				fmt.Fprintf(w, "\tpassed to the kernel: %s\t\t\t%d\n", r, st[r].Packets)
+			}
+		}
 		w.Flush()
 	}
 }
