@@ -5,6 +5,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,14 +36,52 @@ func need(t *testing.T, ok bool, why string) {
 
 func have(cmd string) bool { _, err := exec.LookPath(cmd); return err == nil }
 
-func build(t *testing.T, dir, pkg, name string) string {
+var (
+	binDir   string
+	binMu    sync.Mutex
+	binCache = map[string]string{}
+)
+
+func TestMain(m *testing.M) {
+	var err error
+	binDir, err = os.MkdirTemp("", "fibfleet-e2e-")
+	if err != nil {
+		panic(err)
+	}
+	code := m.Run()
+	os.RemoveAll(binDir)
+	os.Exit(code)
+}
+
+// build compiles a command once per test run.
+func build(t *testing.T, pkg, name string) string {
 	t.Helper()
-	out := filepath.Join(dir, name)
-	cmd := exec.Command("go", "build", "-o", out, pkg)
-	if b, err := cmd.CombinedOutput(); err != nil {
+	binMu.Lock()
+	defer binMu.Unlock()
+	if p, ok := binCache[pkg]; ok {
+		return p
+	}
+	out := filepath.Join(binDir, name)
+	if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
 		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
 	}
+	binCache[pkg] = out
 	return out
+}
+
+func TestNodeRejectsBadConfig(t *testing.T) {
+	bin := build(t, "github.com/fibfleet/fibfleet/cmd/node", "fibfleet-node")
+	cmd := exec.Command(bin, "-interfaces", "eth0", "-xdp-mode", "turbo", "-bgp-asn", "65000", "-bgp-router-id", "bogus")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+		t.Fatalf("exit %v, want status 2; output:\n%s", err, out)
+	}
+	for _, want := range []string{`xdp_mode "turbo": use native`, `bgp.router_id "bogus" is not an IP address`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output does not say %q:\n%s", want, out)
+		}
+	}
 }
 
 func TestSkeletonForwarding(t *testing.T) {
@@ -50,8 +90,8 @@ func TestSkeletonForwarding(t *testing.T) {
 	need(t, have("nsenter"), "needs nsenter (util-linux)")
 	ctx := context.Background()
 	dir := t.TempDir()
-	nodeBin := build(t, dir, "github.com/fibfleet/fibfleet/cmd/node", "fibfleet-node")
-	gobgpBin := build(t, dir, "github.com/osrg/gobgp/v4/cmd/gobgp", "gobgp")
+	nodeBin := build(t, "github.com/fibfleet/fibfleet/cmd/node", "fibfleet-node")
+	gobgpBin := build(t, "github.com/osrg/gobgp/v4/cmd/gobgp", "gobgp")
 
 	sk, err := lab.StartSkeleton(lab.SkeletonConfig{NodeBinary: nodeBin, Dir: dir})
 	if sk != nil {
