@@ -29,11 +29,17 @@ deps:
 	fi; \
 	mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
 
-# test runs every test once, then every benchmark once at a tiny size so none rots.
+# test runs every benchmark once at a tiny size (so none rots), then every test once,
+# and closes with a count of passed, failed and skipped tests.
 test: deps
 	$(GO) mod download
-	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./...
+	@log=$$(mktemp); \
+	$(GO) test -count=1 -v ./... > $$log 2>&1; status=$$?; \
+	grep -E '^\s*--- (PASS|FAIL|SKIP)|^(ok|FAIL|panic:)|^\s+\S+_test\.go:[0-9]+:' $$log; \
+	if [ $$status != 0 ]; then echo "--- full log of the failed run:"; tail -n 200 $$log; fi; \
+	echo "$$(grep -cE '^\s*--- PASS' $$log) passed, $$(grep -cE '^\s*--- FAIL' $$log) failed, $$(grep -cE '^\s*--- SKIP' $$log) skipped"; \
+	rm -f $$log; exit $$status
 
 # demo builds the walking-skeleton lab and forwards UDP through the node until Ctrl-C.
 demo: deps
