@@ -18,7 +18,7 @@ import (
 // so a zeroed FIB value can never look like a real nexthop).
 const MaxNexthops = 65536
 
-// Nexthop flags, as in bpf/xdp_fwd.c.
+// Nexthop flags, as in xdp_fwd.c.
 const (
 	nhValid    = 0x1
 	nhResolved = 0x2

@@ -1,7 +1,7 @@
 package dataplane
 
 // Reason is a stat index of the XDP program: one per action and pass reason.
-// The values mirror enum stat_reason in bpf/xdp_fwd.c.
+// The values mirror enum stat_reason in xdp_fwd.c.
 type Reason uint32
 
 const (
