@@ -39,8 +39,11 @@ type Resolution struct {
 // Resolver resolves a BGP next hop against the kernel's routes and neighbours.
 // An error means the next hop cannot be resolved now (no route to it); the FIB keeps
 // the nexthop unresolved, so its routes pass to the kernel, and retries later.
+// Release says that no nexthop depends on a neighbour any more, so the resolver can
+// stop keeping it resolved.
 type Resolver interface {
 	Resolve(gw netip.Addr) (Resolution, error)
+	Release(neighbor netip.Addr)
 }
 
 // Update is one route change, as the BGP best-path stream delivers it.
@@ -215,6 +218,9 @@ func (f *FIB) release(gw netip.Addr) {
 		f.log.Warn("clear nexthop", "nexthop", gw, "err", err)
 	}
 	f.unindex(nh)
+	if n := nh.res.Neighbor; n.IsValid() && f.byNeigh[n] == nil {
+		f.res.Release(n)
+	}
 	delete(f.byGW, gw)
 	f.freeIDs = append(f.freeIDs, nh.id)
 }

@@ -59,7 +59,10 @@ type fakeRes struct {
 	macs       map[netip.Addr]net.HardwareAddr
 	unresolved map[netip.Addr]bool
 	calls      int
+	released   []netip.Addr
 }
+
+func (r *fakeRes) Release(n netip.Addr) { r.released = append(r.released, n) }
 
 func (r *fakeRes) Resolve(gw netip.Addr) (Resolution, error) {
 	r.calls++
@@ -110,6 +113,22 @@ func TestSharedNexthopsAndNeighbourChange(t *testing.T) {
 	f.NeighborChanged(ip("10.0.7.7"))
 	if dp.nhWrites != 2 {
 		t.Fatalf("an unrelated neighbour rewrote a nexthop")
+	}
+	// The neighbour is released only with the last route through it.
+	for i := range batch {
+		batch[i].Withdraw = true
+	}
+	if err := f.Apply(batch[:99]); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.released) != 0 {
+		t.Fatalf("neighbour released while a route still uses it: %v", res.released)
+	}
+	if err := f.Apply(batch[99:]); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.released) != 1 || res.released[0] != ip("10.0.1.2") || len(dp.nexthops) != 0 {
+		t.Fatalf("after the last withdraw: released %v, %d nexthops left", res.released, len(dp.nexthops))
 	}
 }
 

@@ -141,6 +141,29 @@ func (k *Kernel) manage(ifindex int, ip netip.Addr) {
 	}
 }
 
+// Release implements Resolver: it deletes the kernel-managed entry made for a neighbour
+// no nexthop uses any more, so the kernel stops probing it. Entries the kernel or an
+// operator made (not managed) are left alone.
+func (k *Kernel) Release(neigh netip.Addr) {
+	family := netlink.FAMILY_V4
+	if neigh.Is6() {
+		family = netlink.FAMILY_V6
+	}
+	list, err := k.h.NeighList(0, family)
+	if err != nil {
+		k.log.Warn("list neighbours", "err", err)
+		return
+	}
+	for i := range list {
+		n := &list[i]
+		if a, ok := netip.AddrFromSlice(n.IP); ok && a.Unmap() == neigh && n.FlagsExt&netlink.NTF_EXT_MANAGED != 0 {
+			if err := k.h.NeighDel(n); err != nil {
+				k.log.Warn("delete managed neighbour", "neighbor", neigh, "err", err)
+			}
+		}
+	}
+}
+
 // Watch follows neighbour and link changes and applies them to f until ctx ends:
 // a neighbour change re-resolves the nexthops behind that neighbour, a link change
 // (MTU, MAC, up/down) re-resolves all, and unresolved nexthops are retried every
@@ -193,7 +216,9 @@ type LocalSink interface {
 func WatchLocal(ctx context.Context, sink LocalSink, log *slog.Logger) error {
 	ch := make(chan netlink.AddrUpdate, 256)
 	done := make(chan struct{})
-	if err := netlink.AddrSubscribeWithOptions(ch, done, netlink.AddrSubscribeOptions{ListExisting: true}); err != nil {
+	// Subscribe first, then list: an address added in between is in the list, one
+	// removed in between arrives as an event after it.
+	if err := netlink.AddrSubscribeWithOptions(ch, done, netlink.AddrSubscribeOptions{}); err != nil {
 		return fmt.Errorf("fib: subscribe to address changes: %w", err)
 	}
 	addrs, err := netlink.AddrList(nil, netlink.FAMILY_ALL)
