@@ -58,8 +58,8 @@ type Stats struct {
 	Routes             int
 	Nexthops           int
 	UnresolvedNexthops int
-	// Refused counts route writes the dataplane refused (FIB full, ...): such routes
-	// stay with the kernel.
+	// Refused counts route writes the dataplane refused (FIB full, ...): packets to
+	// such routes pass to the kernel.
 	Refused uint64
 }
 
@@ -100,8 +100,8 @@ func New(dp Dataplane, res Resolver, log *slog.Logger) *FIB {
 }
 
 // Apply applies a batch of updates in order. It applies every update it can and
-// returns the failures joined; a failed route is left out of the dataplane (and so
-// with the kernel) and counted as refused.
+// returns the failures joined; a failed route is left out of the dataplane (its
+// packets pass to the kernel) and counted as refused.
 func (f *FIB) Apply(batch []Update) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -142,7 +142,7 @@ func consume(ctx context.Context, speaker *bgp.Speaker, table *fib.FIB, m *metri
 				}
 			}
 			if err := table.Apply(updates); err != nil {
-				log.Warn("some routes were not installed in XDP; the kernel keeps them", "err", err)
+				log.Warn("some routes were not installed in XDP; packets to them pass to the kernel", "err", err)
 			}
 			applied += uint64(len(batch))
 		case now := <-progress.C:

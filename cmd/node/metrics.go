@@ -40,7 +40,7 @@ func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker) *metrics {
 		xdpBytes:      d("xdp", "bytes_total", "Bytes seen by the XDP program, by action and reason.", "action", "reason"),
 		routes:        d("fib", "routes", "Routes in the FIB.", "family"),
 		nexthops:      d("fib", "nexthops", "Nexthops in the FIB by state (unresolved ones pass their traffic to the kernel).", "state"),
-		refused:       d("fib", "refused_routes_total", "Route writes the dataplane refused; such routes stay with the kernel.", "family"),
+		refused:       d("fib", "refused_routes_total", "Route writes the dataplane refused; packets to such routes pass to the kernel.", "family"),
 		sessions:      d("bgp", "sessions", "BGP sessions by state.", "state"),
 		received:      d("bgp", "prefixes_received", "Prefixes received per neighbour.", "neighbor"),
 		buildOK:       d("", "build_info", "Build information.", "version"),
