@@ -30,8 +30,9 @@ type Config struct {
 	NodeName string
 	// BPFFS is where bpffs is mounted; empty means /sys/fs/bpf.
 	BPFFS string
-	// MaxRoutesV4 sizes the IPv4 FIB; 0 keeps the program's default (2M).
-	MaxRoutesV4 uint32
+	// GroupsV4 sizes the IPv4 FIB's pool of second-level groups (one per /24 that
+	// holds prefixes longer than /24, 1 KiB each); 0 keeps the default, 16,384.
+	GroupsV4 uint32
 	// Logger receives lifecycle messages; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -65,9 +66,11 @@ type Dataplane struct {
 	pinDir string
 	log    *slog.Logger
 
-	mu    sync.Mutex
-	links map[string]link.Link // by interface name
-	ports map[uint32]bool      // ifindexes in tx_ports
+	mu     sync.Mutex
+	links  map[string]link.Link // by interface name
+	ports  map[uint32]bool      // ifindexes in tx_ports
+	tables *V4Tables
+	mmaps  [][]byte
 }
 
 // PinDir returns where a node's maps are pinned.
@@ -105,8 +108,8 @@ func Load(cfg Config) (*Dataplane, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dataplane: parse embedded program: %w", err)
 	}
-	if cfg.MaxRoutesV4 > 0 {
-		spec.Maps["fib_v4"].MaxEntries = cfg.MaxRoutesV4
+	if cfg.GroupsV4 > 0 {
+		spec.Maps["fib4_tbl8"].MaxEntries = cfg.GroupsV4
 	}
 	d := &Dataplane{pinDir: pinDir, log: log, links: map[string]link.Link{}, ports: map[uint32]bool{}}
 	err = spec.LoadAndAssign(&d.objs, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: pinDir}})
@@ -194,7 +197,8 @@ func (d *Dataplane) Close() error {
 	for _, n := range names {
 		errs = append(errs, d.Detach(n))
 	}
-	for _, m := range []*ebpf.Map{d.objs.FibV4, d.objs.Nexthops, d.objs.TxPorts, d.objs.LocalV4, d.objs.Stats} {
+	d.unmapTables()
+	for _, m := range []*ebpf.Map{d.objs.Fib4Tbl24, d.objs.Fib4Tbl8, d.objs.Fib4Gen16, d.objs.Nexthops, d.objs.TxPorts, d.objs.LocalV4, d.objs.Stats} {
 		if m != nil {
 			errs = append(errs, m.Unpin())
 		}
@@ -204,43 +208,6 @@ func (d *Dataplane) Close() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
-}
-
-func lpmKey(p netip.Prefix) (xdpfwdLpmKeyV4, error) {
-	if !p.Addr().Is4() {
-		return xdpfwdLpmKeyV4{}, fmt.Errorf("dataplane: %s is not an IPv4 prefix", p)
-	}
-	p = p.Masked()
-	a := p.Addr().As4()
-	// The LPM trie compares the address bytes in network order; keep them as they are.
-	return xdpfwdLpmKeyV4{Prefixlen: uint32(p.Bits()), Addr: nativeU32(a)}, nil
-}
-
-// SetRoute points an IPv4 prefix at a nexthop id. Write the nexthop first.
-func (d *Dataplane) SetRoute(p netip.Prefix, nh uint32) error {
-	k, err := lpmKey(p)
-	if err != nil {
-		return err
-	}
-	if nh == 0 || nh >= MaxNexthops {
-		return fmt.Errorf("dataplane: nexthop id %d out of range 1..%d", nh, MaxNexthops-1)
-	}
-	if err := d.objs.FibV4.Put(&k, &nh); err != nil {
-		return fmt.Errorf("dataplane: set route %s: %w (is the FIB full? raise fib.max_routes_v4)", p, err)
-	}
-	return nil
-}
-
-// DeleteRoute removes an IPv4 prefix; removing an absent one is not an error.
-func (d *Dataplane) DeleteRoute(p netip.Prefix) error {
-	k, err := lpmKey(p)
-	if err != nil {
-		return err
-	}
-	if err := d.objs.FibV4.Delete(&k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-		return fmt.Errorf("dataplane: delete route %s: %w", p, err)
-	}
-	return nil
 }
 
 // SetNexthop writes a nexthop entry and makes sure its egress port is in the devmap.

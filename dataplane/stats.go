@@ -17,6 +17,7 @@ const (
 	PassUnresolved
 	PassMTU
 	PassNoTxPort
+	PassFIBFull
 	DropInternal
 	numReasons
 )
@@ -34,6 +35,7 @@ var reasonNames = [numReasons]string{
 	PassUnresolved: "unresolved",
 	PassMTU:        "mtu",
 	PassNoTxPort:   "no_txport",
+	PassFIBFull:    "fib_full",
 	DropInternal:   "internal",
 }
 

@@ -41,11 +41,11 @@ func requireBPF(t testing.TB) {
 // routes 198.51.100.0/24 -> nexthop 1 (resolved, MTU 1500), 203.0.113.0/24 -> 2
 // (unresolved), 203.0.113.128/25 -> 3 (resolved, MTU 576), 100.64.0.0/10 -> 4
 // (resolved, egress port not in the devmap), 198.18.0.0/15 -> 5 (resolved, VLAN 100),
-// and local address 192.0.2.1.
+// 192.0.2.64/26 compiled as "pass to the kernel", and local address 192.0.2.1.
 func testDataplane(t testing.TB) *Dataplane {
 	t.Helper()
 	requireBPF(t)
-	d, err := Load(Config{NodeName: "fftest-" + strings.ReplaceAll(t.Name(), "/", "_"), MaxRoutesV4: 1024})
+	d, err := Load(Config{NodeName: "fftest-" + strings.ReplaceAll(t.Name(), "/", "_"), GroupsV4: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,16 +73,56 @@ func testDataplane(t testing.TB) *Dataplane {
 	// Nexthop 4 is resolved but its port is missing from the devmap: write the entry
 	// directly, as SetNexthop would have added the port.
 	must(d.objs.Nexthops.Put(uint32(4), xdpfwdNexthop{Ifindex: 999999, Mtu: 1500, Flags: nhValid | nhResolved}))
-	must(d.SetRoute(netip.MustParsePrefix("198.51.100.0/24"), 1))
-	must(d.SetRoute(netip.MustParsePrefix("203.0.113.0/24"), 2))
-	must(d.SetRoute(netip.MustParsePrefix("203.0.113.128/25"), 3))
-	must(d.SetRoute(netip.MustParsePrefix("100.64.0.0/10"), 4))
 	vlan := nh
 	vlan.VLAN = 100
 	must(d.SetNexthop(5, vlan))
-	must(d.SetRoute(netip.MustParsePrefix("198.18.0.0/15"), 5))
+	installRoutes(t, d, []testRoute{
+		{"100.64.0.0/10", 4}, {"198.18.0.0/15", 5}, {"198.51.100.0/24", 1},
+		{"203.0.113.0/24", 2}, {"203.0.113.128/25", 3}, {"192.0.2.64/26", FIB4Kernel},
+	})
 	must(d.AddLocal(localIP))
 	return d
+}
+
+type testRoute struct {
+	prefix string
+	nh     uint32
+}
+
+// installRoutes writes routes (given shortest first) straight into the DIR-24-8 tables,
+// the simple way, with no deletes: enough for packet tests. The fib package compiles
+// the real thing and is tested against a reference on its own.
+func installRoutes(t testing.TB, d *Dataplane, routes []testRoute) {
+	t.Helper()
+	tb, err := d.V4Tables()
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := uint32(0)
+	for _, r := range routes {
+		p := netip.MustParsePrefix(r.prefix)
+		b := p.Addr().As4()
+		a := binary.BigEndian.Uint32(b[:])
+		if l := p.Bits(); l <= 24 {
+			for i := a >> 8; i < a>>8+1<<(24-l); i++ {
+				tb.Tbl24[i] = r.nh
+			}
+			continue
+		}
+		i := a >> 8
+		if tb.Tbl24[i]&FIB4Group == 0 {
+			g := next
+			next++
+			for j := uint32(0); j < 256; j++ {
+				tb.Tbl8[g*256+j] = tb.Tbl24[i]
+			}
+			tb.Tbl24[i] = FIB4Group | g
+		}
+		g := tb.Tbl24[i] &^ FIB4Group
+		for j := a & 0xff; j < a&0xff+1<<(32-p.Bits()); j++ {
+			tb.Tbl8[g*256+j] = r.nh
+		}
+	}
 }
 
 type frameOpts struct {
@@ -260,6 +300,8 @@ func TestPassReasons(t *testing.T) {
 		{"unresolved nexthop", frame(frameOpts{dst: netip.MustParseAddr("203.0.113.9")}), PassUnresolved},
 		{"larger than egress MTU", frame(frameOpts{dst: netip.MustParseAddr("203.0.113.200"), payload: 600}), PassMTU},
 		{"egress port not in devmap", frame(frameOpts{dst: netip.MustParseAddr("100.64.1.1")}), PassNoTxPort},
+		{"a /24 the FIB had no room for", frame(frameOpts{dst: netip.MustParseAddr("192.0.2.77")}), PassFIBFull},
+		{"the rest of that /24 has no route", frame(frameOpts{dst: netip.MustParseAddr("192.0.2.7")}), PassNoRoute},
 	}
 	want := Stats{}
 	for i, c := range cases {
@@ -318,7 +360,7 @@ func TestTruncatedFrames(t *testing.T) {
 func TestMutatedFrames(t *testing.T) {
 	d := testDataplane(t)
 	rng := rand.New(rand.NewPCG(7, 9))
-	dsts := []string{"198.51.100.7", "203.0.113.9", "203.0.113.200", "8.8.8.8", "192.0.2.1", "100.64.1.1", "198.19.0.1"}
+	dsts := []string{"198.51.100.7", "203.0.113.9", "203.0.113.200", "8.8.8.8", "192.0.2.1", "100.64.1.1", "198.19.0.1", "192.0.2.100"}
 	want := Stats{}
 	for i := 0; i < 3000; i++ {
 		o := frameOpts{dst: netip.MustParseAddr(dsts[rng.IntN(len(dsts))]), payload: rng.IntN(700)}
@@ -398,6 +440,9 @@ func classify(f []byte) Reason {
 	if ip[8] <= 1 {
 		return PassTTL
 	}
+	if netip.MustParsePrefix("192.0.2.64/26").Contains(dst) {
+		return PassFIBFull
+	}
 	type rt struct {
 		p   netip.Prefix
 		nh  int
@@ -475,5 +520,31 @@ func TestVLAN(t *testing.T) {
 	}
 	if s := stats(t, d); s[Forwarded].Packets != uint64(len(cases)) || s.Passed() != 0 {
 		t.Errorf("counters %+v, want %d forwarded", s, len(cases))
+	}
+}
+
+// BenchmarkXDP measures the program per frame with BPF_PROG_TEST_RUN (the kernel's own
+// loop, so no syscall per frame): a frame passed at the first check (not IPv4) is the
+// floor; forwarded frames pay the whole path, with one or two FIB levels.
+func BenchmarkXDP(b *testing.B) {
+	cases := []struct {
+		name  string
+		frame []byte
+	}{
+		{"pass_not_ipv4", frame(frameOpts{ethType: 0x0806})},
+		{"pass_no_route", frame(frameOpts{dst: netip.MustParseAddr("8.8.8.8")})},
+		{"forwarded_tbl24", frame(frameOpts{})},
+		{"forwarded_tbl8", frame(frameOpts{dst: netip.MustParseAddr("203.0.113.200")})},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			d := testDataplane(b)
+			b.ResetTimer()
+			_, per, err := d.Program().Benchmark(c.frame, b.N, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(per.Nanoseconds()), "ns/frame")
+		})
 	}
 }

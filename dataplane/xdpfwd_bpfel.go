@@ -22,10 +22,9 @@ type xdpfwdBpfDevmapVal struct {
 	}
 }
 
-type xdpfwdLpmKeyV4 struct {
-	_         structs.HostLayout
-	Prefixlen uint32
-	Addr      uint32
+type xdpfwdFib4Row struct {
+	_ structs.HostLayout
+	E [256]uint32
 }
 
 type xdpfwdNexthop struct {
@@ -49,12 +48,14 @@ type xdpfwdStatRec struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	xdpfwdMapFibV4    = "fib_v4"
-	xdpfwdMapLocalV4  = "local_v4"
-	xdpfwdMapNexthops = "nexthops"
-	xdpfwdMapStats    = "stats"
-	xdpfwdMapTxPorts  = "tx_ports"
-	xdpfwdProgXdpFwd  = "xdp_fwd"
+	xdpfwdMapFib4Gen16 = "fib4_gen16"
+	xdpfwdMapFib4Tbl24 = "fib4_tbl24"
+	xdpfwdMapFib4Tbl8  = "fib4_tbl8"
+	xdpfwdMapLocalV4   = "local_v4"
+	xdpfwdMapNexthops  = "nexthops"
+	xdpfwdMapStats     = "stats"
+	xdpfwdMapTxPorts   = "tx_ports"
+	xdpfwdProgXdpFwd   = "xdp_fwd"
 )
 
 // loadXdpfwd returns the embedded CollectionSpec for xdpfwd.
@@ -106,11 +107,13 @@ type xdpfwdProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type xdpfwdMapSpecs struct {
-	FibV4    *ebpf.MapSpec `ebpf:"fib_v4"`
-	LocalV4  *ebpf.MapSpec `ebpf:"local_v4"`
-	Nexthops *ebpf.MapSpec `ebpf:"nexthops"`
-	Stats    *ebpf.MapSpec `ebpf:"stats"`
-	TxPorts  *ebpf.MapSpec `ebpf:"tx_ports"`
+	Fib4Gen16 *ebpf.MapSpec `ebpf:"fib4_gen16"`
+	Fib4Tbl24 *ebpf.MapSpec `ebpf:"fib4_tbl24"`
+	Fib4Tbl8  *ebpf.MapSpec `ebpf:"fib4_tbl8"`
+	LocalV4   *ebpf.MapSpec `ebpf:"local_v4"`
+	Nexthops  *ebpf.MapSpec `ebpf:"nexthops"`
+	Stats     *ebpf.MapSpec `ebpf:"stats"`
+	TxPorts   *ebpf.MapSpec `ebpf:"tx_ports"`
 }
 
 // xdpfwdVariableSpecs contains global variables before they are loaded into the kernel.
@@ -139,16 +142,20 @@ func (o *xdpfwdObjects) Close() error {
 //
 // It can be passed to loadXdpfwdObjects or ebpf.CollectionSpec.LoadAndAssign.
 type xdpfwdMaps struct {
-	FibV4    *ebpf.Map `ebpf:"fib_v4"`
-	LocalV4  *ebpf.Map `ebpf:"local_v4"`
-	Nexthops *ebpf.Map `ebpf:"nexthops"`
-	Stats    *ebpf.Map `ebpf:"stats"`
-	TxPorts  *ebpf.Map `ebpf:"tx_ports"`
+	Fib4Gen16 *ebpf.Map `ebpf:"fib4_gen16"`
+	Fib4Tbl24 *ebpf.Map `ebpf:"fib4_tbl24"`
+	Fib4Tbl8  *ebpf.Map `ebpf:"fib4_tbl8"`
+	LocalV4   *ebpf.Map `ebpf:"local_v4"`
+	Nexthops  *ebpf.Map `ebpf:"nexthops"`
+	Stats     *ebpf.Map `ebpf:"stats"`
+	TxPorts   *ebpf.Map `ebpf:"tx_ports"`
 }
 
 func (m *xdpfwdMaps) Close() error {
 	return _XdpfwdClose(
-		m.FibV4,
+		m.Fib4Gen16,
+		m.Fib4Tbl24,
+		m.Fib4Tbl8,
 		m.LocalV4,
 		m.Nexthops,
 		m.Stats,

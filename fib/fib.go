@@ -1,11 +1,12 @@
-// Package fib is the userspace master FIB: prefixes -> nexthop ids, and nexthops
-// (refcounted, resolved to egress port and MACs) written to the dataplane through a
-// small interface, so the package is unit-testable without BPF.
+// Package fib is the userspace master FIB: prefixes -> BGP next hops in a table made
+// for it (bart), compiled into the dataplane's DIR-24-8 arrays (v4table.go), and
+// nexthops (refcounted, resolved to egress port and MACs) written to the dataplane
+// through a small interface, so the package is unit-testable without BPF.
 //
 // Routes reference nexthop ids, so a neighbour change rewrites one nexthop entry, not
 // every route through it. Writes are ordered so a lookup never sees a dangling id: a
 // nexthop is written before the first route that uses it and cleared only after the
-// last such route is gone.
+// last such route is gone; a cleared id is reused only after a grace period.
 package fib
 
 import (
@@ -15,14 +16,17 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"time"
+
+	"github.com/gaissmai/bart"
 
 	"github.com/fibfleet/fibfleet/dataplane"
 )
 
 // Dataplane is where the FIB writes; *dataplane.Dataplane implements it.
 type Dataplane interface {
-	SetRoute(p netip.Prefix, nexthopID uint32) error
-	DeleteRoute(p netip.Prefix) error
+	// V4Tables returns the IPv4 FIB arrays the program reads, mapped into this process.
+	V4Tables() (dataplane.V4Tables, error)
 	SetNexthop(id uint32, nh dataplane.Nexthop) error
 	DeleteNexthop(id uint32) error
 }
@@ -58,9 +62,13 @@ type Stats struct {
 	Routes             int
 	Nexthops           int
 	UnresolvedNexthops int
-	// Refused counts route writes the dataplane refused (FIB full, ...): packets to
-	// such routes pass to the kernel.
+	// Refused counts routes the compiled FIB had no room for (no free second-level
+	// group): their /24 passes to the kernel until a group frees up.
 	Refused uint64
+	// KernelSlots is how many /24s pass to the kernel for that reason right now.
+	KernelSlots int
+	// Groups and GroupsUsed describe the second-level group pool.
+	Groups, GroupsUsed int
 }
 
 type nexthop struct {
@@ -70,6 +78,11 @@ type nexthop struct {
 	res  Resolution
 }
 
+type freedID struct {
+	id uint32
+	at time.Time
+}
+
 // FIB is the master table. Its methods are safe for concurrent use.
 type FIB struct {
 	dp  Dataplane
@@ -77,40 +90,55 @@ type FIB struct {
 	log *slog.Logger
 
 	mu      sync.Mutex
-	routes  map[netip.Prefix]netip.Addr // prefix -> BGP next hop
+	routes  bart.Table[netip.Addr] // prefix -> BGP next hop
+	v4      *v4Table
 	byGW    map[netip.Addr]*nexthop
 	byNeigh map[netip.Addr]map[*nexthop]struct{}
-	freeIDs []uint32
+	freeIDs []freedID
 	nextID  uint32
 	refused uint64
 }
 
 // New returns an empty FIB that writes to dp and resolves with res.
-func New(dp Dataplane, res Resolver, log *slog.Logger) *FIB {
+func New(dp Dataplane, res Resolver, log *slog.Logger) (*FIB, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	t, err := dp.V4Tables()
+	if err != nil {
+		return nil, err
+	}
+	if len(t.Tbl24) != 1<<24 || len(t.Gen16) != 1<<16 || len(t.Tbl8)%256 != 0 || t.Groups() >= dataplane.FIB4Kernel {
+		return nil, fmt.Errorf("fib: IPv4 tables have the wrong shape (tbl24 %d, tbl8 %d, gen16 %d entries)", len(t.Tbl24), len(t.Tbl8), len(t.Gen16))
+	}
 	return &FIB{
 		dp: dp, res: res, log: log,
-		routes:  map[netip.Prefix]netip.Addr{},
+		v4:      newV4Table(t),
 		byGW:    map[netip.Addr]*nexthop{},
 		byNeigh: map[netip.Addr]map[*nexthop]struct{}{},
 		nextID:  1,
-	}
+	}, nil
 }
 
 // Apply applies a batch of updates in order. It applies every update it can and
-// returns the failures joined; a failed route is left out of the dataplane (its
-// packets pass to the kernel) and counted as refused.
+// returns the failures joined. A route the compiled FIB has no room for is not a
+// failure: it is counted (Stats.Refused), logged once per batch, and its /24 passes to
+// the kernel until room frees up.
 func (f *FIB) Apply(batch []Update) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var errs []error
+	refused := f.refused
 	for _, u := range batch {
 		if err := f.apply(u); err != nil {
 			errs = append(errs, err)
 		}
 	}
+	if n := f.refused - refused; n > 0 {
+		f.log.Warn("IPv4 FIB has no free second-level group: /24s holding longer routes pass to the kernel; raise fib.groups_v4",
+			"refused", n, "groups", f.v4.t.Groups(), "kernel_slots", len(f.v4.kernel))
+	}
+	f.retryKernelSlots()
 	return errors.Join(errs...)
 }
 
@@ -119,15 +147,15 @@ func (f *FIB) apply(u Update) error {
 	if !p.Addr().Is4() {
 		return fmt.Errorf("fib: %s: only IPv4 is forwarded so far", p)
 	}
-	old, had := f.routes[p]
+	old, had := f.routes.Get(p)
 	if u.Withdraw {
 		if !had {
 			return nil
 		}
-		delete(f.routes, p)
-		err := f.dp.DeleteRoute(p)
+		f.routes.Delete(p)
+		f.withdraw(p)
 		f.release(old)
-		return err
+		return nil
 	}
 	if !u.Nexthop.IsValid() {
 		return fmt.Errorf("fib: route %s has no next hop", p)
@@ -137,19 +165,57 @@ func (f *FIB) apply(u Update) error {
 	}
 	nh, err := f.acquire(u.Nexthop)
 	if err != nil {
-		f.refused++
 		return err
 	}
-	if err := f.dp.SetRoute(p, nh.id); err != nil {
+	f.routes.Insert(p, u.Nexthop)
+	if err := f.v4.add(p, nh.id); errors.Is(err, errGroupsFull) {
 		f.refused++
-		f.release(u.Nexthop) // an old route stays as it was, in both tables
-		return err
 	}
-	f.routes[p] = u.Nexthop
 	if had {
 		f.release(old)
 	}
 	return nil
+}
+
+// withdraw removes p (already gone from the master table) from the compiled FIB.
+func (f *FIB) withdraw(p netip.Prefix) {
+	repl, gw, ok := f.routes.LookupPrefixLPM(p)
+	var replID uint32
+	if ok {
+		replID = f.byGW[gw].id
+	}
+	f.v4.del(p, repl, replID, ok)
+	if p.Bits() > 24 {
+		slot := addr32(p.Addr()) >> 8
+		if f.v4.kernel[slot] && len(f.longRoutes(slot)) == 0 {
+			f.v4.leaveKernel(slot)
+		}
+	}
+}
+
+// longRoutes lists the master routes longer than /24 inside a /24.
+func (f *FIB) longRoutes(slot uint32) []longRoute {
+	p := netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(slot >> 16), byte(slot >> 8), byte(slot), 0}), 24)
+	var out []longRoute
+	for q, gw := range f.routes.Subnets(p) {
+		if q.Bits() > 24 {
+			out = append(out, longRoute{p: q, nh: f.byGW[gw].id})
+		}
+	}
+	return out
+}
+
+// retryKernelSlots gives /24s in kernel mode a group again when groups have freed up.
+func (f *FIB) retryKernelSlots() {
+	if len(f.v4.kernel) == 0 || f.v4.freeGroups() == 0 {
+		return
+	}
+	for slot := range f.v4.kernel {
+		if !f.v4.rebuild(slot, f.longRoutes(slot)) {
+			return
+		}
+	}
+	f.log.Info("IPv4 FIB groups freed up: /24s forward in XDP again", "kernel_slots", len(f.v4.kernel))
 }
 
 // acquire returns the nexthop for gw, creating, resolving and writing it if new.
@@ -159,8 +225,8 @@ func (f *FIB) acquire(gw netip.Addr) (*nexthop, error) {
 		return nh, nil
 	}
 	var id uint32
-	if n := len(f.freeIDs); n > 0 {
-		id, f.freeIDs = f.freeIDs[n-1], f.freeIDs[:n-1]
+	if len(f.freeIDs) > 0 && time.Since(f.freeIDs[0].at) >= groupGrace {
+		id, f.freeIDs = f.freeIDs[0].id, f.freeIDs[1:]
 	} else {
 		if f.nextID >= dataplane.MaxNexthops {
 			return nil, fmt.Errorf("fib: out of nexthop ids (%d next hops in use)", len(f.byGW))
@@ -175,7 +241,7 @@ func (f *FIB) acquire(gw netip.Addr) (*nexthop, error) {
 	}
 	nh.res = res
 	if err := f.dp.SetNexthop(id, nh.res.Nexthop); err != nil {
-		f.freeIDs = append(f.freeIDs, id)
+		f.freeIDs = append(f.freeIDs, freedID{id: id}) // never published: reusable at once
 		return nil, fmt.Errorf("fib: write nexthop %s: %w", gw, err)
 	}
 	f.byGW[gw] = nh
@@ -222,7 +288,8 @@ func (f *FIB) release(gw netip.Addr) {
 		f.res.Release(n)
 	}
 	delete(f.byGW, gw)
-	f.freeIDs = append(f.freeIDs, nh.id)
+	// A lookup may still hold the id for a moment: reuse it only after the grace period.
+	f.freeIDs = append(f.freeIDs, freedID{id: nh.id, at: time.Now()})
 }
 
 // NeighborChanged re-resolves the nexthops that depend on one neighbour and rewrites
@@ -244,10 +311,12 @@ func (f *FIB) RefreshAll() {
 	}
 }
 
-// RetryUnresolved re-resolves the nexthops that are not resolved yet.
+// RetryUnresolved re-resolves the nexthops that are not resolved yet, and gives /24s
+// that passed to the kernel for want of a group one when groups have freed up.
 func (f *FIB) RetryUnresolved() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.retryKernelSlots()
 	for _, nh := range f.byGW {
 		if !nh.res.Nexthop.Resolved {
 			f.refresh(nh)
@@ -284,20 +353,16 @@ func sameResolution(a, b Resolution) bool {
 func (f *FIB) Lookup(a netip.Addr) (netip.Prefix, netip.Addr, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for bits := a.BitLen(); bits >= 0; bits-- {
-		p, _ := a.Prefix(bits)
-		if gw, ok := f.routes[p]; ok {
-			return p, gw, true
-		}
-	}
-	return netip.Prefix{}, netip.Addr{}, false
+	p, gw, ok := f.routes.LookupPrefixLPM(netip.PrefixFrom(a, a.BitLen()))
+	return p, gw, ok
 }
 
 // Stats returns the table's counts.
 func (f *FIB) Stats() Stats {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	s := Stats{Routes: len(f.routes), Nexthops: len(f.byGW), Refused: f.refused}
+	s := Stats{Routes: f.routes.Size(), Nexthops: len(f.byGW), Refused: f.refused,
+		KernelSlots: len(f.v4.kernel), Groups: f.v4.t.Groups(), GroupsUsed: f.v4.groupsInUse()}
 	for _, nh := range f.byGW {
 		if !nh.res.Nexthop.Resolved {
 			s.UnresolvedNexthops++

@@ -1,7 +1,6 @@
 package fib
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -11,32 +10,21 @@ import (
 	"github.com/fibfleet/fibfleet/dataplane"
 )
 
-// fakeDP records the dataplane's state and fails the test on any write that would let
-// a lookup see a dangling nexthop id.
+// fakeDP holds the tables as plain slices, as the XDP program would see them.
 type fakeDP struct {
-	t          *testing.T
-	routes     map[netip.Prefix]uint32
-	nexthops   map[uint32]dataplane.Nexthop
-	nhWrites   int
-	routeLimit int
+	t        *testing.T
+	tables   dataplane.V4Tables
+	nexthops map[uint32]dataplane.Nexthop
+	nhWrites int
 }
 
-func newFakeDP(t *testing.T) *fakeDP {
-	return &fakeDP{t: t, routes: map[netip.Prefix]uint32{}, nexthops: map[uint32]dataplane.Nexthop{}, routeLimit: 1 << 30}
+func newFakeDP(t *testing.T, groups int) *fakeDP {
+	return &fakeDP{t: t, nexthops: map[uint32]dataplane.Nexthop{}, tables: dataplane.V4Tables{
+		Tbl24: make([]uint32, 1<<24), Tbl8: make([]uint32, groups*256), Gen16: make([]uint32, 1<<16),
+	}}
 }
 
-func (d *fakeDP) SetRoute(p netip.Prefix, id uint32) error {
-	if _, ok := d.nexthops[id]; !ok {
-		d.t.Fatalf("route %s written before its nexthop %d", p, id)
-	}
-	if _, ok := d.routes[p]; !ok && len(d.routes) >= d.routeLimit {
-		return errors.New("map full")
-	}
-	d.routes[p] = id
-	return nil
-}
-
-func (d *fakeDP) DeleteRoute(p netip.Prefix) error { delete(d.routes, p); return nil }
+func (d *fakeDP) V4Tables() (dataplane.V4Tables, error) { return d.tables, nil }
 
 func (d *fakeDP) SetNexthop(id uint32, nh dataplane.Nexthop) error {
 	d.nexthops[id] = nh
@@ -45,16 +33,11 @@ func (d *fakeDP) SetNexthop(id uint32, nh dataplane.Nexthop) error {
 }
 
 func (d *fakeDP) DeleteNexthop(id uint32) error {
-	for p, r := range d.routes {
-		if r == id {
-			d.t.Fatalf("nexthop %d cleared while route %s still uses it", id, p)
-		}
-	}
 	delete(d.nexthops, id)
 	return nil
 }
 
-// fakeRes resolves 10.x.y.z next hops to ifindex y with MAC ..:z, and nothing else.
+// fakeRes resolves 10.x.y.z next hops to ifindex y+1 with MAC ..:z, and nothing else.
 type fakeRes struct {
 	macs       map[netip.Addr]net.HardwareAddr
 	unresolved map[netip.Addr]bool
@@ -84,9 +67,33 @@ func (r *fakeRes) Resolve(gw netip.Addr) (Resolution, error) {
 func pfx(s string) netip.Prefix { return netip.MustParsePrefix(s) }
 func ip(s string) netip.Addr    { return netip.MustParseAddr(s) }
 
+func newFIB(t *testing.T, dp *fakeDP, res *fakeRes) *FIB {
+	t.Helper()
+	f, err := New(dp, res, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// gwOf maps what the compiled tables answer for an address back to a next hop.
+func gwOf(f *FIB, a netip.Addr) (netip.Addr, uint32) { return decoder(f)(a) }
+
+// decoder returns gwOf for the FIB's current nexthops, for many lookups.
+func decoder(f *FIB) func(netip.Addr) (netip.Addr, uint32) {
+	byID := map[uint32]netip.Addr{}
+	for gw, nh := range f.byGW {
+		byID[nh.id] = gw
+	}
+	return func(a netip.Addr) (netip.Addr, uint32) {
+		id := f.v4.lookup(a)
+		return byID[id], id
+	}
+}
+
 func TestSharedNexthopsAndNeighbourChange(t *testing.T) {
-	dp, res := newFakeDP(t), &fakeRes{macs: map[netip.Addr]net.HardwareAddr{}, unresolved: map[netip.Addr]bool{}}
-	f := New(dp, res, nil)
+	dp, res := newFakeDP(t, 16), &fakeRes{macs: map[netip.Addr]net.HardwareAddr{}, unresolved: map[netip.Addr]bool{}}
+	f := newFIB(t, dp, res)
 	var batch []Update
 	for i := 0; i < 100; i++ {
 		batch = append(batch, Update{Prefix: netip.PrefixFrom(netip.AddrFrom4([4]byte{198, 18, byte(i), 0}), 24), Nexthop: ip("10.0.1.2")})
@@ -97,11 +104,10 @@ func TestSharedNexthopsAndNeighbourChange(t *testing.T) {
 	if len(dp.nexthops) != 1 || dp.nhWrites != 1 || res.calls != 1 {
 		t.Fatalf("100 routes via one next hop: %d nexthops, %d writes, %d resolutions; want 1, 1, 1", len(dp.nexthops), dp.nhWrites, res.calls)
 	}
-	// The gateway's MAC changes: one nexthop write, no route write.
+	// The gateway's MAC changes: one nexthop write and nothing else.
 	res.macs[ip("10.0.1.2")] = net.HardwareAddr{2, 0, 0, 0, 0, 0x99}
-	before := len(dp.routes)
 	f.NeighborChanged(ip("10.0.1.2"))
-	if dp.nhWrites != 2 || len(dp.routes) != before {
+	if dp.nhWrites != 2 {
 		t.Fatalf("after a MAC change: %d nexthop writes, want 2", dp.nhWrites)
 	}
 	for _, nh := range dp.nexthops {
@@ -130,11 +136,14 @@ func TestSharedNexthopsAndNeighbourChange(t *testing.T) {
 	if len(res.released) != 1 || res.released[0] != ip("10.0.1.2") || len(dp.nexthops) != 0 {
 		t.Fatalf("after the last withdraw: released %v, %d nexthops left", res.released, len(dp.nexthops))
 	}
+	if id := f.v4.lookup(ip("198.18.50.1")); id != 0 {
+		t.Fatalf("withdrawn route still answers nexthop %d", id)
+	}
 }
 
 func TestUnresolvedRetry(t *testing.T) {
-	dp, res := newFakeDP(t), &fakeRes{unresolved: map[netip.Addr]bool{ip("10.0.2.2"): true}}
-	f := New(dp, res, nil)
+	dp, res := newFakeDP(t, 16), &fakeRes{unresolved: map[netip.Addr]bool{ip("10.0.2.2"): true}}
+	f := newFIB(t, dp, res)
 	if err := f.Apply([]Update{{Prefix: pfx("198.51.100.0/24"), Nexthop: ip("10.0.2.2")}, {Prefix: pfx("203.0.113.0/24"), Nexthop: ip("192.168.1.1")}}); err != nil {
 		t.Fatal(err)
 	}
@@ -151,73 +160,248 @@ func TestUnresolvedRetry(t *testing.T) {
 	if s := f.Stats(); s.UnresolvedNexthops != 1 {
 		t.Fatalf("after the neighbour resolved: %+v", s)
 	}
-	id := dp.routes[pfx("198.51.100.0/24")]
-	if !dp.nexthops[id].Resolved {
+	if !dp.nexthops[f.v4.lookup(ip("198.51.100.1"))].Resolved {
 		t.Fatal("the resolved nexthop was not rewritten")
 	}
 }
 
-func TestRefusedRoutes(t *testing.T) {
-	dp, res := newFakeDP(t), &fakeRes{}
-	dp.routeLimit = 2
-	f := New(dp, res, nil)
+// TestGroupsFull runs the second-level pool dry: the /24 that gets no group passes to
+// the kernel as a whole, and forwards again once a group is free.
+func TestGroupsFull(t *testing.T) {
+	dp, res := newFakeDP(t, 2), &fakeRes{}
+	f := newFIB(t, dp, res)
+	f.v4.grace = 0
 	err := f.Apply([]Update{
-		{Prefix: pfx("198.51.100.0/24"), Nexthop: ip("10.0.1.2")},
-		{Prefix: pfx("198.51.101.0/24"), Nexthop: ip("10.0.1.2")},
-		{Prefix: pfx("198.51.102.0/24"), Nexthop: ip("10.0.1.3")},
+		{Prefix: pfx("198.51.0.0/16"), Nexthop: ip("10.0.0.9")},
+		{Prefix: pfx("198.51.100.0/25"), Nexthop: ip("10.0.1.2")},
+		{Prefix: pfx("198.51.101.0/25"), Nexthop: ip("10.0.1.2")},
+		{Prefix: pfx("198.51.102.128/25"), Nexthop: ip("10.0.1.3")},
 	})
-	if err == nil {
-		t.Fatal("a full dataplane did not report the refused route")
+	if err != nil {
+		t.Fatal(err)
 	}
 	s := f.Stats()
-	if s.Routes != 2 || s.Refused != 1 || s.Nexthops != 1 || len(dp.nexthops) != 1 {
-		t.Fatalf("stats %+v, dataplane nexthops %d; want 2 routes, 1 refused, the refused route's nexthop freed", s, len(dp.nexthops))
+	if s.Routes != 4 || s.Refused != 1 || s.KernelSlots != 1 || s.GroupsUsed != 2 {
+		t.Fatalf("stats %+v, want 4 routes, 1 refused, 1 kernel /24, 2 groups used", s)
 	}
-	if _, _, ok := f.Lookup(ip("198.51.102.1")); ok {
-		t.Fatal("a refused route is in the master table")
+	for _, a := range []string{"198.51.102.1", "198.51.102.200"} {
+		if id := f.v4.lookup(ip(a)); id != dataplane.FIB4Kernel {
+			t.Errorf("%s in the refused /24: entry %#x, want FIB4Kernel", a, id)
+		}
+	}
+	if gw, _ := gwOf(f, ip("198.51.103.1")); gw != ip("10.0.0.9") {
+		t.Errorf("outside the refused /24, the /16 still forwards: got %v", gw)
+	}
+	// Freeing a group lets the refused /24 in.
+	if err := f.Apply([]Update{{Prefix: pfx("198.51.100.0/25"), Withdraw: true}}); err != nil {
+		t.Fatal(err)
+	}
+	f.RetryUnresolved() // the maintenance tick rebuilds kernel /24s once groups are free
+	if s := f.Stats(); s.KernelSlots != 0 {
+		t.Fatalf("after a group freed up: %+v", s)
+	}
+	for a, want := range map[string]string{"198.51.102.200": "10.0.1.3", "198.51.102.1": "10.0.0.9", "198.51.100.1": "10.0.0.9"} {
+		if gw, id := gwOf(f, ip(a)); gw != ip(want) {
+			t.Errorf("%s: %v (entry %#x), want %s", a, gw, id, want)
+		}
 	}
 }
 
-// TestRandomChurn applies random announcements, next-hop changes and withdrawals and
-// compares the dataplane with a reference map after every batch.
+// refLookup is the reference longest-prefix match: try every length from /32 down,
+// sharing no code with the compiler.
+func refLookup(routes map[netip.Prefix]netip.Addr, a netip.Addr) (netip.Addr, bool) {
+	for l := 32; l >= 0; l-- {
+		if gw, ok := routes[netip.PrefixFrom(a, l).Masked()]; ok {
+			return gw, true
+		}
+	}
+	return netip.Addr{}, false
+}
+
+// randomPrefix draws prefixes of every length, concentrated in 10.0.0.0/14 so that
+// they overlap often, with a few short ones over it.
+func randomPrefix(rng *rand.Rand) netip.Prefix {
+	l := rng.IntN(33)
+	if l < 8 && rng.IntN(20) != 0 {
+		l = 14 + rng.IntN(19)
+	}
+	a := netip.AddrFrom4([4]byte{10, byte(rng.IntN(4)), byte(rng.IntN(4)), byte(rng.IntN(256))})
+	return netip.PrefixFrom(a, l).Masked()
+}
+
+// probes are the addresses checked after each batch: each route's first and last
+// address and their neighbours, and random ones.
+func probes(rng *rand.Rand, routes map[netip.Prefix]netip.Addr) []netip.Addr {
+	var out []netip.Addr
+	for p := range routes {
+		first := p.Addr()
+		last := netip.AddrFrom4([4]byte{})
+		b := first.As4()
+		x := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+		x |= uint32(1)<<(32-p.Bits()) - 1
+		last = netip.AddrFrom4([4]byte{byte(x >> 24), byte(x >> 16), byte(x >> 8), byte(x)})
+		out = append(out, first, last, first.Prev(), last.Next())
+	}
+	for i := 0; i < 500; i++ {
+		out = append(out, netip.AddrFrom4([4]byte{10, byte(rng.IntN(5)), byte(rng.IntN(5)), byte(rng.IntN(256))}))
+	}
+	return out
+}
+
+func checkAgainstReference(t *testing.T, f *FIB, ref map[netip.Prefix]netip.Addr, addrs []netip.Addr) {
+	t.Helper()
+	dec := decoder(f)
+	for _, a := range addrs {
+		if !a.IsValid() {
+			continue
+		}
+		want, ok := refLookup(ref, a)
+		got, id := dec(a)
+		if !ok && id != 0 || ok && got != want {
+			t.Fatalf("%s: compiled FIB says %v (entry %#x), reference says %v (found %v)", a, got, id, want, ok)
+		}
+	}
+}
+
+// TestRandomChurn applies random announcements, next-hop changes and withdrawals of
+// prefixes of every length and compares the compiled tables with the reference after
+// every batch; then withdraws everything and expects empty tables and no nexthops.
 func TestRandomChurn(t *testing.T) {
-	dp, res := newFakeDP(t), &fakeRes{}
-	f := New(dp, res, nil)
+	dp, res := newFakeDP(t, 4096), &fakeRes{}
+	f := newFIB(t, dp, res)
 	rng := rand.New(rand.NewPCG(3, 4))
 	ref := map[netip.Prefix]netip.Addr{}
-	for round := 0; round < 200; round++ {
+	for round := 0; round < 150; round++ {
 		var batch []Update
-		for i := 0; i < 50; i++ {
-			p := netip.PrefixFrom(netip.AddrFrom4([4]byte{100, byte(rng.IntN(8)), byte(rng.IntN(16)), 0}), 16+rng.IntN(9)).Masked()
+		for i := 0; i < 40; i++ {
+			p := randomPrefix(rng)
 			if rng.IntN(3) == 0 {
 				batch = append(batch, Update{Prefix: p, Withdraw: true})
 				delete(ref, p)
 				continue
 			}
-			gw := netip.AddrFrom4([4]byte{10, 0, byte(rng.IntN(3)), byte(1 + rng.IntN(5))})
+			gw := netip.AddrFrom4([4]byte{10, 9, byte(rng.IntN(3)), byte(1 + rng.IntN(5))})
 			batch = append(batch, Update{Prefix: p, Nexthop: gw})
 			ref[p] = gw
 		}
 		if err := f.Apply(batch); err != nil {
 			t.Fatal(err)
 		}
-		if len(dp.routes) != len(ref) {
-			t.Fatalf("round %d: dataplane has %d routes, reference %d", round, len(dp.routes), len(ref))
-		}
-		used := map[uint32]bool{}
-		for p, gw := range ref {
-			id, ok := dp.routes[p]
-			if !ok {
-				t.Fatalf("round %d: %s missing from the dataplane", round, p)
-			}
-			want, _ := res.Resolve(gw)
-			if got := dp.nexthops[id]; got.DstMAC.String() != want.Nexthop.DstMAC.String() || got.Ifindex != want.Nexthop.Ifindex {
-				t.Fatalf("round %d: %s -> nexthop %d %+v, want via %s", round, p, id, got, gw)
-			}
-			used[id] = true
-		}
-		if len(dp.nexthops) != len(used) {
-			t.Fatalf("round %d: %d nexthops in the dataplane, %d in use (leak)", round, len(dp.nexthops), len(used))
+		checkAgainstReference(t, f, ref, probes(rng, ref))
+		if s := f.Stats(); s.Routes != len(ref) || s.Refused != 0 {
+			t.Fatalf("round %d: stats %+v, reference has %d routes", round, s, len(ref))
 		}
 	}
+	var batch []Update
+	for p := range ref {
+		batch = append(batch, Update{Prefix: p, Withdraw: true})
+	}
+	if err := f.Apply(batch); err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range dp.tables.Tbl24 {
+		if e != 0 {
+			t.Fatalf("tbl24[%d] = %#x after every route was withdrawn", i, e)
+		}
+	}
+	if s := f.Stats(); s.GroupsUsed != 0 || s.Nexthops != 0 || len(dp.nexthops) != 0 {
+		t.Fatalf("after withdrawing everything: %+v, %d dataplane nexthops", s, len(dp.nexthops))
+	}
+}
+
+// TestIncrementalEqualsRebuild compares, address by address over the churned region,
+// a FIB built by random churn with one built from scratch from the final routes.
+func TestIncrementalEqualsRebuild(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	dp1, dp2 := newFakeDP(t, 4096), newFakeDP(t, 4096)
+	churned, rebuilt := newFIB(t, dp1, &fakeRes{}), newFIB(t, dp2, &fakeRes{})
+	ref := map[netip.Prefix]netip.Addr{}
+	for i := 0; i < 3000; i++ {
+		p := randomPrefix(rng)
+		u := Update{Prefix: p, Withdraw: rng.IntN(3) == 0}
+		if u.Withdraw {
+			delete(ref, p)
+		} else {
+			u.Nexthop = netip.AddrFrom4([4]byte{10, 9, 0, byte(1 + rng.IntN(8))})
+			ref[p] = u.Nexthop
+		}
+		if err := churned.Apply([]Update{u}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var all []Update
+	for p, gw := range ref {
+		all = append(all, Update{Prefix: p, Nexthop: gw})
+	}
+	if err := rebuilt.Apply(all); err != nil {
+		t.Fatal(err)
+	}
+	dec1, dec2 := decoder(churned), decoder(rebuilt)
+	for x := uint32(10 << 24); x < 10<<24|4<<16; x++ {
+		a := netip.AddrFrom4([4]byte{byte(x >> 24), byte(x >> 16), byte(x >> 8), byte(x)})
+		g1, _ := dec1(a)
+		g2, _ := dec2(a)
+		if g1 != g2 {
+			t.Fatalf("%s: churned FIB says %v, rebuilt says %v", a, g1, g2)
+		}
+	}
+}
+
+func TestGenerationsBump(t *testing.T) {
+	dp := newFakeDP(t, 16)
+	f := newFIB(t, dp, &fakeRes{})
+	gen := func(a string) uint32 { x := addr32(ip(a)); return dp.tables.Gen16[x>>16] }
+	before := []uint32{gen("10.1.0.1"), gen("10.2.0.1"), gen("10.3.0.1"), gen("11.0.0.1")}
+	if err := f.Apply([]Update{{Prefix: pfx("10.2.0.0/15"), Nexthop: ip("10.9.0.1")}}); err != nil {
+		t.Fatal(err)
+	}
+	after := []uint32{gen("10.1.0.1"), gen("10.2.0.1"), gen("10.3.0.1"), gen("11.0.0.1")}
+	if after[0] != before[0] || after[1] == before[1] || after[2] == before[2] || after[3] != before[3] {
+		t.Fatalf("generations %v -> %v: want only the /15's two /16 regions bumped", before, after)
+	}
+	// A more-specific route bumps its region, which its covering route's entries share.
+	if err := f.Apply([]Update{{Prefix: pfx("10.2.7.128/25"), Nexthop: ip("10.9.0.2")}}); err != nil {
+		t.Fatal(err)
+	}
+	if gen("10.2.0.1") != after[1]+1 {
+		t.Fatal("a more-specific route did not bump its /16")
+	}
+}
+
+// TestGroupCollapse keeps a group while any route longer than /24 is in it, and
+// collapses it when the last one goes.
+func TestGroupCollapse(t *testing.T) {
+	dp := newFakeDP(t, 4)
+	f := newFIB(t, dp, &fakeRes{})
+	apply := func(u ...Update) {
+		t.Helper()
+		if err := f.Apply(u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := func(a, gw string) {
+		t.Helper()
+		got, id := gwOf(f, ip(a))
+		if gw == "" && id != 0 || gw != "" && got != ip(gw) {
+			t.Fatalf("%s: %v (entry %#x), want %q", a, got, id, gw)
+		}
+	}
+	apply(Update{Prefix: pfx("10.1.1.0/24"), Nexthop: ip("10.9.0.1")},
+		Update{Prefix: pfx("10.1.1.128/25"), Nexthop: ip("10.9.0.2")},
+		Update{Prefix: pfx("10.1.1.192/26"), Nexthop: ip("10.9.0.3")})
+	want("10.1.1.1", "10.9.0.1")
+	want("10.1.1.130", "10.9.0.2")
+	want("10.1.1.200", "10.9.0.3")
+	apply(Update{Prefix: pfx("10.1.1.192/26"), Withdraw: true})
+	want("10.1.1.200", "10.9.0.2")
+	if s := f.Stats(); s.GroupsUsed != 1 {
+		t.Fatalf("the /25 still needs its group: %+v", s)
+	}
+	apply(Update{Prefix: pfx("10.1.1.128/25"), Withdraw: true})
+	want("10.1.1.200", "10.9.0.1")
+	if s := f.Stats(); s.GroupsUsed != 0 || dp.tables.Tbl24[addr32(ip("10.1.1.0"))>>8]&dataplane.FIB4Group != 0 {
+		t.Fatalf("the group did not collapse: %+v", s)
+	}
+	apply(Update{Prefix: pfx("10.1.1.0/24"), Withdraw: true})
+	want("10.1.1.200", "")
 }

@@ -49,7 +49,7 @@ type NeighborConfig struct {
 
 // FIBConfig sizes the FIB.
 type FIBConfig struct {
-	MaxRoutesV4   uint32        `yaml:"max_routes_v4"`
+	GroupsV4      uint32        `yaml:"groups_v4"`
 	RetryInterval time.Duration `yaml:"retry_interval"`
 }
 
@@ -62,7 +62,7 @@ func defaults() Config {
 		HTTPAddress: "127.0.0.1:9464",
 		LogLevel:    "info",
 		BGP:         BGPConfig{ListenPort: 179, GRPCAddress: "127.0.0.1:50051"},
-		FIB:         FIBConfig{MaxRoutesV4: 2 << 20, RetryInterval: time.Second},
+		FIB:         FIBConfig{GroupsV4: 16384, RetryInterval: time.Second},
 	}
 }
 
@@ -154,8 +154,8 @@ func (c Config) validate() error {
 	if c.HTTPAddress == "" {
 		errs = append(errs, errors.New("http_address: set host:port for /metrics and /healthz"))
 	}
-	if c.FIB.MaxRoutesV4 < 1024 {
-		errs = append(errs, fmt.Errorf("fib.max_routes_v4 %d: use at least 1024 (a full table needs about 1.2M)", c.FIB.MaxRoutesV4))
+	if c.FIB.GroupsV4 < 1 || c.FIB.GroupsV4 > 1<<22 {
+		errs = append(errs, fmt.Errorf("fib.groups_v4 %d: use 1 to 4194304 second-level groups (1 KiB each; one per /24 holding prefixes longer than /24)", c.FIB.GroupsV4))
 	}
 	if c.FIB.RetryInterval <= 0 {
 		errs = append(errs, errors.New("fib.retry_interval: use a positive duration such as 1s"))

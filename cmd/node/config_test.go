@@ -26,13 +26,13 @@ bgp:
   neighbors:
     - {address: 192.0.2.2, asn: 65001, max_prefixes: 1200000}
 fib:
-  max_routes_v4: 1500000
+  groups_v4: 32768
 `)
 	cfg, err := loadConfig([]string{"-config", p, "-interfaces", "eth2, eth3", "-xdp-mode", "generic", "-bgp-listen-port", "-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.NodeName != "r1" || cfg.FIB.MaxRoutesV4 != 1500000 || cfg.BGP.ASN != 65000 {
+	if cfg.NodeName != "r1" || cfg.FIB.GroupsV4 != 32768 || cfg.BGP.ASN != 65000 {
 		t.Errorf("file values lost: %+v", cfg)
 	}
 	if strings.Join(cfg.Interfaces, ",") != "eth2,eth3" || cfg.XDPMode != "generic" || cfg.BGP.ListenPort != -1 {
@@ -52,7 +52,7 @@ func TestConfigErrorsSayWhatToDo(t *testing.T) {
 node_name: "a/b"
 xdp_mode: turbo
 log_level: loud
-fib: {max_routes_v4: 10, retry_interval: 0s}
+fib: {groups_v4: 0, retry_interval: 0s}
 bgp:
   asn: 65000
   router_id: 192.0.2.1
@@ -63,7 +63,7 @@ bgp:
 		t.Fatal("a bad config was accepted")
 	}
 	for _, want := range []string{`node_name "a/b"`, "interfaces: list at least one", `xdp_mode "turbo": use native`, `log_level "loud"`,
-		"fib.max_routes_v4 10", "fib.retry_interval", `bgp.neighbors[0].address "not-an-ip"`} {
+		"fib.groups_v4 0", "fib.retry_interval", `bgp.neighbors[0].address "not-an-ip"`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %q:\n%v", want, err)
 		}

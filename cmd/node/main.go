@@ -60,7 +60,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	bgpCfg, _ := cfg.bgpConfig() // validated in loadConfig
 	bgpCfg.Logger = log
 
-	dp, err := dataplane.Load(dataplane.Config{NodeName: cfg.NodeName, BPFFS: cfg.BPFFS, MaxRoutesV4: cfg.FIB.MaxRoutesV4, Logger: log})
+	dp, err := dataplane.Load(dataplane.Config{NodeName: cfg.NodeName, BPFFS: cfg.BPFFS, GroupsV4: cfg.FIB.GroupsV4, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -76,7 +76,10 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	defer kernel.Close()
-	table := fib.New(dp, kernel, log)
+	table, err := fib.New(dp, kernel, log)
+	if err != nil {
+		return err
+	}
 	if err := fib.WatchLocal(ctx, dp, log); err != nil {
 		return err
 	}

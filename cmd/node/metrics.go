@@ -25,6 +25,7 @@ type metrics struct {
 
 	xdpPackets, xdpBytes        *prometheus.Desc
 	routes, nexthops, refused   *prometheus.Desc
+	kernelSlots, groups         *prometheus.Desc
 	sessions, received, buildOK *prometheus.Desc
 }
 
@@ -40,7 +41,9 @@ func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker) *metrics {
 		xdpBytes:      d("xdp", "bytes_total", "Bytes seen by the XDP program, by action and reason.", "action", "reason"),
 		routes:        d("fib", "routes", "Routes in the FIB.", "family"),
 		nexthops:      d("fib", "nexthops", "Nexthops in the FIB by state (unresolved ones pass their traffic to the kernel).", "state"),
-		refused:       d("fib", "refused_routes_total", "Route writes the dataplane refused; packets to such routes pass to the kernel.", "family"),
+		refused:       d("fib", "refused_routes_total", "Routes the compiled FIB had no room for (no free second-level group); their /24 passes to the kernel.", "family"),
+		kernelSlots:   d("fib", "kernel_slots", "/24s passing to the kernel because the FIB had no free second-level group for them.", "family"),
+		groups:        d("fib", "groups", "Second-level groups of the compiled FIB, by state.", "family", "state"),
 		sessions:      d("bgp", "sessions", "BGP sessions by state.", "state"),
 		received:      d("bgp", "prefixes_received", "Prefixes received per neighbour.", "neighbor"),
 		buildOK:       d("", "build_info", "Build information.", "version"),
@@ -48,7 +51,7 @@ func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker) *metrics {
 }
 
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.xdpPackets, m.xdpBytes, m.routes, m.nexthops, m.refused, m.sessions, m.received, m.buildOK} {
+	for _, d := range []*prometheus.Desc{m.xdpPackets, m.xdpBytes, m.routes, m.nexthops, m.refused, m.kernelSlots, m.groups, m.sessions, m.received, m.buildOK} {
 		ch <- d
 	}
 	m.announcements.Describe(ch)
@@ -72,6 +75,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(m.nexthops, prometheus.GaugeValue, float64(fs.Nexthops-fs.UnresolvedNexthops), "resolved")
 	ch <- prometheus.MustNewConstMetric(m.nexthops, prometheus.GaugeValue, float64(fs.UnresolvedNexthops), "unresolved")
 	ch <- prometheus.MustNewConstMetric(m.refused, prometheus.CounterValue, float64(fs.Refused), "ipv4")
+	ch <- prometheus.MustNewConstMetric(m.kernelSlots, prometheus.GaugeValue, float64(fs.KernelSlots), "ipv4")
+	ch <- prometheus.MustNewConstMetric(m.groups, prometheus.GaugeValue, float64(fs.GroupsUsed), "ipv4", "used")
+	ch <- prometheus.MustNewConstMetric(m.groups, prometheus.GaugeValue, float64(fs.Groups-fs.GroupsUsed), "ipv4", "free")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()

@@ -24,11 +24,10 @@ enum bpf_map_type {
 	BPF_MAP_TYPE_HASH = 1,
 	BPF_MAP_TYPE_ARRAY = 2,
 	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
-	BPF_MAP_TYPE_LPM_TRIE = 11,
 	BPF_MAP_TYPE_DEVMAP_HASH = 25,
 };
 
-enum { BPF_F_NO_PREALLOC = 1 };
+enum { BPF_F_NO_PREALLOC = 1, BPF_F_MMAPABLE = 1 << 10 };
 
 enum xdp_action {
 	XDP_ABORTED = 0,

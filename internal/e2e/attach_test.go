@@ -30,7 +30,7 @@ func TestAttachModes(t *testing.T) {
 	if err := l.Link(ns, "a0", "", ns, "a1", ""); err != nil {
 		t.Fatal(err)
 	}
-	dp, err := dataplane.Load(dataplane.Config{NodeName: l.Prefix + "-att", MaxRoutesV4: 1024})
+	dp, err := dataplane.Load(dataplane.Config{NodeName: l.Prefix + "-att", GroupsV4: 16})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,76 @@
+package dataplane
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+)
+
+// Entry values of the IPv4 FIB tables, as in xdp_fwd.c.
+const (
+	// FIB4Group marks a tbl24 entry that points at a tbl8 group (the low bits).
+	FIB4Group = 0x80000000
+	// FIB4Kernel marks a /24 whose routes could not be compiled: its packets pass to
+	// the kernel.
+	FIB4Kernel = 0x00ffffff
+)
+
+// V4Tables are the IPv4 FIB's arrays (DIR-24-8), mapped into this process: a store to
+// an entry is seen by the XDP program at once. Write each entry with one atomic 32-bit
+// store (sync/atomic), so a concurrent lookup sees the old or the new value, never a mix.
+type V4Tables struct {
+	// Tbl24 has one entry per /24, indexed by the top 24 bits of the address.
+	Tbl24 []uint32
+	// Tbl8 has 256 entries per group, indexed by group*256 + the last address byte.
+	Tbl8 []uint32
+	// Gen16 has one generation per /16, bumped when a route overlapping it changes.
+	Gen16 []uint32
+}
+
+// Groups is how many tbl8 groups the tables hold.
+func (t V4Tables) Groups() int { return len(t.Tbl8) / 256 }
+
+// V4Tables maps the FIB tables into the process (once; later calls return the same).
+func (d *Dataplane) V4Tables() (V4Tables, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.tables != nil {
+		return *d.tables, nil
+	}
+	var t V4Tables
+	for _, m := range []struct {
+		m   *ebpf.Map
+		dst *[]uint32
+	}{{d.objs.Fib4Tbl24, &t.Tbl24}, {d.objs.Fib4Tbl8, &t.Tbl8}, {d.objs.Fib4Gen16, &t.Gen16}} {
+		size := int(m.m.MaxEntries() * m.m.ValueSize())
+		b, err := unix.Mmap(m.m.FD(), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		if err != nil {
+			d.unmapLocked()
+			return V4Tables{}, fmt.Errorf("dataplane: mmap FIB table %s (%d bytes; needs a kernel with BPF_F_MMAPABLE arrays, 5.5+): %w", m.m, size, err)
+		}
+		d.mmaps = append(d.mmaps, b)
+		*m.dst = unsafe.Slice((*uint32)(unsafe.Pointer(&b[0])), size/4)
+	}
+	d.tables = &t
+	return t, nil
+}
+
+func (d *Dataplane) unmapTables() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.unmapLocked()
+}
+
+func (d *Dataplane) unmapLocked() {
+	var errs []error
+	for _, b := range d.mmaps {
+		errs = append(errs, unix.Munmap(b))
+	}
+	if err := errors.Join(errs...); err != nil {
+		d.log.Warn("unmap FIB tables", "err", err)
+	}
+	d.mmaps, d.tables = nil, nil
+}

@@ -1,0 +1,277 @@
+package fib
+
+import (
+	"errors"
+	"net/netip"
+	"sync/atomic"
+	"time"
+
+	"github.com/fibfleet/fibfleet/dataplane"
+)
+
+// errGroupsFull says a route needs a second-level group and none is free.
+var errGroupsFull = errors.New("fib: no free IPv4 second-level group (raise fib.groups_v4); the /24's packets pass to the kernel")
+
+// v4Table compiles IPv4 routes into the dataplane's DIR-24-8 tables, as DPDK's rte_lpm
+// does: each entry remembers the length of the route that wrote it (depth), so adding
+// a route overwrites only entries of shorter routes, and removing one restores the
+// covering route only where the removed one was in force.
+//
+// Every write to the shared tables is one atomic 32-bit store, and ordered so that a
+// concurrent lookup sees either the old or the new route of its address: a group is
+// filled before the /24 entry points at it, and a group that no /24 points at any more
+// is reused only after a grace period, long after any lookup that could still hold it.
+type v4Table struct {
+	t dataplane.V4Tables
+	// nh24 and depth24 hold, per /24, the nexthop and length+1 of the longest route of
+	// length <= 24 covering it (0: none). tbl24 holds nh24 unless the /24 has a group
+	// or is in kernel mode.
+	nh24    []uint32
+	depth24 []uint8
+	// depth8 holds length+1 of the route behind each tbl8 entry.
+	depth8 []uint8
+	free   []uint32
+	retire []retired
+	next   uint32
+	// kernel holds the /24s whose longer routes got no group: their tbl24 entry is
+	// FIB4Kernel until a group frees up.
+	kernel map[uint32]bool
+	now    func() time.Time
+	grace  time.Duration
+}
+
+type retired struct {
+	group uint32
+	at    time.Time
+}
+
+// groupGrace is how long a group stays unused after the last pointer to it is gone.
+// XDP programs run for microseconds under RCU; a second is far beyond any lookup.
+const groupGrace = time.Second
+
+func newV4Table(t dataplane.V4Tables) *v4Table {
+	return &v4Table{
+		t:       t,
+		nh24:    make([]uint32, len(t.Tbl24)),
+		depth24: make([]uint8, len(t.Tbl24)),
+		depth8:  make([]uint8, len(t.Tbl8)),
+		kernel:  map[uint32]bool{},
+		now:     time.Now,
+		grace:   groupGrace,
+	}
+}
+
+func addr32(a netip.Addr) uint32 {
+	b := a.As4()
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+}
+
+func store(p *uint32, v uint32) { atomic.StoreUint32(p, v) }
+
+// publish24 writes what tbl24 should hold for slot i when it has no group.
+func (v *v4Table) publish24(i uint32) {
+	if v.kernel[i] {
+		store(&v.t.Tbl24[i], dataplane.FIB4Kernel)
+	} else {
+		store(&v.t.Tbl24[i], v.nh24[i])
+	}
+}
+
+func (v *v4Table) group(i uint32) (uint32, bool) {
+	e := atomic.LoadUint32(&v.t.Tbl24[i])
+	if e&dataplane.FIB4Group == 0 {
+		return 0, false
+	}
+	return e &^ dataplane.FIB4Group, true
+}
+
+// add installs p -> nh. It fails only when p is longer than /24 and needs a group the
+// pool does not have: the /24 then passes to the kernel until one frees up.
+func (v *v4Table) add(p netip.Prefix, nh uint32) error {
+	l, a := p.Bits(), addr32(p.Addr())
+	d := uint8(l + 1)
+	defer v.bump(p)
+	if l <= 24 {
+		first, n := a>>8, uint32(1)<<(24-l)
+		for i := first; i < first+n; i++ {
+			if v.depth24[i] > d {
+				continue // a longer route owns this /24 (and its group's entries)
+			}
+			v.nh24[i], v.depth24[i] = nh, d
+			if g, ok := v.group(i); ok {
+				v.fill(g, 0, 256, nh, d, func(old uint8) bool { return old <= d })
+			} else {
+				v.publish24(i)
+			}
+		}
+		return nil
+	}
+	i := a >> 8
+	if v.kernel[i] {
+		return errGroupsFull
+	}
+	lo, n := a&0xff, uint32(1)<<(32-l)
+	if g, ok := v.group(i); ok {
+		v.fill(g, lo, lo+n, nh, d, func(old uint8) bool { return old <= d })
+		return nil
+	}
+	g, ok := v.alloc()
+	if !ok {
+		v.kernel[i] = true
+		v.publish24(i)
+		return errGroupsFull
+	}
+	// Fill the new group with the /24's route, then the new one, then point at it.
+	v.fill(g, 0, 256, v.nh24[i], v.depth24[i], func(uint8) bool { return true })
+	v.fill(g, lo, lo+n, nh, d, func(uint8) bool { return true })
+	store(&v.t.Tbl24[i], dataplane.FIB4Group|g)
+	return nil
+}
+
+// fill sets group entries [lo, hi) to (nh, depth) where keep says the old depth yields.
+func (v *v4Table) fill(g, lo, hi, nh uint32, depth uint8, yields func(old uint8) bool) {
+	base := g * 256
+	for j := base + lo; j < base+hi; j++ {
+		if yields(v.depth8[j]) {
+			v.depth8[j] = depth
+			store(&v.t.Tbl8[j], nh)
+		}
+	}
+}
+
+// del removes p, whose covering route (the longest strictly shorter one) is repl with
+// nexthop replNH, or none when !replOK.
+func (v *v4Table) del(p netip.Prefix, repl netip.Prefix, replNH uint32, replOK bool) {
+	l, a := p.Bits(), addr32(p.Addr())
+	d := uint8(l + 1)
+	var rd uint8
+	if replOK {
+		rd = uint8(repl.Bits() + 1)
+	} else {
+		replNH = 0
+	}
+	defer v.bump(p)
+	owned := func(old uint8) bool { return old == d }
+	if l <= 24 {
+		first, n := a>>8, uint32(1)<<(24-l)
+		for i := first; i < first+n; i++ {
+			if v.depth24[i] == d {
+				v.nh24[i], v.depth24[i] = replNH, rd
+				if _, ok := v.group(i); !ok {
+					v.publish24(i)
+				}
+			}
+			if g, ok := v.group(i); ok {
+				v.fill(g, 0, 256, replNH, rd, owned)
+			}
+		}
+		return
+	}
+	i := a >> 8
+	g, ok := v.group(i)
+	if !ok {
+		return // in kernel mode (or never installed): the caller settles the /24
+	}
+	lo, n := a&0xff, uint32(1)<<(32-l)
+	v.fill(g, lo, lo+n, replNH, rd, owned)
+	// Collapse the group once no route longer than /24 is left in it.
+	for j := g * 256; j < g*256+256; j++ {
+		if v.depth8[j] > 25 {
+			return
+		}
+	}
+	v.publish24(i)
+	v.retire = append(v.retire, retired{group: g, at: v.now()})
+}
+
+// leaveKernel takes a /24 out of kernel mode once no route longer than /24 is left in it.
+func (v *v4Table) leaveKernel(i uint32) {
+	delete(v.kernel, i)
+	v.publish24(i)
+}
+
+// longRoute is a route longer than /24, for rebuilding a /24's group.
+type longRoute struct {
+	p  netip.Prefix
+	nh uint32
+}
+
+// rebuild gives a /24 in kernel mode a group holding its longer routes (shortest
+// first), built completely before the /24 points at it. It reports false, changing
+// nothing, when no group is free.
+func (v *v4Table) rebuild(i uint32, routes []longRoute) bool {
+	g, ok := v.alloc()
+	if !ok {
+		return false
+	}
+	v.fill(g, 0, 256, v.nh24[i], v.depth24[i], func(uint8) bool { return true })
+	for _, r := range routes {
+		d, lo := uint8(r.p.Bits()+1), addr32(r.p.Addr())&0xff
+		v.fill(g, lo, lo+uint32(1)<<(32-r.p.Bits()), r.nh, d, func(old uint8) bool { return old <= d })
+	}
+	delete(v.kernel, i)
+	store(&v.t.Tbl24[i], dataplane.FIB4Group|g)
+	v.bump(netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(i >> 16), byte(i >> 8), byte(i), 0}), 24))
+	return true
+}
+
+func (v *v4Table) alloc() (uint32, bool) {
+	v.reclaim()
+	if n := len(v.free); n > 0 {
+		g := v.free[n-1]
+		v.free = v.free[:n-1]
+		return g, true
+	}
+	if int(v.next) < v.t.Groups() {
+		v.next++
+		return v.next - 1, true
+	}
+	return 0, false
+}
+
+// reclaim frees retired groups whose grace period is over.
+func (v *v4Table) reclaim() {
+	now, k := v.now(), 0
+	for _, r := range v.retire {
+		if now.Sub(r.at) >= v.grace {
+			v.free = append(v.free, r.group)
+		} else {
+			v.retire[k] = r
+			k++
+		}
+	}
+	v.retire = v.retire[:k]
+}
+
+// freeGroups reports how many groups could be allocated after reclaiming.
+func (v *v4Table) freeGroups() int {
+	v.reclaim()
+	return len(v.free) + v.t.Groups() - int(v.next)
+}
+
+// bump advances the generation of every /16 region p overlaps.
+func (v *v4Table) bump(p netip.Prefix) {
+	a := addr32(p.Addr())
+	first, n := a>>16, uint32(1)
+	if l := p.Bits(); l < 16 {
+		n = 1 << (16 - l)
+	}
+	for r := first; r < first+n; r++ {
+		atomic.AddUint32(&v.t.Gen16[r], 1)
+	}
+}
+
+// lookup is what the XDP program does (fib4_lookup in xdp_fwd.c), for tests and tools.
+func (v *v4Table) lookup(a netip.Addr) uint32 {
+	x := addr32(a)
+	e := atomic.LoadUint32(&v.t.Tbl24[x>>8])
+	if e&dataplane.FIB4Group != 0 {
+		e = atomic.LoadUint32(&v.t.Tbl8[(e&^dataplane.FIB4Group)*256+x&0xff])
+	}
+	return e
+}
+
+// groupsInUse counts groups that are allocated and not retired.
+func (v *v4Table) groupsInUse() int {
+	return int(v.next) - len(v.free) - len(v.retire)
+}
