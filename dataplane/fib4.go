@@ -45,17 +45,26 @@ func (d *Dataplane) V4Tables() (V4Tables, error) {
 		m   *ebpf.Map
 		dst *[]uint32
 	}{{d.objs.Fib4Tbl24, &t.Tbl24}, {d.objs.Fib4Tbl8, &t.Tbl8}, {d.objs.Fib4Gen16, &t.Gen16}} {
-		size := int(m.m.MaxEntries() * m.m.ValueSize())
-		b, err := unix.Mmap(m.m.FD(), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		u, b, err := mmapU32(m.m)
 		if err != nil {
 			d.unmapLocked()
-			return V4Tables{}, fmt.Errorf("dataplane: mmap FIB table %s (%d bytes; needs a kernel with BPF_F_MMAPABLE arrays, 5.5+): %w", m.m, size, err)
+			return V4Tables{}, err
 		}
 		d.mmaps = append(d.mmaps, b)
-		*m.dst = unsafe.Slice((*uint32)(unsafe.Pointer(&b[0])), size/4)
+		*m.dst = u
 	}
 	d.tables = &t
 	return t, nil
+}
+
+// mmapU32 maps a BPF_F_MMAPABLE array whose values are u32 rows, as one []uint32.
+func mmapU32(m *ebpf.Map) ([]uint32, []byte, error) {
+	size := int(m.MaxEntries() * m.ValueSize())
+	b, err := unix.Mmap(m.FD(), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, nil, fmt.Errorf("dataplane: mmap %s (%d bytes; needs BPF_F_MMAPABLE arrays, Linux 5.5+): %w", m, size, err)
+	}
+	return unsafe.Slice((*uint32)(unsafe.Pointer(&b[0])), size/4), b, nil
 }
 
 func (d *Dataplane) unmapTables() {

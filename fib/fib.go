@@ -357,6 +357,17 @@ func (f *FIB) Lookup(a netip.Addr) (netip.Prefix, netip.Addr, bool) {
 	return p, gw, ok
 }
 
+// NexthopID returns the dataplane id of a next hop in use, as lookups answer it.
+func (f *FIB) NexthopID(gw netip.Addr) (uint32, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	nh, ok := f.byGW[gw]
+	if !ok {
+		return 0, false
+	}
+	return nh.id, true
+}
+
 // Stats returns the table's counts.
 func (f *FIB) Stats() Stats {
 	f.mu.Lock()

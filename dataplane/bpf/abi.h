@@ -24,6 +24,7 @@ enum bpf_map_type {
 	BPF_MAP_TYPE_HASH = 1,
 	BPF_MAP_TYPE_ARRAY = 2,
 	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
+	BPF_MAP_TYPE_LPM_TRIE = 11,
 	BPF_MAP_TYPE_DEVMAP_HASH = 25,
 };
 
@@ -81,4 +82,52 @@ struct iphdr {
 	__u16 check;
 	__be32 saddr;
 	__be32 daddr;
+};
+
+#define AF_INET 2
+#define BPF_FIB_LOOKUP_SKIP_NEIGH (1U << 2)
+
+enum {
+	BPF_FIB_LKUP_RET_SUCCESS = 0,
+};
+
+struct bpf_fib_lookup {
+	__u8 family;
+	__u8 l4_protocol;
+	__be16 sport;
+	__be16 dport;
+	union {
+		__u16 tot_len;
+		__u16 mtu_result;
+	};
+	__u32 ifindex;
+	union {
+		__u8 tos;
+		__be32 flowinfo;
+		__u32 rt_metric;
+	};
+	union {
+		__be32 ipv4_src;
+		__u32 ipv6_src[4];
+	};
+	union {
+		__be32 ipv4_dst;
+		__u32 ipv6_dst[4];
+	};
+	union {
+		struct {
+			__be16 h_vlan_proto;
+			__be16 h_vlan_TCI;
+		};
+		__u32 tbid;
+	};
+	union {
+		struct {
+			__u32 mark;
+		};
+		struct {
+			__u8 smac[6];
+			__u8 dmac[6];
+		};
+	};
 };

@@ -20,4 +20,3 @@ func open(name string) ([]Route, error) {
 	defer f.Close()
 	return Read(f)
 }
-

@@ -1,0 +1,143 @@
+//go:build ignore
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * The lookup probe: runs a lookup mechanism over a trace of destinations with bpf_loop
+ * inside one BPF_PROG_TEST_RUN and writes each answer to a result array. Tests use it
+ * to compare the production lookup (fib4.h, the same code xdp_fwd.c runs) with a
+ * reference at millions of addresses; benchmarks use it to time per-lookup cost of
+ * fibfleet's FIB, the kernel's FIB (bpf_fib_lookup) and a BPF LPM trie the same way,
+ * loop overhead included.
+ */
+#include "abi.h"
+#include "bpf_helpers.h"
+#include "bpf_endian.h"
+#include "fib4.h"
+
+struct probe_args {
+	__u32 start; /* first trace index of this run */
+	__u32 count; /* lookups in this run */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct probe_args);
+	__uint(max_entries, 1);
+} probe_params SEC(".maps");
+
+/* Destinations (network order) and answers, 256 per row; sized by the loader. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct fib4_row);
+	__uint(max_entries, 4096);
+} probe_trace SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct fib4_row);
+	__uint(max_entries, 4096);
+} probe_result SEC(".maps");
+
+struct lpm_key_v4 {
+	__u32 prefixlen;
+	__be32 addr;
+};
+
+/* The BPF LPM trie baseline (prefix -> nexthop id), filled by the benchmark. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct lpm_key_v4);
+	__type(value, __u32);
+	__uint(max_entries, 1 << 21);
+} probe_lpm SEC(".maps");
+
+struct loop_ctx {
+	__u32 start;
+	struct xdp_md *xdp;
+};
+
+static __always_inline __be32 *slot(struct loop_ctx *c, __u32 i, __u32 **res)
+{
+	__u32 idx = c->start + i, row = idx >> 8;
+	struct fib4_row *t = bpf_map_lookup_elem(&probe_trace, &row);
+	struct fib4_row *r = bpf_map_lookup_elem(&probe_result, &row);
+
+	if (!t || !r)
+		return 0;
+	*res = &r->e[idx & 0xff];
+	return &t->e[idx & 0xff];
+}
+
+static long step_fib4(__u32 i, void *data)
+{
+	__u32 *res;
+	__be32 *a = slot(data, i, &res);
+
+	if (!a)
+		return 1;
+	*res = fib4_lookup(*a);
+	return 0;
+}
+
+static long step_lpm(__u32 i, void *data)
+{
+	struct lpm_key_v4 key = {.prefixlen = 32};
+	__u32 *res, *nh;
+	__be32 *a = slot(data, i, &res);
+
+	if (!a)
+		return 1;
+	key.addr = *a;
+	nh = bpf_map_lookup_elem(&probe_lpm, &key);
+	*res = nh ? *nh : 0;
+	return 0;
+}
+
+static long step_kernel(__u32 i, void *data)
+{
+	struct loop_ctx *c = data;
+	struct bpf_fib_lookup p = {};
+	__u32 *res;
+	__be32 *a = slot(c, i, &res);
+	long rc;
+
+	if (!a)
+		return 1;
+	p.family = AF_INET;
+	p.ipv4_dst = *a;
+	p.ifindex = c->xdp->ingress_ifindex;
+	/* Route lookup only, as fib4_lookup: neighbours are resolved elsewhere in both. */
+	rc = bpf_fib_lookup(c->xdp, &p, sizeof(p), BPF_FIB_LOOKUP_SKIP_NEIGH);
+	*res = rc == BPF_FIB_LKUP_RET_SUCCESS ? p.ifindex : 0;
+	return 0;
+}
+
+static __always_inline int run(struct xdp_md *ctx, void *step)
+{
+	__u32 zero = 0;
+	struct probe_args *args = bpf_map_lookup_elem(&probe_params, &zero);
+	struct loop_ctx c = {.xdp = ctx};
+
+	if (!args)
+		return XDP_ABORTED;
+	c.start = args->start;
+	if (bpf_loop(args->count, step, &c, 0) != args->count)
+		return XDP_ABORTED;
+	return XDP_PASS;
+}
+
+SEC("xdp")
+int probe_fib4(struct xdp_md *ctx) { return run(ctx, step_fib4); }
+
+SEC("xdp")
+int probe_lpm_trie(struct xdp_md *ctx) { return run(ctx, step_lpm); }
+
+SEC("xdp")
+int probe_kernel_fib(struct xdp_md *ctx) { return run(ctx, step_kernel); }
+
+char _license[] SEC("license") = "Dual BSD/GPL";

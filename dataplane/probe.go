@@ -1,0 +1,138 @@
+package dataplane
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+)
+
+// Mechanism is a lookup the Probe can run.
+type Mechanism int
+
+const (
+	// MechFIB4 is fibfleet's compiled FIB, the code xdp_fwd.c runs (answers: nexthop ids).
+	MechFIB4 Mechanism = iota
+	// MechLPMTrie is a BPF LPM trie filled with LoadLPM (answers: the values loaded).
+	MechLPMTrie
+	// MechKernel is bpf_fib_lookup() on the calling thread's network namespace
+	// (answers: egress ifindex, 0 when there is no route).
+	MechKernel
+)
+
+func (m Mechanism) String() string {
+	return [...]string{"fibfleet DIR-24-8", "BPF LPM trie", "bpf_fib_lookup"}[m]
+}
+
+// Probe runs lookups over a trace inside BPF (bpf_loop in BPF_PROG_TEST_RUN), against
+// a Dataplane's own FIB maps: for differential tests at millions of addresses and for
+// per-lookup benchmarks that time every mechanism the same way.
+type Probe struct {
+	objs          fib4probeObjects
+	trace, result []uint32
+	mmaps         [][]byte
+}
+
+// probeChunk bounds the lookups of one test run: the kernel reports a run's duration
+// as a u32 of nanoseconds, and the slowest mechanism costs ~2 us per lookup.
+const probeChunk = 1 << 18
+
+// NewProbe loads the probe for up to capacity addresses per Lookup, sharing d's maps.
+func NewProbe(d *Dataplane, capacity int) (*Probe, error) {
+	spec, err := loadFib4probe()
+	if err != nil {
+		return nil, err
+	}
+	rows := uint32((capacity + 255) / 256)
+	spec.Maps["probe_trace"].MaxEntries = rows
+	spec.Maps["probe_result"].MaxEntries = rows
+	for _, name := range []string{"fib4_tbl24", "fib4_tbl8", "fib4_gen16"} {
+		spec.Maps[name].Pinning = ebpf.PinNone
+	}
+	spec.Maps["fib4_tbl8"].MaxEntries = d.objs.Fib4Tbl8.MaxEntries()
+	p := &Probe{}
+	err = spec.LoadAndAssign(&p.objs, &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{
+		"fib4_tbl24": d.objs.Fib4Tbl24, "fib4_tbl8": d.objs.Fib4Tbl8, "fib4_gen16": d.objs.Fib4Gen16,
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("dataplane: load lookup probe: %w", err)
+	}
+	for _, m := range []struct {
+		m   *ebpf.Map
+		dst *[]uint32
+	}{{p.objs.ProbeTrace, &p.trace}, {p.objs.ProbeResult, &p.result}} {
+		u, b, err := mmapU32(m.m)
+		if err != nil {
+			p.Close()
+			return nil, err
+		}
+		p.mmaps = append(p.mmaps, b)
+		*m.dst = u
+	}
+	return p, nil
+}
+
+// Close frees the probe.
+func (p *Probe) Close() error {
+	var errs []error
+	for _, b := range p.mmaps {
+		errs = append(errs, unix.Munmap(b))
+	}
+	p.mmaps = nil
+	errs = append(errs, p.objs.Close())
+	return errors.Join(errs...)
+}
+
+// LoadLPM fills the LPM trie baseline with prefix -> value.
+func (p *Probe) LoadLPM(prefixes []netip.Prefix, values []uint32) error {
+	keys := make([]fib4probeLpmKeyV4, len(prefixes))
+	for i, pf := range prefixes {
+		b := pf.Masked().Addr().As4()
+		keys[i] = fib4probeLpmKeyV4{Prefixlen: uint32(pf.Bits()), Addr: binary.NativeEndian.Uint32(b[:])}
+	}
+	for i := 0; i < len(keys); i += 1 << 16 {
+		j := min(i+1<<16, len(keys))
+		if _, err := p.objs.ProbeLpm.BatchUpdate(keys[i:j], values[i:j], nil); err != nil {
+			return fmt.Errorf("dataplane: fill LPM trie: %w", err)
+		}
+	}
+	return nil
+}
+
+// Lookup looks every address up with a mechanism, writing the answers to out, and
+// returns the mean time per lookup measured by the kernel (loop overhead included).
+func (p *Probe) Lookup(m Mechanism, addrs []netip.Addr, out []uint32) (time.Duration, error) {
+	if len(addrs) > len(p.trace) || len(out) < len(addrs) {
+		return 0, fmt.Errorf("dataplane: probe holds %d addresses, asked for %d (out %d)", len(p.trace), len(addrs), len(out))
+	}
+	for i, a := range addrs {
+		b := a.As4()
+		p.trace[i] = binary.NativeEndian.Uint32(b[:])
+	}
+	prog := map[Mechanism]*ebpf.Program{MechFIB4: p.objs.ProbeFib4, MechLPMTrie: p.objs.ProbeLpmTrie, MechKernel: p.objs.ProbeKernelFib}[m]
+	frame := make([]byte, 64)
+	var total time.Duration
+	for start := 0; start < len(addrs); start += probeChunk {
+		args := fib4probeProbeArgs{Start: uint32(start), Count: uint32(min(probeChunk, len(addrs)-start))}
+		if err := p.objs.ProbeParams.Put(uint32(0), &args); err != nil {
+			return 0, err
+		}
+		ret, d, err := prog.Benchmark(frame, 1, nil)
+		if err != nil {
+			return 0, fmt.Errorf("dataplane: run %s probe: %w", m, err)
+		}
+		if ret != 2 {
+			return 0, fmt.Errorf("dataplane: %s probe aborted (%d)", m, ret)
+		}
+		total += d
+	}
+	copy(out, p.result[:len(addrs)])
+	if len(addrs) == 0 {
+		return 0, nil
+	}
+	return total / time.Duration(len(addrs)), nil
+}
