@@ -75,7 +75,10 @@ func addrOf(x uint32) netip.Addr {
 	return netip.AddrFrom4([4]byte{byte(x >> 24), byte(x >> 16), byte(x >> 8), byte(x)})
 }
 
-func u32(a netip.Addr) uint32 { b := a.As4(); return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]) }
+func u32(a netip.Addr) uint32 {
+	b := a.As4()
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+}
 
 // probeAddrs picks addresses: uniform random ones, plus each sampled route's first and
 // last address and the ones just outside it, /24 boundaries and 0.0.0.0.
