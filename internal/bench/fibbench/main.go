@@ -1,0 +1,123 @@
+// Command fibbench compares IPv4 lookup cost on a real table: fibfleet's DIR-24-8 vs the
+// kernel's FIB (bpf_fib_lookup, same routes in a kernel table) vs a BPF LPM trie, on a
+// uniform and a Zipf trace, each figure the median of interleaved runs. It prints a
+// Markdown table with ratios against the kernel and writes a PNG bar chart. As root:
+//
+//	go run ./internal/bench/fibbench -png docs/fib-lookup.png
+package main
+
+import (
+	"flag"
+	"fmt"
+	"image/color"
+	"log/slog"
+	"os"
+	"runtime"
+
+	"github.com/fibfleet/fibfleet/dataplane"
+	"github.com/fibfleet/fibfleet/internal/bench"
+	"github.com/fibfleet/fibfleet/internal/table"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+func main() {
+	which := flag.String("table", "2026", "bundled table: 2026 (1,168,945 prefixes) or caida2016 (656,331, some longer than /24)")
+	n := flag.Int("trace", 1<<20, "lookups per trace")
+	runs := flag.Int("runs", 5, "interleaved runs per mechanism and trace (the median is reported)")
+	png := flag.String("png", "", "write a bar chart here")
+	flag.Parse()
+	if err := run(*which, *n, *runs, *png); err != nil {
+		fmt.Fprintln(os.Stderr, "fibbench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(which string, n, runs int, png string) error {
+	load := map[string]func() ([]table.Route, error){"2026": table.Real2026, "caida2016": table.CAIDA2016}[which]
+	if load == nil {
+		return fmt.Errorf("unknown table %q: use 2026 or caida2016", which)
+	}
+	routes, err := load()
+	if err != nil {
+		return err
+	}
+	slog.Info("loading the table three ways", "routes", len(routes))
+	s, err := bench.NewLookupSetup(routes, n)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	slog.Info("loaded", "fibfleet", s.FIBLoad, "kernel_netlink", s.KernelLoad, "lpm_trie", s.LPMLoad, "go_heap_MiB", ms.HeapAlloc>>20)
+	res, err := s.Run(bench.Traces(routes, n, 1), runs)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\n%d prefixes (%s), %d lookups per trace, median of %d interleaved runs, ns per lookup (loop included)\n\n", len(routes), which, n, runs)
+	fmt.Println("| trace | mechanism | ns/lookup | runs | vs. bpf_fib_lookup |")
+	fmt.Println("|---|---|---|---|---|")
+	base := map[string]float64{}
+	for _, r := range res {
+		if r.Mechanism == dataplane.MechKernel {
+			base[r.Trace] = r.Median
+		}
+	}
+	for _, r := range res {
+		fmt.Printf("| %s | %s | %.1f | %s | %.3fx |\n", r.Trace, r.Mechanism, r.Median, fmtRuns(r.Runs), r.Median/base[r.Trace])
+	}
+	fmt.Printf("\nLoad times: fibfleet FIB %v, kernel table via batched netlink %v, LPM trie %v\n", s.FIBLoad.Round(1e6), s.KernelLoad.Round(1e6), s.LPMLoad.Round(1e6))
+	if png != "" {
+		return plotResults(res, png, fmt.Sprintf("IPv4 lookup, %d real prefixes (median of %d)", len(routes), runs))
+	}
+	return nil
+}
+
+func fmtRuns(xs []float64) string {
+	s := ""
+	for i, x := range xs {
+		if i > 0 {
+			s += ", "
+		}
+		s += fmt.Sprintf("%.0f", x)
+	}
+	return s
+}
+
+func plotResults(res []bench.Result, path, title string) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.Y.Label.Text = "ns per lookup"
+	var traces []string
+	for _, r := range res {
+		if len(traces) == 0 || traces[len(traces)-1] != r.Trace {
+			traces = append(traces, r.Trace)
+		}
+	}
+	colors := []color.Color{color.RGBA{200, 80, 60, 255}, color.RGBA{40, 120, 200, 255}, color.RGBA{120, 120, 120, 255}}
+	w := vg.Points(18)
+	for i, m := range bench.Mechanisms {
+		var vals plotter.Values
+		for _, tr := range traces {
+			for _, r := range res {
+				if r.Trace == tr && r.Mechanism == m {
+					vals = append(vals, r.Median)
+				}
+			}
+		}
+		bars, err := plotter.NewBarChart(vals, w)
+		if err != nil {
+			return err
+		}
+		bars.Color = colors[i%len(colors)]
+		bars.LineStyle.Width = 0
+		bars.Offset = vg.Length(i-1) * w
+		p.Add(bars)
+		p.Legend.Add(m.String(), bars)
+	}
+	p.Legend.Top = true
+	p.NominalX(traces...)
+	return p.Save(6*vg.Inch, 4*vg.Inch, path)
+}

@@ -1,0 +1,245 @@
+// Package bench holds fibfleet's benchmarks that need a whole setup: the IPv4 lookup
+// comparison (fibfleet's DIR-24-8 vs the kernel's FIB through bpf_fib_lookup vs a BPF
+// LPM trie) on a real table. The fibbench command prints the table and draws the plot
+// for docs/BENCHMARKS.md; the package's Go benchmark runs the same code at a small size
+// so it cannot rot.
+package bench
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/fibfleet/fibfleet/dataplane"
+	"github.com/fibfleet/fibfleet/fib"
+	"github.com/fibfleet/fibfleet/internal/lab"
+	"github.com/fibfleet/fibfleet/internal/table"
+)
+
+// resolved resolves every next hop at once: lookups are measured, not neighbours.
+type resolved struct{}
+
+func (resolved) Resolve(gw netip.Addr) (fib.Resolution, error) {
+	return fib.Resolution{Neighbor: gw, Nexthop: dataplane.Nexthop{Ifindex: 1, MTU: 1500, Resolved: true,
+		SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2}}}, nil
+}
+func (resolved) Release(netip.Addr) {}
+
+// LookupSetup holds one table loaded three ways: fibfleet's FIB, a kernel routing
+// table in a namespace of its own (for bpf_fib_lookup) and a BPF LPM trie.
+type LookupSetup struct {
+	Routes []table.Route
+	// Load times, for the report.
+	FIBLoad, KernelLoad, LPMLoad time.Duration
+
+	lab   *lab.Lab
+	ns    *lab.Netns
+	dp    *dataplane.Dataplane
+	fib   *fib.FIB
+	probe *dataplane.Probe
+}
+
+func gwFor(as uint32) netip.Addr { return netip.AddrFrom4([4]byte{10, 255, byte(as % 200), 1}) }
+
+// NewLookupSetup loads routes (and sizes the probe for traces of up to traceLen).
+func NewLookupSetup(routes []table.Route, traceLen int) (s *LookupSetup, err error) {
+	s = &LookupSetup{Routes: routes}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	if s.lab, err = lab.New(); err != nil {
+		return nil, err
+	}
+	if s.ns, err = s.lab.Netns("bench"); err != nil {
+		return nil, err
+	}
+	if err = s.lab.Link(s.ns, "b0", "10.255.0.1/16", s.ns, "b1", ""); err != nil {
+		return nil, err
+	}
+	// bpf_fib_lookup in a test run looks up as if the packet came in on lo of the
+	// calling thread's namespace: forwarding must be on there (the namespace has no
+	// link to the outside).
+	if err = s.ns.Sysctl("net.ipv4.ip_forward", "1"); err != nil {
+		return nil, err
+	}
+	if s.dp, err = dataplane.Load(dataplane.Config{NodeName: s.lab.Prefix + "-bench", GroupsV4: 32768}); err != nil {
+		return nil, err
+	}
+	if s.fib, err = fib.New(s.dp, resolved{}, nil); err != nil {
+		return nil, err
+	}
+	if s.probe, err = dataplane.NewProbe(s.dp, traceLen); err != nil {
+		return nil, err
+	}
+
+	start := time.Now()
+	batch := make([]fib.Update, 0, 10000)
+	for i, r := range routes {
+		batch = append(batch, fib.Update{Prefix: r.Prefix, Nexthop: gwFor(r.OriginAS)})
+		if len(batch) == cap(batch) || i == len(routes)-1 {
+			if err = s.fib.Apply(batch); err != nil {
+				return nil, err
+			}
+			batch = batch[:0]
+		}
+	}
+	s.FIBLoad = time.Since(start)
+
+	start = time.Now()
+	err = s.ns.Do(func() error {
+		link, err := net.InterfaceByName(s.lab.If("b0"))
+		if err != nil {
+			return err
+		}
+		k, err := fib.NewKernelRoutes(254)
+		if err != nil {
+			return err
+		}
+		defer k.Close()
+		for _, r := range routes {
+			if err := k.Replace(r.Prefix, gwFor(r.OriginAS), link.Index); err != nil {
+				return err
+			}
+		}
+		return k.Flush()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("kernel table: %w", err)
+	}
+	s.KernelLoad = time.Since(start)
+
+	start = time.Now()
+	prefixes := make([]netip.Prefix, len(routes))
+	values := make([]uint32, len(routes))
+	for i, r := range routes {
+		prefixes[i] = r.Prefix
+		values[i], _ = s.fib.NexthopID(gwFor(r.OriginAS))
+	}
+	if err = s.probe.LoadLPM(prefixes, values); err != nil {
+		return nil, err
+	}
+	s.LPMLoad = time.Since(start)
+	return s, nil
+}
+
+// Close removes everything the setup made.
+func (s *LookupSetup) Close() {
+	if s.probe != nil {
+		s.probe.Close()
+	}
+	if s.dp != nil {
+		s.dp.Close()
+	}
+	if s.lab != nil {
+		s.lab.Close()
+	}
+}
+
+// Trace is a named list of destinations.
+type Trace struct {
+	Name  string
+	Addrs []netip.Addr
+}
+
+func randomIn(rng *rand.Rand, p netip.Prefix) netip.Addr {
+	b := p.Addr().As4()
+	x := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+	x |= rng.Uint32() & uint32(uint64(1)<<(32-p.Bits())-1)
+	return netip.AddrFrom4([4]byte{byte(x >> 24), byte(x >> 16), byte(x >> 8), byte(x)})
+}
+
+// Traces returns the two traces of the benchmark: uniform over the table (a random
+// route, then a random address in it) and Zipf (s = 1.1) over 10,000 such addresses.
+func Traces(routes []table.Route, n int, seed uint64) []Trace {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	uniform := make([]netip.Addr, n)
+	for i := range uniform {
+		uniform[i] = randomIn(rng, routes[rng.IntN(len(routes))].Prefix)
+	}
+	hot := make([]netip.Addr, 10000)
+	for i := range hot {
+		hot[i] = randomIn(rng, routes[rng.IntN(len(routes))].Prefix)
+	}
+	z := rand.NewZipf(rng, 1.1, 1, uint64(len(hot)-1))
+	zipf := make([]netip.Addr, n)
+	for i := range zipf {
+		zipf[i] = hot[z.Uint64()]
+	}
+	return []Trace{{"uniform", uniform}, {"zipf-10k", zipf}}
+}
+
+// Mechanisms are compared in this order; the kernel's is the baseline.
+var Mechanisms = []dataplane.Mechanism{dataplane.MechKernel, dataplane.MechFIB4, dataplane.MechLPMTrie}
+
+// Result is the median ns per lookup of one mechanism on one trace over runs.
+type Result struct {
+	Trace     string
+	Mechanism dataplane.Mechanism
+	Runs      []float64 // ns per lookup, in run order
+	Median    float64
+}
+
+// Run measures every mechanism on every trace, runs times, interleaved (each run
+// measures all mechanisms back to back), and checks that the three agree on which
+// addresses have a route and that fibfleet and the trie agree on the next hop.
+func (s *LookupSetup) Run(traces []Trace, runs int) ([]Result, error) {
+	var results []Result
+	for _, tr := range traces {
+		out := map[dataplane.Mechanism][]uint32{}
+		per := map[dataplane.Mechanism][]float64{}
+		for r := 0; r < runs; r++ {
+			for _, m := range Mechanisms {
+				if out[m] == nil {
+					out[m] = make([]uint32, len(tr.Addrs))
+				}
+				var d time.Duration
+				err := s.ns.Do(func() error { // bpf_fib_lookup reads this thread's namespace
+					var err error
+					d, err = s.probe.Lookup(m, tr.Addrs, out[m])
+					return err
+				})
+				if err != nil {
+					return nil, err
+				}
+				per[m] = append(per[m], float64(d.Nanoseconds())/float64(len(tr.Addrs)))
+			}
+		}
+		for i := range tr.Addrs {
+			f, k, l := out[dataplane.MechFIB4][i], out[dataplane.MechKernel][i], out[dataplane.MechLPMTrie][i]
+			if f != l || (f != 0) != (k != 0) {
+				return nil, fmt.Errorf("%s: %s: fibfleet %d, LPM trie %d, kernel ifindex %d disagree", tr.Name, tr.Addrs[i], f, l, k)
+			}
+		}
+		for _, m := range Mechanisms {
+			results = append(results, Result{Trace: tr.Name, Mechanism: m, Runs: per[m], Median: median(per[m])})
+		}
+	}
+	return results, nil
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func shortName(s string) string {
+	switch s {
+	case "fibfleet DIR-24-8":
+		return "fibfleet"
+	case "BPF LPM trie":
+		return "lpm"
+	}
+	return "kernel"
+}

@@ -1,0 +1,39 @@
+package bench
+
+import (
+	"os"
+	"testing"
+
+	"github.com/fibfleet/fibfleet/internal/table"
+)
+
+// BenchmarkLookup runs the lookup comparison on the first 50,000 routes of the 2026
+// table with 64k-address traces: the full run is `go run ./internal/bench/fibbench`.
+func BenchmarkLookup(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("needs root for BPF and namespaces")
+	}
+	routes, err := table.Real2026()
+	if err != nil {
+		b.Fatal(err)
+	}
+	routes = routes[:50_000]
+	s, err := NewLookupSetup(routes, 1<<16)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	traces := Traces(routes, 1<<16, 1)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		res, err := s.Run(traces, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if i == b.N-1 {
+			for _, r := range res {
+				b.ReportMetric(r.Median, "ns/lookup-"+r.Trace+"-"+shortName(r.Mechanism.String()))
+			}
+		}
+	}
+}
