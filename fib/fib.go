@@ -12,6 +12,7 @@ package fib
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"net/netip"
 	"slices"
@@ -97,6 +98,9 @@ type FIB struct {
 	freeIDs []freedID
 	nextID  uint32
 	refused uint64
+	// digest is the sum of routeHash over the master table: order-independent and
+	// updated in O(1) per change, so nodes can compare tables without a walk.
+	digest uint64
 }
 
 // New returns an empty FIB that writes to dp and resolves with res.
@@ -153,6 +157,7 @@ func (f *FIB) apply(u Update) error {
 			return nil
 		}
 		f.routes.Delete(p)
+		f.digest -= routeHash(p, old)
 		f.withdraw(p)
 		f.release(old)
 		return nil
@@ -168,6 +173,10 @@ func (f *FIB) apply(u Update) error {
 		return err
 	}
 	f.routes.Insert(p, u.Nexthop)
+	if had {
+		f.digest -= routeHash(p, old)
+	}
+	f.digest += routeHash(p, u.Nexthop)
 	if err := f.v4.add(p, nh.id); errors.Is(err, errGroupsFull) {
 		f.refused++
 	}
@@ -355,6 +364,32 @@ func (f *FIB) Lookup(a netip.Addr) (netip.Prefix, netip.Addr, bool) {
 	defer f.mu.Unlock()
 	p, gw, ok := f.routes.LookupPrefixLPM(netip.PrefixFrom(a, a.BitLen()))
 	return p, gw, ok
+}
+
+// routeHash hashes one route (prefix and selected BGP next hop; nothing node-specific
+// such as ifindex or MACs) with FNV-1a and a final avalanche, so that the sum of the
+// hashes of a table is a good order-independent digest.
+func routeHash(p netip.Prefix, gw netip.Addr) uint64 {
+	h := fnv.New64a()
+	b, _ := p.MarshalBinary()
+	h.Write(b)
+	g, _ := gw.MarshalBinary()
+	h.Write(g)
+	x := h.Sum64()
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return x
+}
+
+// Digest is an order-independent hash of the table (prefix -> selected BGP next hop),
+// as 16 hex digits: equal tables have equal digests on every node.
+func (f *FIB) Digest() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return fmt.Sprintf("%016x", f.digest)
 }
 
 // NexthopID returns the dataplane id of a next hop in use, as lookups answer it.

@@ -405,3 +405,53 @@ func TestGroupCollapse(t *testing.T) {
 	apply(Update{Prefix: pfx("10.1.1.0/24"), Withdraw: true})
 	want("10.1.1.200", "")
 }
+
+// TestDigest: the digest depends on the table only, not on the order or history of
+// the updates that built it, and changes when any route does.
+func TestDigest(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	a, b := newFIB(t, newFakeDP(t, 64), &fakeRes{}), newFIB(t, newFakeDP(t, 64), &fakeRes{})
+	empty := a.Digest()
+	ref := map[netip.Prefix]netip.Addr{}
+	for i := 0; i < 2000; i++ {
+		p := randomPrefix(rng)
+		u := Update{Prefix: p, Withdraw: rng.IntN(4) == 0}
+		if u.Withdraw {
+			delete(ref, p)
+		} else {
+			u.Nexthop = netip.AddrFrom4([4]byte{10, 9, 0, byte(1 + rng.IntN(4))})
+			ref[p] = u.Nexthop
+		}
+		if err := a.Apply([]Update{u}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var all []Update
+	for p, gw := range ref {
+		all = append(all, Update{Prefix: p, Nexthop: gw})
+	}
+	rng.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+	if err := b.Apply(all); err != nil {
+		t.Fatal(err)
+	}
+	if a.Digest() != b.Digest() || a.Digest() == empty {
+		t.Fatalf("same table, digests %s and %s (empty %s)", a.Digest(), b.Digest(), empty)
+	}
+	before := b.Digest()
+	if err := b.Apply([]Update{{Prefix: all[0].Prefix, Nexthop: netip.MustParseAddr("10.9.0.99")}}); err != nil {
+		t.Fatal(err)
+	}
+	if b.Digest() == before {
+		t.Fatal("a next-hop change left the digest unchanged")
+	}
+	var withdraw []Update
+	for _, u := range all {
+		withdraw = append(withdraw, Update{Prefix: u.Prefix, Withdraw: true})
+	}
+	if err := b.Apply(withdraw); err != nil {
+		t.Fatal(err)
+	}
+	if b.Digest() != empty {
+		t.Fatalf("empty again, digest %s, want %s", b.Digest(), empty)
+	}
+}

@@ -7,12 +7,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"math"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"sync/atomic"
@@ -104,7 +106,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var ready atomic.Bool
-	srv := &http.Server{Addr: cfg.HTTPAddress, Handler: httpHandler(reg, &ready), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Addr: cfg.HTTPAddress, Handler: httpHandler(reg, &ready, table), ReadHeaderTimeout: 5 * time.Second}
 	httpErr := make(chan error, 1)
 	go func() { httpErr <- srv.ListenAndServe() }()
 	defer func() {
@@ -158,8 +160,43 @@ func consume(ctx context.Context, speaker *bgp.Speaker, table *fib.FIB, m *metri
 	}
 }
 
-func httpHandler(reg *prometheus.Registry, ready *atomic.Bool) http.Handler {
+// fibStatus is the node API's view of the FIB (GET /api/v1/fib).
+type fibStatus struct {
+	Routes             int    `json:"routes"`
+	Digest             string `json:"digest"`
+	Nexthops           int    `json:"nexthops"`
+	UnresolvedNexthops int    `json:"unresolved_nexthops"`
+	Refused            uint64 `json:"refused"`
+	KernelSlots        int    `json:"kernel_slots"`
+	Groups             int    `json:"groups"`
+	GroupsUsed         int    `json:"groups_used"`
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func httpHandler(reg *prometheus.Registry, ready *atomic.Bool, table *fib.FIB) http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v1/fib", func(w http.ResponseWriter, _ *http.Request) {
+		s := table.Stats()
+		writeJSON(w, fibStatus{Routes: s.Routes, Digest: table.Digest(), Nexthops: s.Nexthops, UnresolvedNexthops: s.UnresolvedNexthops,
+			Refused: s.Refused, KernelSlots: s.KernelSlots, Groups: s.Groups, GroupsUsed: s.GroupsUsed})
+	})
+	mux.HandleFunc("GET /api/v1/lookup", func(w http.ResponseWriter, r *http.Request) {
+		a, err := netip.ParseAddr(r.URL.Query().Get("addr"))
+		if err != nil {
+			http.Error(w, "addr: give an IP address, as in /api/v1/lookup?addr=192.0.2.1", http.StatusBadRequest)
+			return
+		}
+		p, gw, ok := table.Lookup(a)
+		if !ok {
+			writeJSON(w, map[string]any{"addr": a, "found": false})
+			return
+		}
+		writeJSON(w, map[string]any{"addr": a, "found": true, "prefix": p, "nexthop": gw})
+	})
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if !ready.Load() {

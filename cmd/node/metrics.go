@@ -25,7 +25,7 @@ type metrics struct {
 
 	xdpPackets, xdpBytes        *prometheus.Desc
 	routes, nexthops, refused   *prometheus.Desc
-	kernelSlots, groups         *prometheus.Desc
+	kernelSlots, groups, digest *prometheus.Desc
 	sessions, received, buildOK *prometheus.Desc
 }
 
@@ -42,6 +42,7 @@ func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker) *metrics {
 		routes:        d("fib", "routes", "Routes in the FIB.", "family"),
 		nexthops:      d("fib", "nexthops", "Nexthops in the FIB by state (unresolved ones pass their traffic to the kernel).", "state"),
 		refused:       d("fib", "refused_routes_total", "Routes the compiled FIB had no room for (no free second-level group); their /24 passes to the kernel.", "family"),
+		digest:        d("fib", "digest_info", "Order-independent hash of the FIB (prefix -> selected BGP next hop), in the digest label: equal on nodes with equal tables.", "family", "digest"),
 		kernelSlots:   d("fib", "kernel_slots", "/24s passing to the kernel because the FIB had no free second-level group for them.", "family"),
 		groups:        d("fib", "groups", "Second-level groups of the compiled FIB, by state.", "family", "state"),
 		sessions:      d("bgp", "sessions", "BGP sessions by state.", "state"),
@@ -51,7 +52,7 @@ func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker) *metrics {
 }
 
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.xdpPackets, m.xdpBytes, m.routes, m.nexthops, m.refused, m.kernelSlots, m.groups, m.sessions, m.received, m.buildOK} {
+	for _, d := range []*prometheus.Desc{m.xdpPackets, m.xdpBytes, m.routes, m.nexthops, m.refused, m.kernelSlots, m.groups, m.digest, m.sessions, m.received, m.buildOK} {
 		ch <- d
 	}
 	m.announcements.Describe(ch)
@@ -75,6 +76,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(m.nexthops, prometheus.GaugeValue, float64(fs.Nexthops-fs.UnresolvedNexthops), "resolved")
 	ch <- prometheus.MustNewConstMetric(m.nexthops, prometheus.GaugeValue, float64(fs.UnresolvedNexthops), "unresolved")
 	ch <- prometheus.MustNewConstMetric(m.refused, prometheus.CounterValue, float64(fs.Refused), "ipv4")
+	ch <- prometheus.MustNewConstMetric(m.digest, prometheus.GaugeValue, 1, "ipv4", m.fib.Digest())
 	ch <- prometheus.MustNewConstMetric(m.kernelSlots, prometheus.GaugeValue, float64(fs.KernelSlots), "ipv4")
 	ch <- prometheus.MustNewConstMetric(m.groups, prometheus.GaugeValue, float64(fs.GroupsUsed), "ipv4", "used")
 	ch <- prometheus.MustNewConstMetric(m.groups, prometheus.GaugeValue, float64(fs.Groups-fs.GroupsUsed), "ipv4", "free")

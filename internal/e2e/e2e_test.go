@@ -5,6 +5,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -171,6 +172,33 @@ func TestSkeletonForwarding(t *testing.T) {
 		}
 		if !regexp.MustCompile(`10\.12\.0\.2\s+65001\s+\S+\s+Establ`).MatchString(out) {
 			t.Fatalf("gobgp neighbor does not list 10.12.0.2 as established:\n%s", out)
+		}
+	})
+	t.Run("node API and digest", func(t *testing.T) {
+		body, err := sk.Get("/api/v1/fib")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st struct {
+			Routes int    `json:"routes"`
+			Digest string `json:"digest"`
+		}
+		if err := json.Unmarshal(body, &st); err != nil || st.Routes != all || len(st.Digest) != 16 {
+			t.Fatalf("/api/v1/fib = %s (%v), want %d routes and a 16-digit digest", body, err, all)
+		}
+		m, err := sk.Metrics()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m[`fibfleet_fib_digest_info{digest="`+st.Digest+`",family="ipv4"}`] != 1 {
+			t.Errorf("the digest metric does not carry the API's digest %s", st.Digest)
+		}
+		body, err = sk.Get("/api/v1/lookup?addr=100.64.1.77")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(body), `"prefix":"100.64.1.0/24"`) || !strings.Contains(string(body), `"nexthop":"10.99.0.1"`) {
+			t.Errorf("/api/v1/lookup?addr=100.64.1.77 = %s", body)
 		}
 	})
 	t.Run("node announces nothing to BIRD", func(t *testing.T) {

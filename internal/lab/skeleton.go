@@ -265,9 +265,9 @@ func (s *Skeleton) startNode(cfg SkeletonConfig) error {
 	return err
 }
 
-// Metrics scrapes the node's /metrics inside the router namespace and returns the
-// samples as "name{labels}" -> value.
-func (s *Skeleton) Metrics() (map[string]float64, error) {
+// Get fetches a path of the node's HTTP server (metrics and node API) from inside the
+// router namespace.
+func (s *Skeleton) Get(path string) ([]byte, error) {
 	// The connection must be opened on the thread that is in the router's namespace;
 	// http.Transport would dial from another goroutine, so hand it this one.
 	var conn net.Conn
@@ -277,21 +277,32 @@ func (s *Skeleton) Metrics() (map[string]float64, error) {
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("scrape node metrics: %w", err)
+		return nil, fmt.Errorf("node HTTP %s: %w", path, err)
 	}
+	defer conn.Close()
 	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		DialContext: func(context.Context, string, string) (net.Conn, error) { return conn, nil },
 	}}
-	resp, err := c.Get("http://" + MetricsAddr + "/metrics")
+	resp, err := c.Get("http://" + MetricsAddr + path)
 	if err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("scrape node metrics: %w", err)
+		return nil, fmt.Errorf("node HTTP %s: %w", path, err)
 	}
+	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	conn.Close()
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("status %s: %s", resp.Status, body)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("scrape node metrics: %w", err)
+		return nil, fmt.Errorf("node HTTP %s: %w", path, err)
+	}
+	return body, nil
+}
+
+// Metrics scrapes the node's /metrics and returns the samples as "name{labels}" -> value.
+func (s *Skeleton) Metrics() (map[string]float64, error) {
+	body, err := s.Get("/metrics")
+	if err != nil {
+		return nil, err
 	}
 	out := map[string]float64{}
 	sc := bufio.NewScanner(strings.NewReader(string(body)))
