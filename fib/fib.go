@@ -98,6 +98,8 @@ type FIB struct {
 	freeIDs []freedID
 	nextID  uint32
 	refused uint64
+	// sync, when set, mirrors route changes into a kernel table.
+	sync *KernelSync
 	// digest is the sum of routeHash over the master table: order-independent and
 	// updated in O(1) per change, so nodes can compare tables without a walk.
 	digest uint64
@@ -122,6 +124,14 @@ func New(dp Dataplane, res Resolver, log *slog.Logger) (*FIB, error) {
 		byNeigh: map[netip.Addr]map[*nexthop]struct{}{},
 		nextID:  1,
 	}, nil
+}
+
+// SyncKernel makes the FIB mirror every route change into k from now on (set it before
+// the first Apply).
+func (f *FIB) SyncKernel(k *KernelSync) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sync = k
 }
 
 // Apply applies a batch of updates in order. It applies every update it can and
@@ -159,6 +169,9 @@ func (f *FIB) apply(u Update) error {
 		f.routes.Delete(p)
 		f.digest -= routeHash(p, old)
 		f.withdraw(p)
+		if f.sync != nil {
+			f.sync.routeChanged(p, old, Resolution{}, true)
+		}
 		f.release(old)
 		return nil
 	}
@@ -179,6 +192,9 @@ func (f *FIB) apply(u Update) error {
 	f.digest += routeHash(p, u.Nexthop)
 	if err := f.v4.add(p, nh.id); errors.Is(err, errGroupsFull) {
 		f.refused++
+	}
+	if f.sync != nil {
+		f.sync.routeChanged(p, u.Nexthop, nh.res, false)
 	}
 	if had {
 		f.release(old)

@@ -50,6 +50,8 @@ type NeighborConfig struct {
 // FIBConfig sizes the FIB.
 type FIBConfig struct {
 	GroupsV4      uint32        `yaml:"groups_v4"`
+	KernelSync    bool          `yaml:"kernel_sync"`
+	KernelTable   uint32        `yaml:"kernel_table"`
 	RetryInterval time.Duration `yaml:"retry_interval"`
 }
 
@@ -62,7 +64,7 @@ func defaults() Config {
 		HTTPAddress: "127.0.0.1:9464",
 		LogLevel:    "info",
 		BGP:         BGPConfig{ListenPort: 179, GRPCAddress: "127.0.0.1:50051"},
-		FIB:         FIBConfig{GroupsV4: 16384, RetryInterval: time.Second},
+		FIB:         FIBConfig{GroupsV4: 16384, RetryInterval: time.Second, KernelSync: true, KernelTable: 254},
 	}
 }
 
@@ -156,6 +158,9 @@ func (c Config) validate() error {
 	}
 	if c.FIB.GroupsV4 < 1 || c.FIB.GroupsV4 > 1<<22 {
 		errs = append(errs, fmt.Errorf("fib.groups_v4 %d: use 1 to 4194304 second-level groups (1 KiB each; one per /24 holding prefixes longer than /24)", c.FIB.GroupsV4))
+	}
+	if c.FIB.KernelSync && (c.FIB.KernelTable == 0 || c.FIB.KernelTable == 255) {
+		errs = append(errs, fmt.Errorf("fib.kernel_table %d: use a routing table id such as 254 (main); 0 and 255 (local) are not for routes", c.FIB.KernelTable))
 	}
 	if c.FIB.RetryInterval <= 0 {
 		errs = append(errs, errors.New("fib.retry_interval: use a positive duration such as 1s"))

@@ -82,6 +82,16 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	var ksync *fib.KernelSync
+	if cfg.FIB.KernelSync {
+		ksync = fib.NewKernelSync(cfg.FIB.KernelTable, log)
+		table.SyncKernel(ksync)
+		go func() {
+			if err := ksync.Run(ctx); err != nil {
+				log.Error("kernel route sync stopped; packets passed to the kernel may not find routes", "err", err)
+			}
+		}()
+	}
 	if err := fib.WatchLocal(ctx, dp, log); err != nil {
 		return err
 	}
@@ -102,7 +112,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	defer speaker.Stop()
 
-	m := newMetrics(dp, table, speaker)
+	m := newMetrics(dp, table, speaker, ksync)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var ready atomic.Bool

@@ -18,6 +18,7 @@ type metrics struct {
 	dp      *dataplane.Dataplane
 	fib     *fib.FIB
 	speaker *bgp.Speaker
+	ksync   *fib.KernelSync // nil when kernel sync is off
 
 	// announcements and withdrawals count best-path changes received from BGP.
 	announcements prometheus.Counter
@@ -26,15 +27,16 @@ type metrics struct {
 	xdpPackets, xdpBytes        *prometheus.Desc
 	routes, nexthops, refused   *prometheus.Desc
 	kernelSlots, groups, digest *prometheus.Desc
+	ksyncRoutes, ksyncPending   *prometheus.Desc
 	sessions, received, buildOK *prometheus.Desc
 }
 
-func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker) *metrics {
+func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.KernelSync) *metrics {
 	d := func(sub, name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(prometheus.BuildFQName(namespace, sub, name), help, labels, nil)
 	}
 	return &metrics{
-		dp: dp, fib: f, speaker: s,
+		dp: dp, fib: f, speaker: s, ksync: k,
 		announcements: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Subsystem: "bgp", Name: "best_path_announcements_total", Help: "Best-path announcements (new or changed) received from BGP."}),
 		withdrawals:   prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Subsystem: "bgp", Name: "best_path_withdrawals_total", Help: "Best-path withdrawals received from BGP."}),
 		xdpPackets:    d("xdp", "packets_total", "Frames seen by the XDP program, by action and reason (pass reasons say why the kernel got the frame).", "action", "reason"),
@@ -43,6 +45,8 @@ func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker) *metrics {
 		nexthops:      d("fib", "nexthops", "Nexthops in the FIB by state (unresolved ones pass their traffic to the kernel).", "state"),
 		refused:       d("fib", "refused_routes_total", "Routes the compiled FIB had no room for (no free second-level group); their /24 passes to the kernel.", "family"),
 		digest:        d("fib", "digest_info", "Order-independent hash of the FIB (prefix -> selected BGP next hop), in the digest label: equal on nodes with equal tables.", "family", "digest"),
+		ksyncRoutes:   d("fib", "kernel_sync_routes_total", "Routes written to the kernel table by kernel sync, by outcome.", "op"),
+		ksyncPending:  d("fib", "kernel_sync_pending", "Route changes waiting to be written to the kernel table."),
 		kernelSlots:   d("fib", "kernel_slots", "/24s passing to the kernel because the FIB had no free second-level group for them.", "family"),
 		groups:        d("fib", "groups", "Second-level groups of the compiled FIB, by state.", "family", "state"),
 		sessions:      d("bgp", "sessions", "BGP sessions by state.", "state"),
@@ -52,7 +56,7 @@ func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker) *metrics {
 }
 
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.xdpPackets, m.xdpBytes, m.routes, m.nexthops, m.refused, m.kernelSlots, m.groups, m.digest, m.sessions, m.received, m.buildOK} {
+	for _, d := range []*prometheus.Desc{m.xdpPackets, m.xdpBytes, m.routes, m.nexthops, m.refused, m.kernelSlots, m.groups, m.digest, m.ksyncRoutes, m.ksyncPending, m.sessions, m.received, m.buildOK} {
 		ch <- d
 	}
 	m.announcements.Describe(ch)
@@ -76,6 +80,12 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(m.nexthops, prometheus.GaugeValue, float64(fs.Nexthops-fs.UnresolvedNexthops), "resolved")
 	ch <- prometheus.MustNewConstMetric(m.nexthops, prometheus.GaugeValue, float64(fs.UnresolvedNexthops), "unresolved")
 	ch <- prometheus.MustNewConstMetric(m.refused, prometheus.CounterValue, float64(fs.Refused), "ipv4")
+	if k := m.ksync; k != nil {
+		ch <- prometheus.MustNewConstMetric(m.ksyncRoutes, prometheus.CounterValue, float64(k.Installed.Load()), "installed")
+		ch <- prometheus.MustNewConstMetric(m.ksyncRoutes, prometheus.CounterValue, float64(k.Removed.Load()), "removed")
+		ch <- prometheus.MustNewConstMetric(m.ksyncRoutes, prometheus.CounterValue, float64(k.Failed.Load()), "failed")
+		ch <- prometheus.MustNewConstMetric(m.ksyncPending, prometheus.GaugeValue, float64(k.Pending.Load()))
+	}
 	ch <- prometheus.MustNewConstMetric(m.digest, prometheus.GaugeValue, 1, "ipv4", m.fib.Digest())
 	ch <- prometheus.MustNewConstMetric(m.kernelSlots, prometheus.GaugeValue, float64(fs.KernelSlots), "ipv4")
 	ch <- prometheus.MustNewConstMetric(m.groups, prometheus.GaugeValue, float64(fs.GroupsUsed), "ipv4", "used")

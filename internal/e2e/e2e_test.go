@@ -201,6 +201,21 @@ func TestSkeletonForwarding(t *testing.T) {
 			t.Errorf("/api/v1/lookup?addr=100.64.1.77 = %s", body)
 		}
 	})
+	t.Run("kernel table mirrors the FIB", func(t *testing.T) {
+		err := lab.WaitFor(ctx, 10*time.Second, "kernel sync", func() (bool, error) {
+			out, err := sk.Router.Exec("ip", "-4", "route", "show", "proto", "bgp")
+			return err == nil && strings.Count(out, "\n") == all, err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := sk.Router.Exec("ip", "-4", "route", "show", "proto", "bgp")
+		for _, want := range []string{"198.51.100.0/24 via 10.11.1.2", "100.64.1.0/24 via 10.11.2.2", "192.0.2.0/24 via 10.11.1.99"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("kernel table lacks %q:\n%s", want, out)
+			}
+		}
+	})
 	t.Run("node announces nothing to BIRD", func(t *testing.T) {
 		out, err := sk.Birdc("show", "protocols", "all", "node")
 		if err != nil {
@@ -240,6 +255,13 @@ func TestSkeletonForwarding(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitRoutes(all - 1)
+		err := lab.WaitFor(ctx, 10*time.Second, "the kernel table to drop the route", func() (bool, error) {
+			out, err := sk.Router.Exec("ip", "-4", "route", "show", withdrawn.Prefix.String(), "proto", "bgp")
+			return err == nil && strings.TrimSpace(out) == "", err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 		dst := withdrawn.Prefix.Addr().Next()
 		marker := lab.SkeletonRoutes[3].Prefix.Addr().Next() // 9.9.9.1, also via sink2
 		base, markerBase, s0 := sink2.Count(dst), sink2.Count(marker), stats()
