@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"path/filepath"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -43,6 +44,31 @@ const probeChunk = 1 << 18
 
 // NewProbe loads the probe for up to capacity addresses per Lookup, sharing d's maps.
 func NewProbe(d *Dataplane, capacity int) (*Probe, error) {
+	return newProbe(d.objs.Fib4Tbl24, d.objs.Fib4Tbl8, d.objs.Fib4Gen16, capacity)
+}
+
+// NewPinnedProbe loads the probe on the FIB maps a running node pinned, to look up
+// what its XDP program would answer from outside its process.
+func NewPinnedProbe(bpffs, node string, capacity int) (*Probe, error) {
+	var maps []*ebpf.Map
+	for _, name := range []string{"fib4_tbl24", "fib4_tbl8", "fib4_gen16"} {
+		m, err := ebpf.LoadPinnedMap(filepath.Join(PinDir(bpffs, node), name), nil)
+		if err != nil {
+			for _, o := range maps {
+				o.Close()
+			}
+			return nil, fmt.Errorf("dataplane: open pinned %s of node %q (is it running?): %w", name, node, err)
+		}
+		maps = append(maps, m)
+	}
+	p, err := newProbe(maps[0], maps[1], maps[2], capacity)
+	for _, m := range maps {
+		m.Close() // the probe's program holds its own references
+	}
+	return p, err
+}
+
+func newProbe(tbl24, tbl8, gen16 *ebpf.Map, capacity int) (*Probe, error) {
 	spec, err := loadFib4probe()
 	if err != nil {
 		return nil, err
@@ -53,10 +79,10 @@ func NewProbe(d *Dataplane, capacity int) (*Probe, error) {
 	for _, name := range []string{"fib4_tbl24", "fib4_tbl8", "fib4_gen16"} {
 		spec.Maps[name].Pinning = ebpf.PinNone
 	}
-	spec.Maps["fib4_tbl8"].MaxEntries = d.objs.Fib4Tbl8.MaxEntries()
+	spec.Maps["fib4_tbl8"].MaxEntries = tbl8.MaxEntries()
 	p := &Probe{}
 	err = spec.LoadAndAssign(&p.objs, &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{
-		"fib4_tbl24": d.objs.Fib4Tbl24, "fib4_tbl8": d.objs.Fib4Tbl8, "fib4_gen16": d.objs.Fib4Gen16,
+		"fib4_tbl24": tbl24, "fib4_tbl8": tbl8, "fib4_gen16": gen16,
 	}})
 	if err != nil {
 		return nil, fmt.Errorf("dataplane: load lookup probe: %w", err)

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"net/http/pprof"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -208,6 +209,9 @@ func httpHandler(reg *prometheus.Registry, ready *atomic.Bool, table *fib.FIB) h
 		writeJSON(w, map[string]any{"addr": a, "found": true, "prefix": p, "nexthop": gw})
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	// Profiles, on the same (by default loopback-only) address as metrics.
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if !ready.Load() {
 			http.Error(w, "starting", http.StatusServiceUnavailable)

@@ -1,8 +1,7 @@
 package main
 
 import (
-	"context"
-	"time"
+	"fmt"
 
 	"github.com/fibfleet/fibfleet/bgp"
 	"github.com/fibfleet/fibfleet/dataplane"
@@ -28,7 +27,7 @@ type metrics struct {
 	routes, nexthops, refused   *prometheus.Desc
 	kernelSlots, groups, digest *prometheus.Desc
 	ksyncRoutes, ksyncPending   *prometheus.Desc
-	sessions, received, buildOK *prometheus.Desc
+	sessions, peerUp, buildOK   *prometheus.Desc
 }
 
 func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.KernelSync) *metrics {
@@ -50,13 +49,13 @@ func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.Kern
 		kernelSlots:   d("fib", "kernel_slots", "/24s passing to the kernel because the FIB had no free second-level group for them.", "family"),
 		groups:        d("fib", "groups", "Second-level groups of the compiled FIB, by state.", "family", "state"),
 		sessions:      d("bgp", "sessions", "BGP sessions by state.", "state"),
-		received:      d("bgp", "prefixes_received", "Prefixes received per neighbour.", "neighbor"),
+		peerUp:        d("bgp", "peer_up", "1 when the session with the neighbour is established.", "neighbor", "peer_asn"),
 		buildOK:       d("", "build_info", "Build information.", "version"),
 	}
 }
 
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.xdpPackets, m.xdpBytes, m.routes, m.nexthops, m.refused, m.kernelSlots, m.groups, m.digest, m.ksyncRoutes, m.ksyncPending, m.sessions, m.received, m.buildOK} {
+	for _, d := range []*prometheus.Desc{m.xdpPackets, m.xdpBytes, m.routes, m.nexthops, m.refused, m.kernelSlots, m.groups, m.digest, m.ksyncRoutes, m.ksyncPending, m.sessions, m.peerUp, m.buildOK} {
 		ch <- d
 	}
 	m.announcements.Describe(ch)
@@ -91,19 +90,19 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(m.groups, prometheus.GaugeValue, float64(fs.GroupsUsed), "ipv4", "used")
 	ch <- prometheus.MustNewConstMetric(m.groups, prometheus.GaugeValue, float64(fs.Groups-fs.GroupsUsed), "ipv4", "free")
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	peers, err := m.speaker.Peers(ctx)
-	if err != nil {
-		ch <- prometheus.NewInvalidMetric(m.sessions, err)
-		return
-	}
 	counts := map[string]int{}
-	for _, p := range peers {
+	for _, p := range m.speaker.Peers() {
 		counts[p.State]++
-		ch <- prometheus.MustNewConstMetric(m.received, prometheus.GaugeValue, float64(p.Received), p.Address.String())
+		ch <- prometheus.MustNewConstMetric(m.peerUp, prometheus.GaugeValue, b2f(p.State == "established"), p.Address.String(), fmt.Sprint(p.ASN))
 	}
 	for _, s := range bgp.SessionStates() {
 		ch <- prometheus.MustNewConstMetric(m.sessions, prometheus.GaugeValue, float64(counts[s]), s)
 	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

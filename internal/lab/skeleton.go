@@ -20,6 +20,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
+	"github.com/fibfleet/fibfleet/internal/table"
 )
 
 // Route is a prefix the upstream announces with its BGP next hop, and the sink (1 or
@@ -74,6 +75,8 @@ type Skeleton struct {
 	NodeName                            string
 	Dir                                 string
 	NodeLog, BirdLog, BirdSock          string
+	// NodePID is the node process (nsenter execs it in place).
+	NodePID int
 }
 
 // SkeletonConfig says how to run the skeleton.
@@ -84,6 +87,9 @@ type SkeletonConfig struct {
 	Dir string
 	// XDPMode is native (default) or generic.
 	XDPMode string
+	// Table, when set, is announced by BIRD too (static protocol "fulltable"), every route
+	// with sink1 (10.11.1.2) as next hop. Leave out prefixes that overlap AllRoutes.
+	Table []table.Route
 }
 
 // StartSkeleton builds the topology and starts BIRD and the node. On error, the caller
@@ -164,7 +170,7 @@ func (s *Skeleton) build(cfg SkeletonConfig) error {
 	if err := s.CheckIsolated(); err != nil {
 		return err
 	}
-	if err := s.startBird(); err != nil {
+	if err := s.startBird(cfg.Table); err != nil {
 		return err
 	}
 	return s.startNode(cfg)
@@ -196,19 +202,35 @@ func (s *Skeleton) attachPass(ns *Netns, ifname string) error {
 	return nil
 }
 
-func (s *Skeleton) startBird() error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "router id 10.12.0.2;\nprotocol device { }\n")
-	for i, r := range AllRoutes() {
-		fmt.Fprintf(&b, "protocol static r%d { ipv4; route %s blackhole; }\n", i, r.Prefix)
-	}
-	fmt.Fprintf(&b, "protocol bgp node {\n  local 10.12.0.2 as %d;\n  neighbor 10.12.0.1 as %d;\n  ipv4 {\n    import all;\n    export filter {\n", UpstreamASN, RouterASN)
-	for _, r := range AllRoutes() {
-		fmt.Fprintf(&b, "      if net = %s then { bgp_next_hop = %s; accept; }\n", r.Prefix, r.Nexthop)
-	}
-	b.WriteString("      reject;\n    };\n  };\n}\n")
+func (s *Skeleton) startBird(extra []table.Route) error {
 	conf := filepath.Join(s.Dir, "bird.conf")
-	if err := os.WriteFile(conf, []byte(b.String()), 0o644); err != nil {
+	f, err := os.Create(conf)
+	if err != nil {
+		return err
+	}
+	b := bufio.NewWriterSize(f, 1<<20)
+	fmt.Fprintf(b, "router id 10.12.0.2;\nprotocol device { }\n")
+	for i, r := range AllRoutes() {
+		fmt.Fprintf(b, "protocol static r%d { ipv4; route %s blackhole; }\n", i, r.Prefix)
+	}
+	if len(extra) > 0 {
+		b.WriteString("protocol static fulltable {\n  ipv4;\n")
+		for _, r := range extra {
+			fmt.Fprintf(b, "  route %s blackhole;\n", r.Prefix)
+		}
+		b.WriteString("}\n")
+	}
+	fmt.Fprintf(b, "protocol bgp node {\n  local 10.12.0.2 as %d;\n  neighbor 10.12.0.1 as %d;\n  ipv4 {\n    import all;\n    export filter {\n", UpstreamASN, RouterASN)
+	for _, r := range AllRoutes() {
+		fmt.Fprintf(b, "      if net = %s then { bgp_next_hop = %s; accept; }\n", r.Prefix, r.Nexthop)
+	}
+	b.WriteString("      if proto = \"fulltable\" then { bgp_next_hop = 10.11.1.2; accept; }\n")
+	b.WriteString("      reject;\n    };\n  };\n}\n")
+	if err := b.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
 		return err
 	}
 	s.BirdSock = filepath.Join(s.Dir, "bird.ctl")
@@ -236,7 +258,7 @@ func (s *Skeleton) Birdc(args ...string) (string, error) {
 }
 
 // NodeConfig is the node's YAML config in the skeleton.
-func (s *Skeleton) NodeConfig(xdpMode string) string {
+func (s *Skeleton) NodeConfig(xdpMode string, maxPrefixes int) string {
 	if xdpMode == "" {
 		xdpMode = "native"
 	}
@@ -251,17 +273,20 @@ bgp:
   neighbors:
     - address: 10.12.0.2
       asn: %d
-      max_prefixes: 1000
-`, s.NodeName, s.If("r0"), s.If("r1"), s.If("r2"), s.If("r3"), xdpMode, MetricsAddr, RouterASN, GoBGPAddr, UpstreamASN)
+      max_prefixes: %d
+`, s.NodeName, s.If("r0"), s.If("r1"), s.If("r2"), s.If("r3"), xdpMode, MetricsAddr, RouterASN, GoBGPAddr, UpstreamASN, maxPrefixes)
 }
 
 func (s *Skeleton) startNode(cfg SkeletonConfig) error {
 	conf := filepath.Join(s.Dir, "node.yaml")
-	if err := os.WriteFile(conf, []byte(s.NodeConfig(cfg.XDPMode)), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte(s.NodeConfig(cfg.XDPMode, len(AllRoutes())+len(cfg.Table)+1000)), 0o644); err != nil {
 		return err
 	}
 	s.NodeLog = filepath.Join(s.Dir, "node.log")
-	_, err := s.Router.Start(s.NodeLog, cfg.NodeBinary, "-config", conf)
+	cmd, err := s.Router.Start(s.NodeLog, cfg.NodeBinary, "-config", conf)
+	if err == nil {
+		s.NodePID = cmd.Process.Pid
+	}
 	return err
 }
 
