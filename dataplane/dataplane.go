@@ -33,6 +33,9 @@ type Config struct {
 	// GroupsV4 sizes the IPv4 FIB's pool of second-level groups (one per /24 that
 	// holds prefixes longer than /24, 1 KiB each); 0 keeps the default, 16,384.
 	GroupsV4 uint32
+	// FIBBackend is BackendCompiled (default: the DIR-24-8 tables fib writes) or
+	// BackendKernel (bpf_fib_lookup on the kernel's routing tables, the baseline).
+	FIBBackend Backend
 	// Logger receives lifecycle messages; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -45,6 +48,14 @@ const (
 	ModeNative Mode = "native"
 	// ModeGeneric runs it after the skb is built: works on any interface, slowly.
 	ModeGeneric Mode = "generic"
+)
+
+// Backend selects the FIB the XDP program forwards from.
+type Backend string
+
+const (
+	BackendCompiled Backend = "compiled"
+	BackendKernel   Backend = "kernel"
 )
 
 // Nexthop is everything the program needs to send a frame to one neighbour.
@@ -111,6 +122,15 @@ func Load(cfg Config) (*Dataplane, error) {
 	if cfg.GroupsV4 > 0 {
 		spec.Maps["fib4_tbl8"].MaxEntries = cfg.GroupsV4
 	}
+	switch cfg.FIBBackend {
+	case BackendCompiled, "":
+	case BackendKernel:
+		if err := spec.Variables["fib_backend"].Set(uint32(1)); err != nil {
+			return nil, fmt.Errorf("dataplane: select the kernel FIB backend: %w", err)
+		}
+	default:
+		return nil, fmt.Errorf("dataplane: unknown FIB backend %q: use compiled or kernel", cfg.FIBBackend)
+	}
 	d := &Dataplane{pinDir: pinDir, log: log, links: map[string]link.Link{}, ports: map[uint32]bool{}}
 	err = spec.LoadAndAssign(&d.objs, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: pinDir}})
 	if err != nil {
@@ -165,6 +185,10 @@ func (d *Dataplane) Attach(ifname string, mode Mode) error {
 		return fmt.Errorf("dataplane: attach XDP (%s) to %s: %w%s", mode, ifname, err, hint)
 	}
 	d.links[ifname] = l
+	// Every port the program runs on can be an egress (the kernel backend picks any).
+	if err := d.ensurePortLocked(uint32(iface.Index)); err != nil {
+		return err
+	}
 	d.log.Info("attached XDP program", "interface", ifname, "mode", string(mode))
 	return nil
 }
@@ -239,6 +263,10 @@ func (d *Dataplane) SetNexthop(id uint32, nh Nexthop) error {
 func (d *Dataplane) ensurePort(ifindex uint32) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	return d.ensurePortLocked(ifindex)
+}
+
+func (d *Dataplane) ensurePortLocked(ifindex uint32) error {
 	if d.ports[ifindex] {
 		return nil
 	}

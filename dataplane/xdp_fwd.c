@@ -98,6 +98,11 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } stats SEC(".maps");
 
+/* Which FIB the program forwards from; set by the loader (fib.backend). */
+#define FIB_BACKEND_COMPILED 0
+#define FIB_BACKEND_KERNEL 1
+volatile const __u32 fib_backend = FIB_BACKEND_COMPILED;
+
 static __always_inline int count(__u32 reason, __u64 bytes, int action)
 {
 	struct stat_rec *rec = bpf_map_lookup_elem(&stats, &reason);
@@ -128,7 +133,7 @@ int xdp_fwd(struct xdp_md *ctx)
 	struct ethhdr *eth = data;
 	struct vlan_hdr *vh;
 	struct iphdr *iph;
-	struct nexthop *nh;
+	struct nexthop *nh, knh;
 	__u32 nhid, l3off = ETH_HLEN;
 	__u16 tot_len, in_tci = 0, out_vid;
 	__be16 proto;
@@ -174,14 +179,44 @@ int xdp_fwd(struct xdp_md *ctx)
 	if (iph->ttl <= 1)
 		return count(STAT_PASS_TTL, len, XDP_PASS);
 
-	nhid = fib4_lookup(daddr);
-	if (!nhid)
-		return count(STAT_PASS_NO_ROUTE, len, XDP_PASS);
-	if (nhid == FIB4_KERNEL)
-		return count(STAT_PASS_FIB_FULL, len, XDP_PASS);
-	nh = bpf_map_lookup_elem(&nexthops, &nhid);
-	if (!nh || (nh->flags & (NH_F_VALID | NH_F_RESOLVED)) != (NH_F_VALID | NH_F_RESOLVED))
-		return count(STAT_PASS_UNRESOLVED, len, XDP_PASS);
+	if (fib_backend == FIB_BACKEND_KERNEL) {
+		/* The in-product baseline: the kernel's FIB through bpf_fib_lookup(), as
+		 * xdp-forward does. Routes must be in the kernel (fib.kernel_sync). */
+		struct bpf_fib_lookup p = {};
+		long rc;
+
+		p.family = AF_INET;
+		p.tos = iph->tos;
+		p.l4_protocol = iph->protocol;
+		p.tot_len = tot_len;
+		p.ipv4_src = iph->saddr;
+		p.ipv4_dst = daddr;
+		p.ifindex = ctx->ingress_ifindex;
+		rc = bpf_fib_lookup(ctx, &p, sizeof(p), 0);
+		if (rc == BPF_FIB_LKUP_RET_NO_NEIGH)
+			return count(STAT_PASS_UNRESOLVED, len, XDP_PASS);
+		if (rc == BPF_FIB_LKUP_RET_FRAG_NEEDED)
+			return count(STAT_PASS_MTU, len, XDP_PASS);
+		if (rc != BPF_FIB_LKUP_RET_SUCCESS) /* no route, blackhole, not forwarded, forwarding off */
+			return count(STAT_PASS_NO_ROUTE, len, XDP_PASS);
+		knh.ifindex = p.ifindex;
+		__builtin_memcpy(knh.smac, p.smac, ETH_ALEN);
+		__builtin_memcpy(knh.dmac, p.dmac, ETH_ALEN);
+		knh.mtu = 0xffff; /* checked by the helper */
+		knh.flags = NH_F_VALID | NH_F_RESOLVED;
+		knh.vlan = 0;
+		knh.pad = 0;
+		nh = &knh;
+	} else {
+		nhid = fib4_lookup(daddr);
+		if (!nhid)
+			return count(STAT_PASS_NO_ROUTE, len, XDP_PASS);
+		if (nhid == FIB4_KERNEL)
+			return count(STAT_PASS_FIB_FULL, len, XDP_PASS);
+		nh = bpf_map_lookup_elem(&nexthops, &nhid);
+		if (!nh || (nh->flags & (NH_F_VALID | NH_F_RESOLVED)) != (NH_F_VALID | NH_F_RESOLVED))
+			return count(STAT_PASS_UNRESOLVED, len, XDP_PASS);
+	}
 	if (tot_len > nh->mtu)
 		return count(STAT_PASS_MTU, len, XDP_PASS);
 	/* Check the port before touching the frame: a pass after the rewrite would hand

@@ -48,14 +48,15 @@ type xdpfwdStatRec struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	xdpfwdMapFib4Gen16 = "fib4_gen16"
-	xdpfwdMapFib4Tbl24 = "fib4_tbl24"
-	xdpfwdMapFib4Tbl8  = "fib4_tbl8"
-	xdpfwdMapLocalV4   = "local_v4"
-	xdpfwdMapNexthops  = "nexthops"
-	xdpfwdMapStats     = "stats"
-	xdpfwdMapTxPorts   = "tx_ports"
-	xdpfwdProgXdpFwd   = "xdp_fwd"
+	xdpfwdMapFib4Gen16  = "fib4_gen16"
+	xdpfwdMapFib4Tbl24  = "fib4_tbl24"
+	xdpfwdMapFib4Tbl8   = "fib4_tbl8"
+	xdpfwdMapLocalV4    = "local_v4"
+	xdpfwdMapNexthops   = "nexthops"
+	xdpfwdMapStats      = "stats"
+	xdpfwdMapTxPorts    = "tx_ports"
+	xdpfwdProgXdpFwd    = "xdp_fwd"
+	xdpfwdVarFibBackend = "fib_backend"
 )
 
 // loadXdpfwd returns the embedded CollectionSpec for xdpfwd.
@@ -120,6 +121,7 @@ type xdpfwdMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type xdpfwdVariableSpecs struct {
+	FibBackend *ebpf.VariableSpec `ebpf:"fib_backend"`
 }
 
 // xdpfwdObjects contains all objects after they have been loaded into the kernel.
@@ -167,6 +169,7 @@ func (m *xdpfwdMaps) Close() error {
 //
 // It can be passed to loadXdpfwdObjects or ebpf.CollectionSpec.LoadAndAssign.
 type xdpfwdVariables struct {
+	FibBackend *ebpf.Variable `ebpf:"fib_backend"`
 }
 
 // xdpfwdPrograms contains all programs after they have been loaded into the kernel.

@@ -49,6 +49,7 @@ type NeighborConfig struct {
 
 // FIBConfig sizes the FIB.
 type FIBConfig struct {
+	Backend       string        `yaml:"backend"`
 	GroupsV4      uint32        `yaml:"groups_v4"`
 	KernelSync    bool          `yaml:"kernel_sync"`
 	KernelTable   uint32        `yaml:"kernel_table"`
@@ -64,7 +65,7 @@ func defaults() Config {
 		HTTPAddress: "127.0.0.1:9464",
 		LogLevel:    "info",
 		BGP:         BGPConfig{ListenPort: 179, GRPCAddress: "127.0.0.1:50051"},
-		FIB:         FIBConfig{GroupsV4: 16384, RetryInterval: time.Second, KernelSync: true, KernelTable: 254},
+		FIB:         FIBConfig{Backend: string(dataplane.BackendCompiled), GroupsV4: 16384, RetryInterval: time.Second, KernelSync: true, KernelTable: 254},
 	}
 }
 
@@ -158,6 +159,15 @@ func (c Config) validate() error {
 	}
 	if c.FIB.GroupsV4 < 1 || c.FIB.GroupsV4 > 1<<22 {
 		errs = append(errs, fmt.Errorf("fib.groups_v4 %d: use 1 to 4194304 second-level groups (1 KiB each; one per /24 holding prefixes longer than /24)", c.FIB.GroupsV4))
+	}
+	switch dataplane.Backend(c.FIB.Backend) {
+	case dataplane.BackendCompiled:
+	case dataplane.BackendKernel:
+		if !c.FIB.KernelSync {
+			errs = append(errs, errors.New("fib.backend kernel looks routes up in the kernel: set fib.kernel_sync: true so they are there"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("fib.backend %q: use compiled (default, DIR-24-8 in XDP) or kernel (bpf_fib_lookup, the baseline)", c.FIB.Backend))
 	}
 	if c.FIB.KernelSync && (c.FIB.KernelTable == 0 || c.FIB.KernelTable == 255) {
 		errs = append(errs, fmt.Errorf("fib.kernel_table %d: use a routing table id such as 254 (main); 0 and 255 (local) are not for routes", c.FIB.KernelTable))

@@ -63,7 +63,8 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	bgpCfg, _ := cfg.bgpConfig() // validated in loadConfig
 	bgpCfg.Logger = log
 
-	dp, err := dataplane.Load(dataplane.Config{NodeName: cfg.NodeName, BPFFS: cfg.BPFFS, GroupsV4: cfg.FIB.GroupsV4, Logger: log})
+	dp, err := dataplane.Load(dataplane.Config{NodeName: cfg.NodeName, BPFFS: cfg.BPFFS, GroupsV4: cfg.FIB.GroupsV4,
+		FIBBackend: dataplane.Backend(cfg.FIB.Backend), Logger: log})
 	if err != nil {
 		return err
 	}

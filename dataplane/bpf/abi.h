@@ -89,6 +89,8 @@ struct iphdr {
 
 enum {
 	BPF_FIB_LKUP_RET_SUCCESS = 0,
+	BPF_FIB_LKUP_RET_NO_NEIGH = 7,
+	BPF_FIB_LKUP_RET_FRAG_NEEDED = 8,
 };
 
 struct bpf_fib_lookup {

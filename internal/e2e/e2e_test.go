@@ -85,7 +85,16 @@ func TestNodeRejectsBadConfig(t *testing.T) {
 	}
 }
 
+// TestSkeletonForwarding runs the walking skeleton with each FIB backend: fibfleet's
+// compiled FIB (router forwarding off: only XDP can forward) and the kernel's through
+// bpf_fib_lookup (the baseline; forwarding on, as the helper needs it).
 func TestSkeletonForwarding(t *testing.T) {
+	for _, backend := range []string{"compiled", "kernel"} {
+		t.Run(backend, func(t *testing.T) { testSkeleton(t, backend) })
+	}
+}
+
+func testSkeleton(t *testing.T, backend string) {
 	need(t, os.Geteuid() == 0, "needs root for namespaces and XDP (CI runs as root)")
 	need(t, have("bird") && have("birdc"), "needs BIRD 2 (make test installs bird2)")
 	need(t, have("nsenter"), "needs nsenter (util-linux)")
@@ -94,7 +103,7 @@ func TestSkeletonForwarding(t *testing.T) {
 	nodeBin := build(t, "github.com/fibfleet/fibfleet/cmd/node", "fibfleet-node")
 	gobgpBin := build(t, "github.com/osrg/gobgp/v4/cmd/gobgp", "gobgp")
 
-	sk, err := lab.StartSkeleton(lab.SkeletonConfig{NodeBinary: nodeBin, Dir: dir})
+	sk, err := lab.StartSkeleton(lab.SkeletonConfig{NodeBinary: nodeBin, Dir: dir, FIBBackend: backend})
 	if sk != nil {
 		t.Cleanup(func() {
 			if t.Failed() {
@@ -115,8 +124,9 @@ func TestSkeletonForwarding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err := sk.Router.Exec("sysctl", "-n", "net.ipv4.ip_forward"); err != nil || strings.TrimSpace(out) != "0" {
-		t.Fatalf("the router namespace must not forward in the kernel: ip_forward=%q %v", out, err)
+	wantForward := map[string]string{"compiled": "0", "kernel": "1"}[backend]
+	if out, err := sk.Router.Exec("sysctl", "-n", "net.ipv4.ip_forward"); err != nil || strings.TrimSpace(out) != wantForward {
+		t.Fatalf("router ip_forward=%q (%v), want %s with the %s backend", out, err, wantForward, backend)
 	}
 	sink1, err := sk.Listen(sk.Sink1)
 	if err != nil {

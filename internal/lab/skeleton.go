@@ -87,6 +87,10 @@ type SkeletonConfig struct {
 	Dir string
 	// XDPMode is native (default) or generic.
 	XDPMode string
+	// FIBBackend is the node's fib.backend: compiled (default) or kernel. With kernel,
+	// the router's IPv4 forwarding is on (bpf_fib_lookup needs it); otherwise off, so
+	// only XDP can forward.
+	FIBBackend string
 	// Table, when set, is announced by BIRD too (static protocol "fulltable"), every route
 	// with sink1 (10.11.1.2) as next hop. Leave out prefixes that overlap AllRoutes.
 	Table []table.Route
@@ -135,7 +139,11 @@ func (s *Skeleton) build(cfg SkeletonConfig) error {
 	if err := disableTxChecksum(s.Src, s.If("s0")); err != nil {
 		return err
 	}
-	if err := s.Router.Sysctl("net.ipv4.ip_forward", "0"); err != nil {
+	forwarding := "0"
+	if cfg.FIBBackend == "kernel" {
+		forwarding = "1"
+	}
+	if err := s.Router.Sysctl("net.ipv4.ip_forward", forwarding); err != nil {
 		return err
 	}
 	for _, sink := range []*Netns{s.Sink1, s.Sink2} {
@@ -258,14 +266,19 @@ func (s *Skeleton) Birdc(args ...string) (string, error) {
 }
 
 // NodeConfig is the node's YAML config in the skeleton.
-func (s *Skeleton) NodeConfig(xdpMode string, maxPrefixes int) string {
+func (s *Skeleton) NodeConfig(xdpMode, backend string, maxPrefixes int) string {
 	if xdpMode == "" {
 		xdpMode = "native"
+	}
+	if backend == "" {
+		backend = "compiled"
 	}
 	return fmt.Sprintf(`node_name: %s
 interfaces: [%s, %s, %s, %s]
 xdp_mode: %s
 http_address: %s
+fib:
+  backend: %s
 bgp:
   asn: %d
   router_id: 10.12.0.1
@@ -274,12 +287,12 @@ bgp:
     - address: 10.12.0.2
       asn: %d
       max_prefixes: %d
-`, s.NodeName, s.If("r0"), s.If("r1"), s.If("r2"), s.If("r3"), xdpMode, MetricsAddr, RouterASN, GoBGPAddr, UpstreamASN, maxPrefixes)
+`, s.NodeName, s.If("r0"), s.If("r1"), s.If("r2"), s.If("r3"), xdpMode, MetricsAddr, backend, RouterASN, GoBGPAddr, UpstreamASN, maxPrefixes)
 }
 
 func (s *Skeleton) startNode(cfg SkeletonConfig) error {
 	conf := filepath.Join(s.Dir, "node.yaml")
-	if err := os.WriteFile(conf, []byte(s.NodeConfig(cfg.XDPMode, len(AllRoutes())+len(cfg.Table)+1000)), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte(s.NodeConfig(cfg.XDPMode, cfg.FIBBackend, len(AllRoutes())+len(cfg.Table)+1000)), 0o644); err != nil {
 		return err
 	}
 	s.NodeLog = filepath.Join(s.Dir, "node.log")
