@@ -6,6 +6,9 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -125,11 +128,67 @@ func TestFullTableBGP(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("kernel sync complete %v after Established", time.Since(established).Round(time.Millisecond))
-	if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", sk.NodePID)); err == nil {
-		for _, line := range strings.Split(string(st), "\n") {
-			if strings.HasPrefix(line, "VmHWM") || strings.HasPrefix(line, "VmRSS") {
-				t.Log(strings.Join(strings.Fields(line), " "))
-			}
+	t.Logf("node peak RSS: %s", peakRSS(sk.NodePID))
+
+	// The baseline in the same run: BIRD 2 receiving the same table from the same
+	// upstream and installing it into its kernel table.
+	if _, err := sk.Birdc("enable", "baseline"); err != nil {
+		t.Fatal(err)
+	}
+	routesRE := regexp.MustCompile(`Routes:\s+(\d+) imported(?:, (\d+) exported)?`)
+	count := func(proto string, exported bool) int {
+		out, err := run("birdc", "-s", sk.BirdRxSock, "show", "protocols", "all", proto)
+		if err != nil {
+			return -1
+		}
+		m := routesRE.FindStringSubmatch(out)
+		if m == nil {
+			return 0
+		}
+		v := m[1]
+		if exported {
+			v = m[2]
+		}
+		n, _ := strconv.Atoi(v)
+		return n
+	}
+	var rxEst, rxBGP time.Time
+	err = lab.WaitFor(ctx, 5*time.Minute, "BIRD to load the table into its kernel table", func() (bool, error) {
+		out, err := run("birdc", "-s", sk.BirdRxSock, "show", "protocols", "upstream")
+		if err != nil {
+			return false, err
+		}
+		if rxEst.IsZero() && strings.Contains(out, "Established") {
+			rxEst = time.Now()
+		}
+		if !rxEst.IsZero() && rxBGP.IsZero() && count("upstream", false) >= len(routes) {
+			rxBGP = time.Now()
+		}
+		return !rxBGP.IsZero() && count("kfib", true) >= len(routes), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rxKernel := time.Now()
+	t.Logf("baseline BIRD 2: all %d routes imported %v after Established, in its kernel table %v after; peak RSS %s",
+		len(routes), rxBGP.Sub(rxEst).Round(time.Millisecond), rxKernel.Sub(rxEst).Round(time.Millisecond), peakRSS(sk.BirdRxPID))
+	t.Logf("fibfleet FIB complete / BIRD kernel complete = %.2fx", complete.Sub(established).Seconds()/rxKernel.Sub(rxEst).Seconds())
+}
+
+func peakRSS(pid int) string {
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return "unknown"
+	}
+	for _, line := range strings.Split(string(st), "\n") {
+		if strings.HasPrefix(line, "VmHWM") {
+			return strings.Join(strings.Fields(line)[1:], " ")
 		}
 	}
+	return "unknown"
+}
+
+func run(args ...string) (string, error) {
+	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+	return string(out), err
 }

@@ -75,6 +75,13 @@ type Skeleton struct {
 	NodeName                            string
 	Dir                                 string
 	NodeLog, BirdLog, BirdSock          string
+	// BirdRx is set when a Table is given: a second BIRD 2 ("birdrx" namespace) that
+	// the upstream feeds the same table over a session of its own, left disabled until
+	// "birdc enable baseline" on the upstream, and that installs it into its kernel
+	// table: the baseline fibfleet's full-table convergence is compared with.
+	BirdRx                *Netns
+	BirdRxSock, BirdRxLog string
+	BirdRxPID             int
 	// NodePID is the node process (nsenter execs it in place).
 	NodePID int
 }
@@ -181,6 +188,11 @@ func (s *Skeleton) build(cfg SkeletonConfig) error {
 	if err := s.startBird(cfg.Table); err != nil {
 		return err
 	}
+	if len(cfg.Table) > 0 {
+		if err := s.startBirdRx(); err != nil {
+			return err
+		}
+	}
 	return s.startNode(cfg)
 }
 
@@ -234,6 +246,15 @@ func (s *Skeleton) startBird(extra []table.Route) error {
 	}
 	b.WriteString("      if proto = \"fulltable\" then { bgp_next_hop = 10.11.1.2; accept; }\n")
 	b.WriteString("      reject;\n    };\n  };\n}\n")
+	if len(extra) > 0 {
+		fmt.Fprintf(b, `protocol bgp baseline {
+  disabled;
+  local 10.13.0.2 as %d;
+  neighbor 10.13.0.1 as 65002;
+  ipv4 { import none; export filter { if proto = "fulltable" then { bgp_next_hop = 10.13.0.2; accept; } reject; }; };
+}
+`, UpstreamASN)
+	}
 	if err := b.Flush(); err != nil {
 		f.Close()
 		return err
@@ -246,6 +267,38 @@ func (s *Skeleton) startBird(extra []table.Route) error {
 	if _, err := s.Upstream.Start(s.BirdLog, "bird", "-f", "-c", conf, "-s", s.BirdSock); err != nil {
 		return fmt.Errorf("%w (install BIRD 2: apt-get install bird2)", err)
 	}
+	return nil
+}
+
+// startBirdRx starts the baseline BIRD in its own namespace, linked to the upstream.
+func (s *Skeleton) startBirdRx() error {
+	var err error
+	if s.BirdRx, err = s.Netns("birdrx"); err != nil {
+		return err
+	}
+	if err := s.Link(s.Upstream, "u1", "10.13.0.2/24", s.BirdRx, "x0", "10.13.0.1/24"); err != nil {
+		return err
+	}
+	conf := filepath.Join(s.Dir, "birdrx.conf")
+	err = os.WriteFile(conf, []byte(`router id 10.13.0.1;
+protocol device { }
+protocol kernel kfib { ipv4 { import none; export all; }; }
+protocol bgp upstream {
+  local 10.13.0.1 as 65002;
+  neighbor 10.13.0.2 as 65001;
+  ipv4 { import all; export none; };
+}
+`), 0o644)
+	if err != nil {
+		return err
+	}
+	s.BirdRxSock = filepath.Join(s.Dir, "birdrx.ctl")
+	s.BirdRxLog = filepath.Join(s.Dir, "birdrx.log")
+	cmd, err := s.BirdRx.Start(s.BirdRxLog, "bird", "-f", "-c", conf, "-s", s.BirdRxSock)
+	if err != nil {
+		return err
+	}
+	s.BirdRxPID = cmd.Process.Pid
 	return nil
 }
 
