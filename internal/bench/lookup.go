@@ -19,14 +19,15 @@ import (
 	"github.com/fibfleet/fibfleet/internal/table"
 )
 
-// resolved resolves every next hop at once: lookups are measured, not neighbours.
-type resolved struct{}
+// Resolved is a fib.Resolver that resolves every next hop at once to a fixed fake
+// neighbour: for tests and benchmarks of the FIB itself, not of neighbours.
+type Resolved struct{}
 
-func (resolved) Resolve(gw netip.Addr) (fib.Resolution, error) {
+func (Resolved) Resolve(gw netip.Addr) (fib.Resolution, error) {
 	return fib.Resolution{Neighbor: gw, Nexthop: dataplane.Nexthop{Ifindex: 1, MTU: 1500, Resolved: true,
 		SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2}}}, nil
 }
-func (resolved) Release(netip.Addr) {}
+func (Resolved) Release(netip.Addr) {}
 
 // LookupSetup holds one table loaded three ways: fibfleet's FIB, a kernel routing
 // table in a namespace of its own (for bpf_fib_lookup) and a BPF LPM trie.
@@ -70,7 +71,7 @@ func NewLookupSetup(routes []table.Route, traceLen int) (s *LookupSetup, err err
 	if s.dp, err = dataplane.Load(dataplane.Config{NodeName: s.lab.Prefix + "-bench", GroupsV4: 32768}); err != nil {
 		return nil, err
 	}
-	if s.fib, err = fib.New(s.dp, resolved{}, nil); err != nil {
+	if s.fib, err = fib.New(s.dp, Resolved{}, nil); err != nil {
 		return nil, err
 	}
 	if s.probe, err = dataplane.NewProbe(s.dp, traceLen); err != nil {

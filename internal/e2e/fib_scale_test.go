@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"net/netip"
 	"os"
 	"sync"
@@ -13,18 +12,9 @@ import (
 
 	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/fib"
+	"github.com/fibfleet/fibfleet/internal/bench"
 	"github.com/fibfleet/fibfleet/internal/table"
 )
-
-// resolved resolves every next hop at once to a fake neighbour: these tests are about
-// the FIB, not neighbours.
-type resolved struct{}
-
-func (resolved) Resolve(gw netip.Addr) (fib.Resolution, error) {
-	return fib.Resolution{Neighbor: gw, Nexthop: dataplane.Nexthop{Ifindex: 1, MTU: 1500, Resolved: true,
-		SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2}}}, nil
-}
-func (resolved) Release(netip.Addr) {}
 
 // scaleFIB loads the dataplane (not attached anywhere) and a FIB on it, with a probe.
 func scaleFIB(t *testing.T, groups uint32, capacity int) (*fib.FIB, *dataplane.Probe) {
@@ -35,7 +25,7 @@ func scaleFIB(t *testing.T, groups uint32, capacity int) (*fib.FIB, *dataplane.P
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dp.Close() })
-	f, err := fib.New(dp, resolved{}, nil)
+	f, err := fib.New(dp, bench.Resolved{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
