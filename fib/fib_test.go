@@ -271,11 +271,13 @@ func TestRandomChurn(t *testing.T) {
 	f := newFIB(t, dp, res)
 	rng := rand.New(rand.NewPCG(3, 4))
 	ref := map[netip.Prefix]netip.Addr{}
+	var announced []netip.Prefix
 	for round := 0; round < 150; round++ {
 		var batch []Update
 		for i := 0; i < 40; i++ {
 			p := randomPrefix(rng)
-			if rng.IntN(3) == 0 {
+			if rng.IntN(3) == 0 && len(announced) > 0 {
+				p = announced[rng.IntN(len(announced))] // withdraw one that was announced
 				batch = append(batch, Update{Prefix: p, Withdraw: true})
 				delete(ref, p)
 				continue
@@ -283,6 +285,7 @@ func TestRandomChurn(t *testing.T) {
 			gw := netip.AddrFrom4([4]byte{10, 9, byte(rng.IntN(3)), byte(1 + rng.IntN(5))})
 			batch = append(batch, Update{Prefix: p, Nexthop: gw})
 			ref[p] = gw
+			announced = append(announced, p)
 		}
 		if err := f.Apply(batch); err != nil {
 			t.Fatal(err)
