@@ -234,7 +234,11 @@ func (d *Dataplane) Close() error {
 	return errors.Join(errs...)
 }
 
-// SetNexthop writes a nexthop entry and makes sure its egress port is in the devmap.
+// SetNexthop writes a nexthop entry. Only interfaces the program is attached to are
+// egress ports (Attach puts them in the devmap): a nexthop through any other interface
+// passes its packets to the kernel (no_txport). The devmap resolves an ifindex in the
+// caller's network namespace, so ports are added only by Attach, which runs where the
+// interface is.
 func (d *Dataplane) SetNexthop(id uint32, nh Nexthop) error {
 	if id == 0 || id >= MaxNexthops {
 		return fmt.Errorf("dataplane: nexthop id %d out of range 1..%d", id, MaxNexthops-1)
@@ -250,20 +254,11 @@ func (d *Dataplane) SetNexthop(id uint32, nh Nexthop) error {
 		v.Flags |= nhResolved
 		copy(v.Smac[:], nh.SrcMAC)
 		copy(v.Dmac[:], nh.DstMAC)
-		if err := d.ensurePort(nh.Ifindex); err != nil {
-			return err
-		}
 	}
 	if err := d.objs.Nexthops.Put(&id, &v); err != nil {
 		return fmt.Errorf("dataplane: set nexthop %d: %w", id, err)
 	}
 	return nil
-}
-
-func (d *Dataplane) ensurePort(ifindex uint32) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.ensurePortLocked(ifindex)
 }
 
 func (d *Dataplane) ensurePortLocked(ifindex uint32) error {

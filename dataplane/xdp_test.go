@@ -64,6 +64,8 @@ func testDataplane(t testing.TB) *Dataplane {
 			t.Fatal(err)
 		}
 	}
+	// lo stands for an attached egress port (Attach puts ports in the devmap).
+	must(d.ensurePortLocked(uint32(lo.Index)))
 	nh := Nexthop{Ifindex: uint32(lo.Index), SrcMAC: egMAC, DstMAC: gwMAC, MTU: 1500, Resolved: true}
 	must(d.SetNexthop(1, nh))
 	must(d.SetNexthop(2, Nexthop{Ifindex: uint32(lo.Index), MTU: 1500}))

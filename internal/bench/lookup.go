@@ -177,10 +177,11 @@ func Traces(routes []table.Route, n int, seed uint64) []Trace {
 // Mechanisms are compared in this order; the kernel's is the baseline.
 var Mechanisms = []dataplane.Mechanism{dataplane.MechKernel, dataplane.MechFIB4, dataplane.MechLPMTrie}
 
-// Result is the median ns per lookup of one mechanism on one trace over runs.
+// Result is the median of one mechanism (or, for forwarding, Label) on one trace.
 type Result struct {
 	Trace     string
 	Mechanism dataplane.Mechanism
+	Label     string
 	Runs      []float64 // ns per lookup, in run order
 	Median    float64
 }

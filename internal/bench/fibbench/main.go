@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"sort"
 
 	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/internal/bench"
@@ -27,8 +28,16 @@ func main() {
 	n := flag.Int("trace", 1<<20, "lookups per trace")
 	runs := flag.Int("runs", 5, "interleaved runs per mechanism and trace (the median is reported)")
 	png := flag.String("png", "", "write a bar chart here")
+	pps := flag.Bool("pps", false, "measure forwarding through veth (packets per second) instead of lookups")
+	frames := flag.Int("frames", 1_000_000, "frames per forwarding measurement (with -pps)")
 	flag.Parse()
-	if err := run(*which, *n, *runs, *png); err != nil {
+	var err error
+	if *pps {
+		err = runPPS(*which, *n, *runs, *frames, *png)
+	} else {
+		err = run(*which, *n, *runs, *png)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "fibbench:", err)
 		os.Exit(1)
 	}
@@ -118,6 +127,110 @@ func plotResults(res []bench.Result, path, title string) error {
 		p.Legend.Add(m.String(), bars)
 	}
 	p.Legend.Top = true
+	p.NominalX(traces...)
+	return p.Save(6*vg.Inch, 4*vg.Inch, path)
+}
+
+func runPPS(which string, n, runs, frames int, png string) error {
+	load := map[string]func() ([]table.Route, error){"2026": table.Real2026, "caida2016": table.CAIDA2016}[which]
+	if load == nil {
+		return fmt.Errorf("unknown table %q: use 2026 or caida2016", which)
+	}
+	routes, err := load()
+	if err != nil {
+		return err
+	}
+	traces := bench.Traces(routes, n, 1)
+	slog.Info("building gen -- router -- sink and loading the table", "routes", len(routes))
+	s, err := bench.NewPPSSetup(routes, traces[0].Addrs)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	var res []bench.Result
+	fmt.Printf("\n%d prefixes (%s), 64-byte UDP frames through veth, %d frames per measurement, median of %d interleaved runs\n\n", len(routes), which, frames, runs)
+	fmt.Println("| trace | router | Mpps | runs | vs. kernel forwarding |")
+	fmt.Println("|---|---|---|---|---|")
+	for _, tr := range traces {
+		if err := s.SetTrace(tr.Addrs); err != nil {
+			return err
+		}
+		per := map[string][]float64{}
+		for r := 0; r < runs; r++ {
+			for _, m := range bench.PPSModes {
+				pps, err := s.Measure(m, frames)
+				if err != nil {
+					return err
+				}
+				per[m] = append(per[m], pps/1e6)
+			}
+		}
+		base := median(per[bench.ModeKernel])
+		for _, m := range bench.PPSModes {
+			md := median(per[m])
+			fmt.Printf("| %s | %s | %.2f | %s | %.2fx |\n", tr.Name, m, md, fmtRuns2(per[m]), md/base)
+			res = append(res, bench.Result{Trace: tr.Name, Runs: per[m], Median: md, Label: m})
+		}
+	}
+	if png != "" {
+		return plotPPS(res, png, fmt.Sprintf("Forwarding through veth, %d real prefixes (median of %d)", len(routes), runs))
+	}
+	return nil
+}
+
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func fmtRuns2(xs []float64) string {
+	out := ""
+	for i, x := range xs {
+		if i > 0 {
+			out += ", "
+		}
+		out += fmt.Sprintf("%.2f", x)
+	}
+	return out
+}
+
+func plotPPS(res []bench.Result, path, title string) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.Y.Label.Text = "Mpps (64-byte frames)"
+	var traces []string
+	for _, r := range res {
+		if len(traces) == 0 || traces[len(traces)-1] != r.Trace {
+			traces = append(traces, r.Trace)
+		}
+	}
+	colors := []color.Color{color.RGBA{120, 120, 120, 255}, color.RGBA{200, 80, 60, 255}, color.RGBA{40, 120, 200, 255}}
+	w := vg.Points(18)
+	for i, m := range bench.PPSModes {
+		var vals plotter.Values
+		for _, tr := range traces {
+			for _, r := range res {
+				if r.Trace == tr && r.Label == m {
+					vals = append(vals, r.Median)
+				}
+			}
+		}
+		bars, err := plotter.NewBarChart(vals, w)
+		if err != nil {
+			return err
+		}
+		bars.Color = colors[i%len(colors)]
+		bars.LineStyle.Width = 0
+		bars.Offset = vg.Length(i-1) * w
+		p.Add(bars)
+		p.Legend.Add(m, bars)
+	}
+	p.Legend.Top = true
+	p.Legend.Left = true
 	p.NominalX(traces...)
 	return p.Save(6*vg.Inch, 4*vg.Inch, path)
 }

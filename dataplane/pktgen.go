@@ -1,0 +1,115 @@
+package dataplane
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+)
+
+// Generator sends 64-byte UDP frames to a trace of destinations from XDP itself
+// (BPF_PROG_TEST_RUN with live frames), for forwarding benchmarks; its sink program
+// counts what arrives at the far end.
+type Generator struct {
+	objs pktgenObjects
+	mm   []byte
+	dsts []uint32
+}
+
+// SetTrace replaces the destinations (same length as the trace it was made with).
+func (g *Generator) SetTrace(trace []netip.Addr) error {
+	var cfg pktgenPktgenCfg
+	if err := g.objs.PktgenConfig.Lookup(uint32(0), &cfg); err != nil {
+		return err
+	}
+	if len(trace) != int(cfg.Mask)+1 {
+		return fmt.Errorf("dataplane: generator trace of %d, want %d", len(trace), cfg.Mask+1)
+	}
+	g.setTrace(trace)
+	return nil
+}
+
+func (g *Generator) setTrace(trace []netip.Addr) {
+	for i, a := range trace {
+		x := a.As4()
+		g.dsts[i] = binary.NativeEndian.Uint32(x[:])
+	}
+}
+
+// xdpMD is the kernel's struct xdp_md, the context of an XDP test run.
+type xdpMD struct {
+	Data, DataEnd, DataMeta, IngressIfindex, RxQueueIndex, EgressIfindex uint32
+}
+
+// NewGenerator loads the generator for a trace (its length a power of two, at most
+// 2^20) of frames from src (srcMAC) to the next hop dstMAC.
+func NewGenerator(trace []netip.Addr, src netip.Addr, srcMAC, dstMAC net.HardwareAddr) (*Generator, error) {
+	n := len(trace)
+	if n == 0 || n&(n-1) != 0 || n > 1<<20 {
+		return nil, fmt.Errorf("dataplane: generator trace of %d: use a power of two up to 2^20", n)
+	}
+	g := &Generator{}
+	if err := loadPktgenObjects(&g.objs, nil); err != nil {
+		return nil, fmt.Errorf("dataplane: load generator: %w", err)
+	}
+	u, b, err := mmapU32(g.objs.PktgenDsts)
+	if err != nil {
+		g.objs.Close()
+		return nil, err
+	}
+	g.mm, g.dsts = b, u
+	g.setTrace(trace)
+	cfg := pktgenPktgenCfg{Mask: uint32(n - 1)}
+	copy(cfg.Dmac[:], dstMAC)
+	copy(cfg.Smac[:], srcMAC)
+	s := src.As4()
+	cfg.Saddr = binary.NativeEndian.Uint32(s[:])
+	if err := g.objs.PktgenConfig.Put(uint32(0), &cfg); err != nil {
+		g.Close()
+		return nil, err
+	}
+	return g, nil
+}
+
+// Close frees the generator.
+func (g *Generator) Close() error {
+	return errors.Join(unix.Munmap(g.mm), g.objs.Close())
+}
+
+// Sink is the program to attach where the frames should end up.
+func (g *Generator) Sink() *ebpf.Program { return g.objs.XdpSink }
+
+// Received counts the IPv4 frames the sink has seen.
+func (g *Generator) Received() (uint64, error) {
+	var per []uint64
+	if err := g.objs.SinkCount.Lookup(uint32(0), &per); err != nil {
+		return 0, err
+	}
+	var n uint64
+	for _, v := range per {
+		n += v
+	}
+	return n, nil
+}
+
+// Send transmits n frames out of ifindex, which must be in the calling thread's
+// network namespace, and returns the wall time it took. Everything the frames cause
+// on their way (veth, the router's XDP or kernel, the sink) runs on this CPU.
+func (g *Generator) Send(ifindex, n int) (time.Duration, error) {
+	start := time.Now()
+	_, err := g.objs.Pktgen.Run(&ebpf.RunOptions{
+		Data:    make([]byte, 64),
+		Repeat:  uint32(n),
+		Flags:   unix.BPF_F_TEST_XDP_LIVE_FRAMES,
+		Context: xdpMD{DataEnd: 64, IngressIfindex: uint32(ifindex)}, // data_end must be the frame size
+	})
+	if err != nil {
+		return 0, fmt.Errorf("dataplane: generator run: %w", err)
+	}
+	return time.Since(start), nil
+}

@@ -1,0 +1,247 @@
+package bench
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/cilium/ebpf/link"
+	"github.com/fibfleet/fibfleet/dataplane"
+	"github.com/fibfleet/fibfleet/fib"
+	"github.com/fibfleet/fibfleet/internal/lab"
+	"github.com/fibfleet/fibfleet/internal/table"
+)
+
+// Forwarding modes compared by the packets-per-second benchmark.
+const (
+	ModeKernel       = "Linux kernel forwarding"
+	ModeXDPKernelFIB = "XDP + bpf_fib_lookup"
+	ModeXDPCompiled  = "XDP + fibfleet FIB"
+)
+
+// PPSModes in the order they are measured; the kernel is the baseline.
+var PPSModes = []string{ModeKernel, ModeXDPKernelFIB, ModeXDPCompiled}
+
+// PPSSetup is gen -- router -- sink in namespaces, the router holding a table three
+// ways: in its kernel table, and in two dataplanes (kernel FIB and compiled FIB) that
+// are attached in turn.
+type PPSSetup struct {
+	lab                  *lab.Lab
+	gen, rtr, sink       *lab.Netns
+	kernelDP, compiledDP *dataplane.Dataplane
+	gen0                 int
+	g                    *dataplane.Generator
+	sinkLink             link.Link
+}
+
+// Close removes everything.
+func (s *PPSSetup) Close() {
+	if s.sinkLink != nil {
+		s.sinkLink.Close()
+	}
+	if s.g != nil {
+		s.g.Close()
+	}
+	for _, dp := range []*dataplane.Dataplane{s.kernelDP, s.compiledDP} {
+		if dp != nil {
+			dp.Close()
+		}
+	}
+	if s.lab != nil {
+		s.lab.Close()
+	}
+}
+
+func mac(ns *lab.Netns, ifname string) (m net.HardwareAddr, index int, err error) {
+	err = ns.Do(func() error {
+		i, err := net.InterfaceByName(ifname)
+		if err != nil {
+			return err
+		}
+		m, index = i.HardwareAddr, i.Index
+		return nil
+	})
+	return m, index, err
+}
+
+// NewPPSSetup builds the topology and loads routes (next hop: the sink) three ways.
+func NewPPSSetup(routes []table.Route, trace []netip.Addr) (s *PPSSetup, err error) {
+	s = &PPSSetup{}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	if s.lab, err = lab.New(); err != nil {
+		return nil, err
+	}
+	for _, n := range []struct {
+		p    **lab.Netns
+		role string
+	}{{&s.gen, "gen"}, {&s.rtr, "rtr"}, {&s.sink, "sink"}} {
+		if *n.p, err = s.lab.Netns(n.role); err != nil {
+			return nil, err
+		}
+	}
+	if err = s.lab.Link(s.gen, "g0", "10.20.0.2/24", s.rtr, "r0", "10.20.0.1/24"); err != nil {
+		return nil, err
+	}
+	if err = s.lab.Link(s.rtr, "r1", "10.21.0.1/24", s.sink, "k1", "10.21.0.2/24"); err != nil {
+		return nil, err
+	}
+	if err = s.rtr.Sysctl("net.ipv4.ip_forward", "1"); err != nil {
+		return nil, err
+	}
+	sinkMAC, sinkIdx, err := mac(s.sink, s.lab.If("k1"))
+	if err != nil {
+		return nil, err
+	}
+	r0MAC, _, err := mac(s.rtr, s.lab.If("r0"))
+	if err != nil {
+		return nil, err
+	}
+	g0MAC, g0Idx, err := mac(s.gen, s.lab.If("g0"))
+	if err != nil {
+		return nil, err
+	}
+	s.gen0 = g0Idx
+	// A permanent neighbour: every mode starts resolved.
+	if _, err = s.rtr.Exec("ip", "neigh", "replace", "10.21.0.2", "lladdr", sinkMAC.String(), "dev", s.lab.If("r1"), "nud", "permanent"); err != nil {
+		return nil, err
+	}
+	// Without an XDP program, r0 accepts the generator's XDP frames only with GRO on.
+	if err = lab.SetGRO(s.rtr, s.lab.If("r0"), true); err != nil {
+		return nil, err
+	}
+	if s.g, err = dataplane.NewGenerator(trace, netip.MustParseAddr("10.20.0.2"), g0MAC, r0MAC); err != nil {
+		return nil, err
+	}
+	err = s.sink.Do(func() error {
+		s.sinkLink, err = link.AttachXDP(link.XDPOptions{Program: s.g.Sink(), Interface: sinkIdx})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("attach the sink: %w", err)
+	}
+	gw := netip.MustParseAddr("10.21.0.2")
+	err = s.rtr.Do(func() error {
+		r1, err := net.InterfaceByName(s.lab.If("r1"))
+		if err != nil {
+			return err
+		}
+		k, err := fib.NewKernelRoutes(254)
+		if err != nil {
+			return err
+		}
+		defer k.Close()
+		for _, r := range routes {
+			if err := k.Replace(r.Prefix, gw, r1.Index); err != nil {
+				return err
+			}
+		}
+		return k.Flush()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("kernel routes: %w", err)
+	}
+	if s.kernelDP, err = dataplane.Load(dataplane.Config{NodeName: s.lab.Prefix + "-kfib", FIBBackend: dataplane.BackendKernel}); err != nil {
+		return nil, err
+	}
+	if s.compiledDP, err = dataplane.Load(dataplane.Config{NodeName: s.lab.Prefix + "-cfib", GroupsV4: 32768}); err != nil {
+		return nil, err
+	}
+	var resolver *fib.Kernel
+	if err = s.rtr.Do(func() error { resolver, err = fib.NewKernel(nil); return err }); err != nil {
+		return nil, err
+	}
+	defer resolver.Close()
+	f, err := fib.New(s.compiledDP, resolver, nil)
+	if err != nil {
+		return nil, err
+	}
+	batch := make([]fib.Update, 0, len(routes))
+	for _, r := range routes {
+		batch = append(batch, fib.Update{Prefix: r.Prefix, Nexthop: gw})
+	}
+	// In the router's namespace, like the node: nexthops resolve there.
+	if err = s.rtr.Do(func() error { return f.Apply(batch) }); err != nil {
+		return nil, err
+	}
+	if st := f.Stats(); st.UnresolvedNexthops != 0 {
+		return nil, fmt.Errorf("the sink's nexthop did not resolve: %+v", st)
+	}
+	return s, nil
+}
+
+func (s *PPSSetup) attach(dp *dataplane.Dataplane) error {
+	return s.rtr.Do(func() error {
+		for _, i := range []string{"r0", "r1"} {
+			if err := dp.Attach(s.lab.If(i), dataplane.ModeNative); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (s *PPSSetup) detach(dp *dataplane.Dataplane) error {
+	for _, i := range []string{"r0", "r1"} {
+		if err := dp.Detach(s.lab.If(i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Measure sends frames with the router in a mode and returns the rate at which they
+// reached the sink, in packets per second.
+func (s *PPSSetup) Measure(mode string, frames int) (float64, error) {
+	var dp *dataplane.Dataplane
+	switch mode {
+	case ModeXDPKernelFIB:
+		dp = s.kernelDP
+	case ModeXDPCompiled:
+		dp = s.compiledDP
+	}
+	if dp != nil {
+		if err := s.attach(dp); err != nil {
+			return 0, err
+		}
+		defer s.detach(dp)
+	}
+	before, err := s.g.Received()
+	if err != nil {
+		return 0, err
+	}
+	var d time.Duration
+	if err := s.gen.Do(func() error { d, err = s.g.Send(s.gen0, frames); return err }); err != nil {
+		return 0, err
+	}
+	time.Sleep(20 * time.Millisecond) // let the last batch drain
+	after, err := s.g.Received()
+	if err != nil {
+		return 0, err
+	}
+	if after-before < uint64(frames)/2 {
+		var why string
+		if dp != nil {
+			if st, err := dp.Stats(); err == nil {
+				for _, r := range dataplane.Reasons() {
+					if st[r].Packets > 0 {
+						why += fmt.Sprintf(" %s=%d", r, st[r].Packets)
+					}
+				}
+			}
+		}
+		return 0, fmt.Errorf("%s: only %d of %d frames reached the sink (router XDP counters:%s)", mode, after-before, frames, why)
+	}
+	return float64(after-before) / d.Seconds(), nil
+}
+
+// SetTrace switches the generator to another trace of the same length.
+func (s *PPSSetup) SetTrace(trace []netip.Addr) error { return s.g.SetTrace(trace) }
+
+func ppsShort(mode string) string {
+	return map[string]string{ModeKernel: "kernel", ModeXDPKernelFIB: "xdp-kfib", ModeXDPCompiled: "fibfleet"}[mode]
+}
