@@ -7,11 +7,13 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"image/color"
 	"log/slog"
 	"os"
+	"os/exec"
 	"runtime"
 	"sort"
 
@@ -30,9 +32,12 @@ func main() {
 	png := flag.String("png", "", "write a bar chart here")
 	pps := flag.Bool("pps", false, "measure forwarding through veth (packets per second) instead of lookups")
 	frames := flag.Int("frames", 1_000_000, "frames per forwarding measurement (with -pps)")
+	conv := flag.Bool("convergence", false, "measure full-table BGP convergence of the node against BIRD 2 instead")
 	flag.Parse()
 	var err error
-	if *pps {
+	if *conv {
+		err = runConvergence(*runs)
+	} else if *pps {
 		err = runPPS(*which, *n, *runs, *frames, *png)
 	} else {
 		err = run(*which, *n, *runs, *png)
@@ -233,4 +238,42 @@ func plotPPS(res []bench.Result, path, title string) error {
 	p.Legend.Left = true
 	p.NominalX(traces...)
 	return p.Save(6*vg.Inch, 4*vg.Inch, path)
+}
+
+func runConvergence(runs int) error {
+	all, err := table.Real2026()
+	if err != nil {
+		return err
+	}
+	routes := bench.LabTable(all)
+	dir, err := os.MkdirTemp("", "fibbench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	node := dir + "/fibfleet-node"
+	if out, err := exec.Command("go", "build", "-o", node, "./cmd/node").CombinedOutput(); err != nil {
+		return fmt.Errorf("go build ./cmd/node (run from the repository root): %w\n%s", err, out)
+	}
+	var node_, nodeK, birdI, birdK, ratio []float64
+	fmt.Printf("\n%d prefixes (2026 table less the lab's), BIRD 2 upstream, %d runs\n\n", len(routes), runs)
+	fmt.Println("| run | node FIB | node kernel sync | node peak RSS | BIRD import | BIRD kernel | BIRD peak RSS | node FIB / BIRD kernel |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
+	for i := 0; i < runs; i++ {
+		rdir, err := os.MkdirTemp(dir, "run-")
+		if err != nil {
+			return err
+		}
+		c, err := bench.MeasureConvergence(context.Background(), node, rdir, routes, nil)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("| %d | %.1f s | %.1f s | %s | %.1f s | %.1f s | %s | %.2fx |\n", i+1, c.NodeFIB.Seconds(), c.NodeKernel.Seconds(), c.NodeRSS,
+			c.BirdImport.Seconds(), c.BirdKernel.Seconds(), c.BirdRSS, c.Ratio())
+		node_, nodeK = append(node_, c.NodeFIB.Seconds()), append(nodeK, c.NodeKernel.Seconds())
+		birdI, birdK = append(birdI, c.BirdImport.Seconds()), append(birdK, c.BirdKernel.Seconds())
+		ratio = append(ratio, c.Ratio())
+	}
+	fmt.Printf("| median | %.1f s | %.1f s | | %.1f s | %.1f s | | %.2fx |\n", median(node_), median(nodeK), median(birdI), median(birdK), median(ratio))
+	return nil
 }
