@@ -227,6 +227,11 @@ func (s *Speaker) onPeer(ev *apiutil.WatchEventMessage_PeerEvent, _ time.Time) {
 // onUpdate counts each limited neighbour's IPv4 prefixes from the paths it sends
 // (before import policy, as received).
 func (s *Speaker) onUpdate(paths []*apiutil.Path, _ time.Time) {
+	select {
+	case <-s.done:
+		return
+	default:
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, p := range paths {
@@ -354,8 +359,11 @@ func (s *Speaker) Done() <-chan struct{} { return s.done }
 // Stop closes every session and ends the change stream. It is safe to call twice.
 func (s *Speaker) Stop() {
 	s.stop.Do(func() {
+		// Callbacks turn into no-ops first, but keep draining GoBGP's watch events while
+		// it stops: stopping withdraws every path, and a watcher nobody reads blocks
+		// GoBGP's server loop (with a full table, StopBgp then never returned).
 		close(s.done)
-		s.cancel()
 		s.srv.Stop()
+		s.cancel()
 	})
 }

@@ -112,7 +112,18 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	defer speaker.Stop()
+	defer func() {
+		// Bounded: with a full table GoBGP's StopBgp can take minutes (it withdraws
+		// every path first). The sessions close with the process anyway, and detaching
+		// XDP and removing the pins (below) must not wait for it.
+		stopped := make(chan struct{})
+		go func() { speaker.Stop(); close(stopped) }()
+		select {
+		case <-stopped:
+		case <-time.After(5 * time.Second):
+			log.Warn("BGP did not stop within 5s; exiting anyway (the sessions close with the process)")
+		}
+	}()
 
 	m := newMetrics(dp, table, speaker, ksync)
 	reg := prometheus.NewRegistry()

@@ -60,7 +60,7 @@ func MeasureConvergence(ctx context.Context, nodeBin, dir string, routes []table
 					err = fmt.Errorf("%w\n--- node log (tail)\n%s", err, b[max(0, len(b)-2000):])
 				}
 			}
-			sk.Close()
+			err = errors.Join(err, sk.Close()) // fails if the node did not shut down cleanly
 		}()
 	}
 	if err != nil {

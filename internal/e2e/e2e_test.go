@@ -113,11 +113,12 @@ func testSkeleton(t *testing.T, backend string) {
 					}
 				}
 			}
+			// Close fails if the node did not stop on SIGTERM or left its pins behind.
 			if err := sk.Close(); err != nil {
 				t.Errorf("tear down the lab: %v", err)
 			}
 			if _, err := os.Stat(dataplane.PinDir("", sk.NodeName)); !os.IsNotExist(err) {
-				t.Errorf("the node left its pins behind after SIGTERM: %v", err)
+				t.Errorf("pins still there after the lab was torn down: %v", err)
 			}
 		})
 	}

@@ -149,7 +149,8 @@ func (n *Netns) Sysctl(key, value string) error {
 }
 
 // Start starts a long-running process inside the namespace, its output appended to
-// logPath; Close stops it (SIGTERM, then SIGKILL after 5 s).
+// logPath; Close stops it (SIGTERM, then SIGKILL after 30 s: a node holding a full
+// table takes seconds to shut down, and it must, to remove its pins).
 func (n *Netns) Start(logPath string, args ...string) (*exec.Cmd, error) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -181,10 +182,10 @@ func stop(cmd *exec.Cmd, done chan struct{}) error {
 	select {
 	case <-done:
 		return nil
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		_ = cmd.Process.Kill()
 		<-done
-		return fmt.Errorf("%s did not stop within 5s of SIGTERM; killed", cmd.Args)
+		return fmt.Errorf("%s did not stop within 30s of SIGTERM; killed", cmd.Args)
 	}
 }
 

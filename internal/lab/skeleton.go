@@ -20,6 +20,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
+	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/internal/table"
 )
 
@@ -349,6 +350,16 @@ func (s *Skeleton) startNode(cfg SkeletonConfig) error {
 		return err
 	}
 	s.NodeLog = filepath.Join(s.Dir, "node.log")
+	// Runs after the node is stopped (cleanups run in reverse): a node that had to be
+	// killed leaves its pinned maps (64 MiB and more) behind. Remove them, and say so:
+	// a node that stops cleanly removes them itself.
+	s.Defer(func() error {
+		dir := dataplane.PinDir("", s.NodeName)
+		if _, err := os.Stat(dir); err != nil {
+			return nil
+		}
+		return errors.Join(fmt.Errorf("the node left its pins in %s (removed now)", dir), os.RemoveAll(dir))
+	})
 	cmd, err := s.Router.Start(s.NodeLog, cfg.NodeBinary, "-config", conf)
 	if err == nil {
 		s.NodePID = cmd.Process.Pid
