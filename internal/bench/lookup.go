@@ -92,23 +92,7 @@ func NewLookupSetup(routes []table.Route, traceLen int) (s *LookupSetup, err err
 	s.FIBLoad = time.Since(start)
 
 	start = time.Now()
-	err = s.ns.Do(func() error {
-		link, err := net.InterfaceByName(s.lab.If("b0"))
-		if err != nil {
-			return err
-		}
-		k, err := fib.NewKernelRoutes(254)
-		if err != nil {
-			return err
-		}
-		defer k.Close()
-		for _, r := range routes {
-			if err := k.Replace(r.Prefix, gwFor(r.OriginAS), link.Index); err != nil {
-				return err
-			}
-		}
-		return k.Flush()
-	})
+	err = installKernelRoutes(s.ns, s.lab.If("b0"), routes, func(r table.Route) netip.Addr { return gwFor(r.OriginAS) })
 	if err != nil {
 		return nil, fmt.Errorf("kernel table: %w", err)
 	}
@@ -218,13 +202,35 @@ func (s *LookupSetup) Run(traces []Trace, runs int) ([]Result, error) {
 			}
 		}
 		for _, m := range Mechanisms {
-			results = append(results, Result{Trace: tr.Name, Mechanism: m, Runs: per[m], Median: median(per[m])})
+			results = append(results, Result{Trace: tr.Name, Mechanism: m, Runs: per[m], Median: Median(per[m])})
 		}
 	}
 	return results, nil
 }
 
-func median(xs []float64) float64 {
+// installKernelRoutes writes routes into the main table of ns, via gw(route) on ifname.
+func installKernelRoutes(ns *lab.Netns, ifname string, routes []table.Route, gw func(table.Route) netip.Addr) error {
+	return ns.Do(func() error {
+		link, err := net.InterfaceByName(ifname)
+		if err != nil {
+			return err
+		}
+		k, err := fib.NewKernelRoutes(254)
+		if err != nil {
+			return err
+		}
+		defer k.Close()
+		for _, r := range routes {
+			if err := k.Replace(r.Prefix, gw(r), link.Index); err != nil {
+				return err
+			}
+		}
+		return k.Flush()
+	})
+}
+
+// Median is the median of xs (0 for none).
+func Median(xs []float64) float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	if len(s) == 0 {

@@ -125,23 +125,7 @@ func NewPPSSetup(routes []table.Route, trace []netip.Addr) (s *PPSSetup, err err
 		return nil, fmt.Errorf("attach the sink: %w", err)
 	}
 	gw := netip.MustParseAddr("10.21.0.2")
-	err = s.rtr.Do(func() error {
-		r1, err := net.InterfaceByName(s.lab.If("r1"))
-		if err != nil {
-			return err
-		}
-		k, err := fib.NewKernelRoutes(254)
-		if err != nil {
-			return err
-		}
-		defer k.Close()
-		for _, r := range routes {
-			if err := k.Replace(r.Prefix, gw, r1.Index); err != nil {
-				return err
-			}
-		}
-		return k.Flush()
-	})
+	err = installKernelRoutes(s.rtr, s.lab.If("r1"), routes, func(table.Route) netip.Addr { return gw })
 	if err != nil {
 		return nil, fmt.Errorf("kernel routes: %w", err)
 	}

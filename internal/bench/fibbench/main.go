@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"sort"
 
 	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/internal/bench"
@@ -101,39 +100,12 @@ func fmtRuns(xs []float64) string {
 }
 
 func plotResults(res []bench.Result, path, title string) error {
-	p := plot.New()
-	p.Title.Text = title
-	p.Y.Label.Text = "ns per lookup"
-	var traces []string
-	for _, r := range res {
-		if len(traces) == 0 || traces[len(traces)-1] != r.Trace {
-			traces = append(traces, r.Trace)
-		}
+	var names []string
+	for _, m := range bench.Mechanisms {
+		names = append(names, m.String())
 	}
-	colors := []color.Color{color.RGBA{200, 80, 60, 255}, color.RGBA{40, 120, 200, 255}, color.RGBA{120, 120, 120, 255}}
-	w := vg.Points(18)
-	for i, m := range bench.Mechanisms {
-		var vals plotter.Values
-		for _, tr := range traces {
-			for _, r := range res {
-				if r.Trace == tr && r.Mechanism == m {
-					vals = append(vals, r.Median)
-				}
-			}
-		}
-		bars, err := plotter.NewBarChart(vals, w)
-		if err != nil {
-			return err
-		}
-		bars.Color = colors[i%len(colors)]
-		bars.LineStyle.Width = 0
-		bars.Offset = vg.Length(i-1) * w
-		p.Add(bars)
-		p.Legend.Add(m.String(), bars)
-	}
-	p.Legend.Top = true
-	p.NominalX(traces...)
-	return p.Save(6*vg.Inch, 4*vg.Inch, path)
+	label := func(r bench.Result) string { return r.Mechanism.String() }
+	return barChart(res, names, label, []color.Color{red, blue, grey}, path, title, "ns per lookup", false)
 }
 
 func runPPS(which string, n, runs, frames int, png string) error {
@@ -170,9 +142,9 @@ func runPPS(which string, n, runs, frames int, png string) error {
 				per[m] = append(per[m], pps/1e6)
 			}
 		}
-		base := median(per[bench.ModeKernel])
+		base := bench.Median(per[bench.ModeKernel])
 		for _, m := range bench.PPSModes {
-			md := median(per[m])
+			md := bench.Median(per[m])
 			fmt.Printf("| %s | %s | %.2f | %s | %.2fx |\n", tr.Name, m, md, fmtRuns2(per[m]), md/base)
 			res = append(res, bench.Result{Trace: tr.Name, Runs: per[m], Median: md, Label: m})
 		}
@@ -181,15 +153,6 @@ func runPPS(which string, n, runs, frames int, png string) error {
 		return plotPPS(res, png, fmt.Sprintf("Forwarding through veth, %d real prefixes (median of %d)", len(routes), runs))
 	}
 	return nil
-}
-
-func median(xs []float64) float64 {
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func fmtRuns2(xs []float64) string {
@@ -204,22 +167,32 @@ func fmtRuns2(xs []float64) string {
 }
 
 func plotPPS(res []bench.Result, path, title string) error {
+	return barChart(res, bench.PPSModes, func(r bench.Result) string { return r.Label }, []color.Color{grey, red, blue}, path, title, "Mpps (64-byte frames)", true)
+}
+
+var (
+	red  = color.RGBA{200, 80, 60, 255}
+	blue = color.RGBA{40, 120, 200, 255}
+	grey = color.RGBA{120, 120, 120, 255}
+)
+
+// barChart draws one bar per series (in order, in the given colors) for each trace.
+func barChart(res []bench.Result, series []string, label func(bench.Result) string, colors []color.Color, path, title, ylabel string, legendLeft bool) error {
 	p := plot.New()
 	p.Title.Text = title
-	p.Y.Label.Text = "Mpps (64-byte frames)"
+	p.Y.Label.Text = ylabel
 	var traces []string
 	for _, r := range res {
 		if len(traces) == 0 || traces[len(traces)-1] != r.Trace {
 			traces = append(traces, r.Trace)
 		}
 	}
-	colors := []color.Color{color.RGBA{120, 120, 120, 255}, color.RGBA{200, 80, 60, 255}, color.RGBA{40, 120, 200, 255}}
 	w := vg.Points(18)
-	for i, m := range bench.PPSModes {
+	for i, name := range series {
 		var vals plotter.Values
 		for _, tr := range traces {
 			for _, r := range res {
-				if r.Trace == tr && r.Label == m {
+				if r.Trace == tr && label(r) == name {
 					vals = append(vals, r.Median)
 				}
 			}
@@ -232,10 +205,10 @@ func plotPPS(res []bench.Result, path, title string) error {
 		bars.LineStyle.Width = 0
 		bars.Offset = vg.Length(i-1) * w
 		p.Add(bars)
-		p.Legend.Add(m, bars)
+		p.Legend.Add(name, bars)
 	}
 	p.Legend.Top = true
-	p.Legend.Left = true
+	p.Legend.Left = legendLeft
 	p.NominalX(traces...)
 	return p.Save(6*vg.Inch, 4*vg.Inch, path)
 }
@@ -274,6 +247,6 @@ func runConvergence(runs int) error {
 		birdI, birdK = append(birdI, c.BirdImport.Seconds()), append(birdK, c.BirdKernel.Seconds())
 		ratio = append(ratio, c.Ratio())
 	}
-	fmt.Printf("| median | %.1f s | %.1f s | | %.1f s | %.1f s | | %.2fx |\n", median(node_), median(nodeK), median(birdI), median(birdK), median(ratio))
+	fmt.Printf("| median | %.1f s | %.1f s | | %.1f s | %.1f s | | %.2fx |\n", bench.Median(node_), bench.Median(nodeK), bench.Median(birdI), bench.Median(birdK), bench.Median(ratio))
 	return nil
 }
