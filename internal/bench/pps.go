@@ -178,7 +178,7 @@ func (s *PPSSetup) detach(dp *dataplane.Dataplane) error {
 	return nil
 }
 
-// Measure sends frames with the router in a mode and returns the rate at which they
+// Measure offers frames with the router in a mode and returns the rate at which they
 // reached the sink, in packets per second.
 func (s *PPSSetup) Measure(mode string, frames int) (float64, error) {
 	var dp *dataplane.Dataplane
@@ -207,7 +207,11 @@ func (s *PPSSetup) Measure(mode string, frames int) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if after-before < uint64(frames)/2 {
+	// The generator offers frames faster than any mode forwards them, so a share is
+	// dropped at the veth rings: the rate is the maximum forwarding rate under overload
+	// (RFC 2889), and how much is lost depends on the machine's load. Only a path that
+	// delivers (almost) nothing is broken.
+	if after-before < uint64(frames)/100 {
 		var why string
 		if dp != nil {
 			if st, err := dp.Stats(); err == nil {
