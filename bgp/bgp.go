@@ -39,6 +39,9 @@ type Neighbor struct {
 	Passive bool
 	// MultihopTTL > 0 allows an eBGP peer that is not directly connected.
 	MultihopTTL uint8
+	// ExpectedPrefixes is the size of the peer's table (1000000 for a full table), for
+	// the load ETA until a first dump completes; then the last dump's size is used.
+	ExpectedPrefixes uint32
 }
 
 // Config configures the embedded speaker.
@@ -62,6 +65,30 @@ type Change struct {
 	Withdraw bool
 }
 
+// Event is one item of the stream from Events, in the order GoBGP emitted it.
+type Event struct {
+	Changes []Change
+	// EndOfRIB, when valid, is a neighbour whose initial IPv4 dump GoBGP has processed
+	// (its End-of-RIB marker arrived): every change the dump caused precedes this event.
+	EndOfRIB netip.Addr
+	// At is when GoBGP emitted the event.
+	At time.Time
+}
+
+// Load is a neighbour's progress through its initial dump in the current session.
+type Load struct {
+	Neighbor netip.Addr
+	// Established is when the session came up; zero while it is down.
+	Established time.Time
+	// Received counts IPv4 prefixes announced in this session, as received.
+	Received uint64
+	// EndOfRIB is when the peer's End-of-RIB arrived; zero while the dump goes on.
+	EndOfRIB time.Time
+	// Expected is the dump's size: the last completed dump's, else the configured
+	// ExpectedPrefixes; 0 when unknown.
+	Expected uint64
+}
+
 // PeerStatus is a neighbour's session state.
 type PeerStatus struct {
 	Address netip.Addr
@@ -71,18 +98,19 @@ type PeerStatus struct {
 
 // Speaker is a running embedded BGP speaker.
 type Speaker struct {
-	srv     *server.BgpServer
-	log     *slog.Logger
-	changes chan []Change
-	done    chan struct{} // closed by Stop
-	cancel  context.CancelFunc
-	stop    sync.Once
+	srv    *server.BgpServer
+	log    *slog.Logger
+	events chan Event
+	done   chan struct{} // closed by Stop
+	cancel context.CancelFunc
+	stop   sync.Once
 
 	// peers follows session states from GoBGP's peer events: asking GoBGP (ListPeer)
 	// would walk the whole table to count prefixes, inside its server loop.
 	mu     sync.Mutex
 	peers  map[netip.Addr]*PeerStatus
 	limits map[netip.Addr]*prefixLimit
+	loads  map[netip.Addr]*Load
 }
 
 // prefixLimit enforces a neighbour's max-prefix limit. GoBGP's own (PrefixLimits)
@@ -152,8 +180,8 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 		return nil, fmt.Errorf("bgp: start speaker (is port %d in use, or is the listen address not on this host?): %w", port, err)
 	}
 	wctx, cancel := context.WithCancel(context.Background())
-	s := &Speaker{srv: srv, log: log, changes: make(chan []Change, 64), done: make(chan struct{}), cancel: cancel,
-		peers: map[netip.Addr]*PeerStatus{}, limits: map[netip.Addr]*prefixLimit{}}
+	s := &Speaker{srv: srv, log: log, events: make(chan Event, 64), done: make(chan struct{}), cancel: cancel,
+		peers: map[netip.Addr]*PeerStatus{}, limits: map[netip.Addr]*prefixLimit{}, loads: map[netip.Addr]*Load{}}
 
 	// Export deny-by-default: no policy, default reject.
 	err = srv.SetPolicyAssignment(ctx, &api.SetPolicyAssignmentRequest{Assignment: &api.PolicyAssignment{
@@ -165,8 +193,10 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 		s.Stop()
 		return nil, fmt.Errorf("bgp: set export policy: %w", err)
 	}
-	err = srv.WatchEvent(wctx, server.WatchEventMessageCallbacks{OnBestPath: s.onBestPath, OnPeerUpdate: s.onPeer, OnPathUpdate: s.onUpdate},
-		server.WatchBestPath(true), server.WatchPeer(), server.WatchUpdate(false, "", ""))
+	// One watcher, so GoBGP delivers best paths, updates, End-of-RIBs and peer events
+	// to the callbacks in the order it produced them.
+	err = srv.WatchEvent(wctx, server.WatchEventMessageCallbacks{OnBestPath: s.onBestPath, OnPeerUpdate: s.onPeer, OnPathUpdate: s.onUpdate, OnPathEor: s.onEndOfRIB},
+		server.WatchBestPath(true), server.WatchPeer(), server.WatchUpdate(false, "", ""), server.WatchEor(false))
 	if err != nil {
 		s.Stop()
 		return nil, fmt.Errorf("bgp: watch best paths: %w", err)
@@ -192,6 +222,11 @@ func (s *Speaker) AddNeighbor(ctx context.Context, n Neighbor) error {
 			PassiveMode: n.Passive,
 		},
 		Timers: &api.Timers{Config: &api.TimersConfig{ConnectRetry: 5}},
+		// Graceful restart, helper only: advertising the capability (without claiming to
+		// keep forwarding state ourselves) is what makes most speakers (GoBGP, Junos)
+		// end their initial dump with End-of-RIB, the node's signal that a full-table
+		// load is complete. A peer that restarts gracefully keeps its routes meanwhile.
+		GracefulRestart: &api.GracefulRestart{Enabled: true, HelperOnly: true, RestartTime: 120},
 	}
 	if n.MultihopTTL > 0 {
 		p.EbgpMultihop = &api.EbgpMultihop{Enabled: true, MultihopTtl: uint32(n.MultihopTTL)}
@@ -202,6 +237,7 @@ func (s *Speaker) AddNeighbor(ctx context.Context, n Neighbor) error {
 	s.mu.Lock()
 	if _, ok := s.peers[n.Address]; !ok {
 		s.peers[n.Address] = &PeerStatus{Address: n.Address, ASN: n.ASN, State: "idle"}
+		s.loads[n.Address] = &Load{Neighbor: n.Address, Expected: uint64(n.ExpectedPrefixes)}
 	}
 	if n.MaxPrefixes > 0 {
 		s.limits[n.Address] = &prefixLimit{max: int(n.MaxPrefixes), seen: map[netip.Prefix]struct{}{}}
@@ -211,12 +247,21 @@ func (s *Speaker) AddNeighbor(ctx context.Context, n Neighbor) error {
 	return nil
 }
 
-func (s *Speaker) onPeer(ev *apiutil.WatchEventMessage_PeerEvent, _ time.Time) {
+func (s *Speaker) onPeer(ev *apiutil.WatchEventMessage_PeerEvent, at time.Time) {
 	st := ev.Peer.State
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if p, ok := s.peers[st.NeighborAddress]; ok {
+		was := p.State
 		p.State = fsmState(st.SessionState)
+		if l := s.loads[st.NeighborAddress]; l != nil && was != p.State {
+			switch {
+			case p.State == "established":
+				l.Established, l.Received, l.EndOfRIB = at, 0, time.Time{}
+			case was == "established":
+				l.Established = time.Time{}
+			}
+		}
 	}
 	if lim := s.limits[st.NeighborAddress]; lim != nil && st.SessionState != bgp.BGP_FSM_ESTABLISHED {
 		// GoBGP drops the session's paths: count afresh on the next one.
@@ -224,8 +269,8 @@ func (s *Speaker) onPeer(ev *apiutil.WatchEventMessage_PeerEvent, _ time.Time) {
 	}
 }
 
-// onUpdate counts each limited neighbour's IPv4 prefixes from the paths it sends
-// (before import policy, as received).
+// onUpdate counts each neighbour's IPv4 announcements (for load progress) and each
+// limited neighbour's prefixes, from the paths it sends (before import policy).
 func (s *Speaker) onUpdate(paths []*apiutil.Path, _ time.Time) {
 	select {
 	case <-s.done:
@@ -235,8 +280,14 @@ func (s *Speaker) onUpdate(paths []*apiutil.Path, _ time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, p := range paths {
+		if p.Family != bgp.RF_IPv4_UC {
+			continue
+		}
+		if l := s.loads[p.PeerAddress]; l != nil && !p.Withdrawal {
+			l.Received++
+		}
 		lim := s.limits[p.PeerAddress]
-		if lim == nil || p.Family != bgp.RF_IPv4_UC {
+		if lim == nil {
 			continue
 		}
 		nlri, ok := p.Nlri.(*bgp.IPAddrPrefix)
@@ -280,11 +331,51 @@ func fsmState(st bgp.FSMState) string {
 	return "unknown"
 }
 
-// Changes streams best-path changes in the order GoBGP decided them, in batches.
-// It is never closed: stop reading when Done is closed.
-func (s *Speaker) Changes() <-chan []Change { return s.changes }
+// Events streams best-path changes in the order GoBGP decided them, in batches, and
+// each neighbour's End-of-RIB after the changes its dump caused. It is never closed:
+// stop reading when Done is closed.
+func (s *Speaker) Events() <-chan Event { return s.events }
 
-func (s *Speaker) onBestPath(paths []*apiutil.Path, _ time.Time) {
+// onEndOfRIB marks a neighbour's initial IPv4 dump as complete, in the stream.
+func (s *Speaker) onEndOfRIB(p *apiutil.Path, at time.Time) {
+	if p.Family != bgp.RF_IPv4_UC {
+		return
+	}
+	if at.IsZero() {
+		at = time.Now() // GoBGP v4.8 leaves End-of-RIB events without a timestamp
+	}
+	s.mu.Lock()
+	if l := s.loads[p.PeerAddress]; l != nil && !l.Established.IsZero() && l.EndOfRIB.IsZero() {
+		l.EndOfRIB, l.Expected = at, l.Received
+	}
+	s.mu.Unlock()
+	s.send(Event{EndOfRIB: p.PeerAddress, At: at})
+}
+
+// Loads reports each neighbour's initial-dump progress.
+func (s *Speaker) Loads() []Load {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Load, 0, len(s.loads))
+	for _, l := range s.loads {
+		out = append(out, *l)
+	}
+	return out
+}
+
+func (s *Speaker) send(ev Event) {
+	select {
+	case <-s.done:
+		return // callbacks after Stop do nothing
+	default:
+	}
+	select {
+	case s.events <- ev:
+	case <-s.done:
+	}
+}
+
+func (s *Speaker) onBestPath(paths []*apiutil.Path, at time.Time) {
 	batch := make([]Change, 0, len(paths))
 	for _, p := range paths {
 		c, ok := toChange(p)
@@ -292,17 +383,8 @@ func (s *Speaker) onBestPath(paths []*apiutil.Path, _ time.Time) {
 			batch = append(batch, c)
 		}
 	}
-	if len(batch) == 0 {
-		return
-	}
-	select {
-	case <-s.done:
-		return // callbacks after Stop do nothing
-	default:
-	}
-	select {
-	case s.changes <- batch:
-	case <-s.done:
+	if len(batch) > 0 {
+		s.send(Event{Changes: batch, At: at})
 	}
 }
 

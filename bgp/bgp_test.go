@@ -108,8 +108,8 @@ func (st *stream) next() Change {
 	st.t.Helper()
 	for len(st.pending) == 0 {
 		select {
-		case b := <-st.s.Changes():
-			st.pending = append(st.pending, b...)
+		case ev := <-st.s.Events():
+			st.pending = append(st.pending, ev.Changes...)
 		case <-time.After(20 * time.Second):
 			st.t.Fatal("no best-path change within 20s")
 		}
@@ -201,6 +201,19 @@ func TestBestPathStream(t *testing.T) {
 	}
 	if got != 0 {
 		t.Errorf("observer received %d prefixes from the node, want 0", got)
+	}
+
+	// Every announcement of the feeder was counted for its load progress, none of the
+	// observer's (it sent none); both sessions are up.
+	loads := map[string]Load{}
+	for _, l := range node.Loads() {
+		loads[l.Neighbor.String()] = l
+	}
+	if l := loads["127.0.0.2"]; l.Received != 4 || l.Established.IsZero() {
+		t.Errorf("feeder load = %+v, want 4 prefixes received in an established session", l)
+	}
+	if l := loads["127.0.0.3"]; l.Received != 0 || l.Established.IsZero() {
+		t.Errorf("observer load = %+v, want 0 prefixes received in an established session", l)
 	}
 
 	peers := node.Peers()

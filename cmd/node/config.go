@@ -43,8 +43,10 @@ type NeighborConfig struct {
 	ASN         uint32 `yaml:"asn"`
 	Port        uint16 `yaml:"port"`
 	MaxPrefixes uint32 `yaml:"max_prefixes"`
-	Passive     bool   `yaml:"passive"`
-	MultihopTTL uint8  `yaml:"multihop_ttl"`
+	// ExpectedPrefixes sizes the first dump for the load ETA (later dumps use the last one's size).
+	ExpectedPrefixes uint32 `yaml:"expected_prefixes"`
+	Passive          bool   `yaml:"passive"`
+	MultihopTTL      uint8  `yaml:"multihop_ttl"`
 }
 
 // FIBConfig sizes the FIB.
@@ -209,7 +211,7 @@ func (c Config) bgpConfig() (bgp.Config, error) {
 			errs = append(errs, fmt.Errorf("bgp.neighbors[%d].address %q is not an IP address", i, n.Address))
 			continue
 		}
-		out.Neighbors = append(out.Neighbors, bgp.Neighbor{Address: a, ASN: n.ASN, Port: n.Port, MaxPrefixes: n.MaxPrefixes, Passive: n.Passive, MultihopTTL: n.MultihopTTL})
+		out.Neighbors = append(out.Neighbors, bgp.Neighbor{Address: a, ASN: n.ASN, Port: n.Port, MaxPrefixes: n.MaxPrefixes, ExpectedPrefixes: n.ExpectedPrefixes, Passive: n.Passive, MultihopTTL: n.MultihopTTL})
 	}
 	if len(errs) == 0 {
 		if err := out.Validate(); err != nil {

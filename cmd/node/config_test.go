@@ -24,7 +24,7 @@ bgp:
   asn: 65000
   router_id: 192.0.2.1
   neighbors:
-    - {address: 192.0.2.2, asn: 65001, max_prefixes: 1200000}
+    - {address: 192.0.2.2, asn: 65001, max_prefixes: 1200000, expected_prefixes: 1000000}
 fib:
   groups_v4: 32768
 `)
@@ -42,7 +42,7 @@ fib:
 		t.Errorf("defaults not applied: %+v", cfg)
 	}
 	b, err := cfg.bgpConfig()
-	if err != nil || len(b.Neighbors) != 1 || b.Neighbors[0].MaxPrefixes != 1200000 {
+	if err != nil || len(b.Neighbors) != 1 || b.Neighbors[0].MaxPrefixes != 1200000 || b.Neighbors[0].ExpectedPrefixes != 1000000 {
 		t.Errorf("bgp config %+v, %v", b, err)
 	}
 }

@@ -144,12 +144,12 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	return consume(ctx, speaker, table, m, log, httpErr)
 }
 
-// consume applies best-path changes to the FIB until ctx ends, logging load progress.
+// consume applies best-path changes to the FIB until ctx ends, and follows each
+// neighbour's initial dump: progress with rate and ETA while it arrives, and when the
+// dataplane holds all of it.
 func consume(ctx context.Context, speaker *bgp.Speaker, table *fib.FIB, m *metrics, log *slog.Logger, httpErr <-chan error) error {
-	progress := time.NewTicker(5 * time.Second)
-	defer progress.Stop()
-	var applied, lastApplied uint64
-	last := time.Now()
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -159,29 +159,46 @@ func consume(ctx context.Context, speaker *bgp.Speaker, table *fib.FIB, m *metri
 			return fmt.Errorf("http server on the configured http_address: %w", err)
 		case <-speaker.Done():
 			return errors.New("BGP speaker stopped")
-		case batch := <-speaker.Changes():
-			updates := make([]fib.Update, len(batch))
-			for i, c := range batch {
-				updates[i] = fib.Update{Prefix: c.Prefix, Nexthop: c.Nexthop, Withdraw: c.Withdraw}
-				if c.Withdraw {
-					m.withdrawals.Inc()
-				} else {
-					m.announcements.Inc()
+		case ev := <-speaker.Events():
+			if len(ev.Changes) > 0 {
+				apply(table, m, ev.Changes, log)
+			}
+			if ev.EndOfRIB.IsValid() {
+				// Every change of the dump came before this event and is applied.
+				for _, l := range speaker.Loads() {
+					if l.Neighbor == ev.EndOfRIB && !l.EndOfRIB.IsZero() {
+						v := m.load.fibDone(l, time.Now())
+						log.Info("BGP initial load complete: the dataplane holds the neighbour's table",
+							"neighbor", l.Neighbor, "prefixes", l.Received, "fib_routes", table.Stats().Routes,
+							"bgp_seconds", roundSeconds(l.EndOfRIB.Sub(l.Established)),
+							"dataplane_seconds", roundSeconds(v.FIBDone.Sub(l.Established)),
+							"dataplane_lag_seconds", roundSeconds(v.Lag()))
+					}
 				}
 			}
-			if err := table.Apply(updates); err != nil {
-				log.Warn("some routes were not installed in XDP; packets to them pass to the kernel", "err", err)
-			}
-			applied += uint64(len(batch))
-		case now := <-progress.C:
-			if applied != lastApplied {
-				rate := float64(applied-lastApplied) / now.Sub(last).Seconds()
-				log.Info("FIB progress", "routes", table.Stats().Routes, "changes_per_second", math.Round(rate*10)/10)
-			}
-			lastApplied, last = applied, now
+		case now := <-tick.C:
+			m.load.sample(speaker.Loads(), now)
+			logLoading(log, m.load.snapshot())
 		}
 	}
 }
+
+func apply(table *fib.FIB, m *metrics, changes []bgp.Change, log *slog.Logger) {
+	updates := make([]fib.Update, len(changes))
+	for i, c := range changes {
+		updates[i] = fib.Update{Prefix: c.Prefix, Nexthop: c.Nexthop, Withdraw: c.Withdraw}
+		if c.Withdraw {
+			m.withdrawals.Inc()
+		} else {
+			m.announcements.Inc()
+		}
+	}
+	if err := table.Apply(updates); err != nil {
+		log.Warn("some routes were not installed in XDP; packets to them pass to the kernel", "err", err)
+	}
+}
+
+func roundSeconds(d time.Duration) float64 { return math.Round(d.Seconds()*1000) / 1000 }
 
 // fibStatus is the node API's view of the FIB (GET /api/v1/fib).
 type fibStatus struct {

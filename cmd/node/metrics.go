@@ -18,6 +18,7 @@ type metrics struct {
 	fib     *fib.FIB
 	speaker *bgp.Speaker
 	ksync   *fib.KernelSync // nil when kernel sync is off
+	load    *loadProgress
 
 	// announcements and withdrawals count best-path changes received from BGP.
 	announcements prometheus.Counter
@@ -28,6 +29,9 @@ type metrics struct {
 	kernelSlots, groups, digest *prometheus.Desc
 	ksyncRoutes, ksyncPending   *prometheus.Desc
 	sessions, peerUp, buildOK   *prometheus.Desc
+	loadReceived, loadExpected  *prometheus.Desc
+	loadRate, loadETA, loadDone *prometheus.Desc
+	loadSeconds, loadLag        *prometheus.Desc
 }
 
 func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.KernelSync) *metrics {
@@ -35,7 +39,7 @@ func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.Kern
 		return prometheus.NewDesc(prometheus.BuildFQName(namespace, sub, name), help, labels, nil)
 	}
 	return &metrics{
-		dp: dp, fib: f, speaker: s, ksync: k,
+		dp: dp, fib: f, speaker: s, ksync: k, load: newLoadProgress(),
 		announcements: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Subsystem: "bgp", Name: "best_path_announcements_total", Help: "Best-path announcements (new or changed) received from BGP."}),
 		withdrawals:   prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Subsystem: "bgp", Name: "best_path_withdrawals_total", Help: "Best-path withdrawals received from BGP."}),
 		xdpPackets:    d("xdp", "packets_total", "Frames seen by the XDP program, by action and reason (pass reasons say why the kernel got the frame).", "action", "reason"),
@@ -51,11 +55,19 @@ func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.Kern
 		sessions:      d("bgp", "sessions", "BGP sessions by state.", "state"),
 		peerUp:        d("bgp", "peer_up", "1 when the session with the neighbour is established.", "neighbor", "peer_asn"),
 		buildOK:       d("", "build_info", "Build information.", "version"),
+		loadReceived:  d("bgp", "load_received_prefixes", "IPv4 prefixes the neighbour announced in this session, as received.", "neighbor"),
+		loadExpected:  d("bgp", "load_expected_prefixes", "Size of the neighbour's dump: the last completed one, else the configured expected_prefixes (0: unknown).", "neighbor"),
+		loadRate:      d("bgp", "load_prefixes_per_second", "Prefixes received per second over the last progress interval (5s).", "neighbor"),
+		loadETA:       d("bgp", "load_eta_seconds", "Estimated time until the neighbour's dump is complete; present only while it loads and the estimate is known.", "neighbor"),
+		loadDone:      d("bgp", "load_complete", "1 when the neighbour's End-of-RIB arrived and the dataplane holds every change of its dump.", "neighbor"),
+		loadSeconds:   d("bgp", "load_duration_seconds", "Initial dump of the current session, from Established: to End-of-RIB in GoBGP (stage=bgp), and to the dataplane holding it (stage=dataplane).", "neighbor", "stage"),
+		loadLag:       d("fib", "load_lag_seconds", "How long the dataplane trailed GoBGP at the neighbour's End-of-RIB.", "neighbor"),
 	}
 }
 
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.xdpPackets, m.xdpBytes, m.routes, m.nexthops, m.refused, m.kernelSlots, m.groups, m.digest, m.ksyncRoutes, m.ksyncPending, m.sessions, m.peerUp, m.buildOK} {
+	for _, d := range []*prometheus.Desc{m.xdpPackets, m.xdpBytes, m.routes, m.nexthops, m.refused, m.kernelSlots, m.groups, m.digest, m.ksyncRoutes, m.ksyncPending, m.sessions, m.peerUp, m.buildOK,
+		m.loadReceived, m.loadExpected, m.loadRate, m.loadETA, m.loadDone, m.loadSeconds, m.loadLag} {
 		ch <- d
 	}
 	m.announcements.Describe(ch)
@@ -97,6 +109,41 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, s := range bgp.SessionStates() {
 		ch <- prometheus.MustNewConstMetric(m.sessions, prometheus.GaugeValue, float64(counts[s]), s)
+	}
+	m.collectLoads(ch)
+}
+
+// collectLoads exports initial-dump progress: counts live from the speaker, rates and
+// ETAs from the last progress sample.
+func (m *metrics) collectLoads(ch chan<- prometheus.Metric) {
+	views := map[string]loadView{}
+	for _, v := range m.load.snapshot() {
+		views[v.Neighbor.String()] = v
+	}
+	g := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	for _, l := range m.speaker.Loads() {
+		n := l.Neighbor.String()
+		v := views[n]
+		g(m.loadReceived, float64(l.Received), n)
+		g(m.loadExpected, float64(l.Expected), n)
+		done := !v.FIBDone.IsZero() && v.Established.Equal(l.Established) && !l.Established.IsZero()
+		g(m.loadDone, b2f(done), n)
+		if !loading(l) {
+			v.Rate = 0
+		}
+		g(m.loadRate, v.Rate, n)
+		if loading(l) && v.ETA >= 0 && v.Established.Equal(l.Established) {
+			g(m.loadETA, v.ETA.Seconds(), n)
+		}
+		if !l.EndOfRIB.IsZero() {
+			g(m.loadSeconds, l.EndOfRIB.Sub(l.Established).Seconds(), n, "bgp")
+		}
+		if done {
+			g(m.loadSeconds, v.FIBDone.Sub(l.Established).Seconds(), n, "dataplane")
+			g(m.loadLag, v.Lag().Seconds(), n)
+		}
 	}
 }
 

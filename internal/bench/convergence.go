@@ -19,10 +19,13 @@ import (
 // same upstream (after the node is done, so they never share the cores).
 type Convergence struct {
 	Routes int
-	// NodeFIB and NodeKernel: from Established to every route in the XDP FIB, and in
-	// the kernel table (kernel sync).
-	NodeFIB, NodeKernel time.Duration
-	NodeRSS             string
+	// NodeBGP, NodeFIB and NodeKernel: from Established to the peer's End-of-RIB in
+	// GoBGP, to the XDP dataplane holding every route before it (as the node measures
+	// them), and to every route in the kernel table (kernel sync, polled).
+	NodeBGP, NodeFIB, NodeKernel time.Duration
+	// NodeLag is how long the dataplane trailed GoBGP: NodeFIB - NodeBGP.
+	NodeLag time.Duration
+	NodeRSS string
 	// BirdImport and BirdKernel: from Established to every route imported, and
 	// exported to its kernel table.
 	BirdImport, BirdKernel time.Duration
@@ -75,6 +78,7 @@ func MeasureConvergence(ctx context.Context, nodeBin, dir string, routes []table
 	}
 	total := float64(len(routes) + len(lab.AllRoutes()))
 	var established, fibDone time.Time
+	secs := func(v float64) time.Duration { return time.Duration(v * float64(time.Second)) }
 	err = lab.WaitFor(ctx, 5*time.Minute, "the node's FIB and kernel sync", func() (bool, error) {
 		m, err := sk.Metrics()
 		if err != nil {
@@ -84,9 +88,15 @@ func MeasureConvergence(ctx context.Context, nodeBin, dir string, routes []table
 		if established.IsZero() && m[`fibfleet_bgp_sessions{state="established"}`] == 1 {
 			established = now
 		}
-		if !established.IsZero() && fibDone.IsZero() && m[`fibfleet_fib_routes{family="ipv4"}`] == total {
+		const peer = `{neighbor="` + lab.UpstreamAddr + `"`
+		if !established.IsZero() && fibDone.IsZero() && m[`fibfleet_bgp_load_complete`+peer+`}`] == 1 {
+			if got := m[`fibfleet_fib_routes{family="ipv4"}`]; got != total {
+				return false, fmt.Errorf("the node reports the dump complete with %v of %v routes in the FIB", got, total)
+			}
 			fibDone = now
-			c.NodeFIB = now.Sub(established)
+			c.NodeBGP = secs(m[`fibfleet_bgp_load_duration_seconds`+peer+`,stage="bgp"}`])
+			c.NodeFIB = secs(m[`fibfleet_bgp_load_duration_seconds`+peer+`,stage="dataplane"}`])
+			c.NodeLag = secs(m[`fibfleet_fib_load_lag_seconds`+peer+`}`])
 		}
 		if !fibDone.IsZero() && m[`fibfleet_fib_kernel_sync_pending`] == 0 && m[`fibfleet_fib_kernel_sync_routes_total{op="installed"}`] >= total {
 			c.NodeKernel = now.Sub(established)

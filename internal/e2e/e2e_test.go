@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -176,6 +177,34 @@ func testSkeleton(t *testing.T, backend string) {
 	all := len(lab.AllRoutes())
 	waitRoutes(all)
 
+	t.Run("initial load reported", func(t *testing.T) {
+		// BIRD ends its dump with End-of-RIB; the node reports the dump complete only
+		// once the dataplane holds it, with every announcement counted.
+		peer := `{neighbor="` + lab.UpstreamAddr + `"}`
+		var m map[string]float64
+		err := lab.WaitFor(ctx, 10*time.Second, "the node to report BIRD's dump complete", func() (bool, error) {
+			var err error
+			m, err = sk.Metrics()
+			return err == nil && m[`fibfleet_bgp_load_complete`+peer] == 1, err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m[`fibfleet_bgp_load_received_prefixes`+peer]; got != float64(all) {
+			t.Errorf("load_received_prefixes = %v, want %d", got, all)
+		}
+		if got := m[`fibfleet_bgp_load_expected_prefixes`+peer]; got != float64(all) {
+			t.Errorf("load_expected_prefixes = %v, want %d (the completed dump's size)", got, all)
+		}
+		lag := m[`fibfleet_fib_load_lag_seconds`+peer]
+		bgpS, dpS := m[`fibfleet_bgp_load_duration_seconds{neighbor="`+lab.UpstreamAddr+`",stage="bgp"}`], m[`fibfleet_bgp_load_duration_seconds{neighbor="`+lab.UpstreamAddr+`",stage="dataplane"}`]
+		if lag < 0 || bgpS <= 0 || dpS < bgpS || math.Abs(dpS-bgpS-lag) > 1e-6 {
+			t.Errorf("load durations bgp %v, dataplane %v, lag %v: want 0 < bgp <= dataplane = bgp + lag", bgpS, dpS, lag)
+		}
+		if _, ok := m[`fibfleet_bgp_load_eta_seconds`+peer]; ok {
+			t.Error("an ETA is exported for a completed dump")
+		}
+	})
 	t.Run("gobgp CLI sees BIRD established", func(t *testing.T) {
 		out, err := sk.Router.Exec(gobgpBin, "-u", "127.0.0.1", "-p", "50051", "neighbor")
 		if err != nil {

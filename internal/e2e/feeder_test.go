@@ -45,10 +45,18 @@ func TestFeederToSpeaker(t *testing.T) {
 	defer feeder.Stop()
 	got := map[netip.Prefix]bool{}
 	deadline := time.After(3 * time.Minute)
-	for len(got) < len(routes) {
+	var eor time.Time
+	for eor.IsZero() {
 		select {
-		case batch := <-sp.Changes():
-			for _, c := range batch {
+		case ev := <-sp.Events():
+			if ev.EndOfRIB.IsValid() {
+				// The End-of-RIB follows every change of the dump.
+				if ev.EndOfRIB != netip.MustParseAddr("127.0.0.5") || len(got) != len(routes) {
+					t.Fatalf("End-of-RIB from %s after %d of %d routes", ev.EndOfRIB, len(got), len(routes))
+				}
+				eor = ev.At
+			}
+			for _, c := range ev.Changes {
 				if c.Withdraw || c.Nexthop != nh {
 					t.Fatalf("unexpected change %+v", c)
 				}
@@ -62,6 +70,10 @@ func TestFeederToSpeaker(t *testing.T) {
 		if !got[r.Prefix] {
 			t.Fatalf("%s never arrived", r.Prefix)
 		}
+	}
+	loads := sp.Loads()
+	if len(loads) != 1 || loads[0].Received != uint64(len(routes)) || loads[0].Expected != uint64(len(routes)) || !loads[0].EndOfRIB.Equal(eor) {
+		t.Errorf("load progress = %+v, want %d received and expected, End-of-RIB at %v", loads, len(routes), eor)
 	}
 	t.Logf("%d routes from the feeder in the best-path stream in %v", len(routes), time.Since(start).Round(time.Millisecond))
 }

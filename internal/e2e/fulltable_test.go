@@ -66,7 +66,8 @@ func TestFullTableBGP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("node: FIB complete %v after Established, kernel sync %v, peak RSS %s", c.NodeFIB, c.NodeKernel, c.NodeRSS)
+	t.Logf("node: End-of-RIB in GoBGP %v after Established, dataplane complete %v (lag %v), kernel sync %v, peak RSS %s",
+		c.NodeBGP, c.NodeFIB, c.NodeLag, c.NodeKernel, c.NodeRSS)
 	t.Logf("BIRD 2: imported %v after Established, kernel table %v, peak RSS %s", c.BirdImport, c.BirdKernel, c.BirdRSS)
 	t.Logf("node FIB / BIRD kernel = %.2fx", c.Ratio())
 }

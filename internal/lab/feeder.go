@@ -84,6 +84,9 @@ func StartFeeder(ctx context.Context, cfg FeederConfig) (*Feeder, error) {
 		Conf:      &api.PeerConf{NeighborAddress: cfg.PeerAddress, PeerAsn: cfg.PeerASN},
 		Transport: &api.Transport{LocalAddress: cfg.LocalAddress, RemotePort: cfg.PeerPort},
 		Timers:    &api.Timers{Config: &api.TimersConfig{ConnectRetry: 1}},
+		// With graceful restart negotiated GoBGP ends its dump with End-of-RIB, as
+		// full-table upstreams do.
+		GracefulRestart: &api.GracefulRestart{Enabled: true, HelperOnly: true, RestartTime: 120},
 		AfiSafis: []*api.AfiSafi{{Config: &api.AfiSafiConfig{
 			Family: &api.Family{Afi: api.Family_AFI_IP, Safi: api.Family_SAFI_UNICAST}, Enabled: true}}},
 	}})

@@ -56,9 +56,11 @@ func AllRoutes() []Route { return append(append([]Route(nil), SkeletonRoutes...)
 const (
 	RouterASN   = 65000
 	UpstreamASN = 65001
-	SinkPort    = 9999
-	MetricsAddr = "127.0.0.1:9464" // inside the router namespace
-	GoBGPAddr   = "127.0.0.1:50051"
+	// UpstreamAddr is BIRD's address, the node's neighbour.
+	UpstreamAddr = "10.12.0.2"
+	SinkPort     = 9999
+	MetricsAddr  = "127.0.0.1:9464" // inside the router namespace
+	GoBGPAddr    = "127.0.0.1:50051"
 )
 
 // Skeleton is the walking-skeleton topology:
@@ -320,7 +322,7 @@ func (s *Skeleton) Birdc(args ...string) (string, error) {
 }
 
 // NodeConfig is the node's YAML config in the skeleton.
-func (s *Skeleton) NodeConfig(xdpMode, backend string, maxPrefixes int) string {
+func (s *Skeleton) NodeConfig(xdpMode, backend string, maxPrefixes, expected int) string {
 	if xdpMode == "" {
 		xdpMode = "native"
 	}
@@ -341,12 +343,13 @@ bgp:
     - address: 10.12.0.2
       asn: %d
       max_prefixes: %d
-`, s.NodeName, s.If("r0"), s.If("r1"), s.If("r2"), s.If("r3"), xdpMode, MetricsAddr, backend, RouterASN, GoBGPAddr, UpstreamASN, maxPrefixes)
+      expected_prefixes: %d
+`, s.NodeName, s.If("r0"), s.If("r1"), s.If("r2"), s.If("r3"), xdpMode, MetricsAddr, backend, RouterASN, GoBGPAddr, UpstreamASN, maxPrefixes, expected)
 }
 
 func (s *Skeleton) startNode(cfg SkeletonConfig) error {
 	conf := filepath.Join(s.Dir, "node.yaml")
-	if err := os.WriteFile(conf, []byte(s.NodeConfig(cfg.XDPMode, cfg.FIBBackend, len(AllRoutes())+len(cfg.Table)+1000)), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte(s.NodeConfig(cfg.XDPMode, cfg.FIBBackend, len(AllRoutes())+len(cfg.Table)+1000, len(AllRoutes())+len(cfg.Table))), 0o644); err != nil {
 		return err
 	}
 	s.NodeLog = filepath.Join(s.Dir, "node.log")
