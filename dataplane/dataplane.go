@@ -33,6 +33,10 @@ type Config struct {
 	// GroupsV4 sizes the IPv4 FIB's pool of second-level groups (one per /24 that
 	// holds prefixes longer than /24, 1 KiB each); 0 keeps the default, 16,384.
 	GroupsV4 uint32
+	// LinesV4 sizes the pool of the compressed first level's nodes, in 64-byte lines
+	// (the full 2026 table needs about 47,500); 0 keeps the default, 262,144 (16 MiB).
+	// When it is full, /16s are looked up in the uncompressed table: slower, correct.
+	LinesV4 uint32
 	// FIBBackend is BackendCompiled (default: the DIR-24-8 tables fib writes) or
 	// BackendKernel (bpf_fib_lookup on the kernel's routing tables, the baseline).
 	FIBBackend Backend
@@ -121,6 +125,9 @@ func Load(cfg Config) (*Dataplane, error) {
 	}
 	if cfg.GroupsV4 > 0 {
 		spec.Maps["fib4_tbl8"].MaxEntries = cfg.GroupsV4
+	}
+	if cfg.LinesV4 > 0 {
+		spec.Maps["fib4_nodes"].MaxEntries = cfg.LinesV4
 	}
 	switch cfg.FIBBackend {
 	case BackendCompiled, "":
@@ -222,7 +229,8 @@ func (d *Dataplane) Close() error {
 		errs = append(errs, d.Detach(n))
 	}
 	d.unmapTables()
-	for _, m := range []*ebpf.Map{d.objs.Fib4Tbl24, d.objs.Fib4Tbl8, d.objs.Fib4Gen16, d.objs.Nexthops, d.objs.TxPorts, d.objs.LocalV4, d.objs.Stats} {
+	for _, m := range []*ebpf.Map{d.objs.Fib4Tbl24, d.objs.Fib4Tbl8, d.objs.Fib4Gen16, d.objs.Fib4Dir, d.objs.Fib4Nodes,
+		d.objs.Nexthops, d.objs.TxPorts, d.objs.LocalV4, d.objs.Stats} {
 		if m != nil {
 			errs = append(errs, m.Unpin())
 		}

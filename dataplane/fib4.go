@@ -16,6 +16,10 @@ const (
 	// FIB4Kernel marks a /24 whose routes could not be compiled: its packets pass to
 	// the kernel.
 	FIB4Kernel = 0x00ffffff
+	// FIB4Node marks a Dir entry that points at a node (the low bits); FIB4Tbl24 is the
+	// Dir entry that sends lookups of its /18 to Tbl24.
+	FIB4Node  = 0x40000000
+	FIB4Tbl24 = 0x7fffffff
 )
 
 // V4Tables are the IPv4 FIB's arrays (DIR-24-8), mapped into this process: a store to
@@ -28,6 +32,11 @@ type V4Tables struct {
 	Tbl8 []uint32
 	// Gen16 has one generation per /16, bumped when a route overlapping it changes.
 	Gen16 []uint32
+	// Dir and Nodes are Tbl24 compressed, what lookups read first (see fib4.h): one
+	// Dir entry per /16; Nodes is lines of 16 entries, a node starting at line n at
+	// Nodes[16n].
+	Dir   []uint32
+	Nodes []uint32
 }
 
 // Groups is how many tbl8 groups the tables hold.
@@ -44,7 +53,8 @@ func (d *Dataplane) V4Tables() (V4Tables, error) {
 	for _, m := range []struct {
 		m   *ebpf.Map
 		dst *[]uint32
-	}{{d.objs.Fib4Tbl24, &t.Tbl24}, {d.objs.Fib4Tbl8, &t.Tbl8}, {d.objs.Fib4Gen16, &t.Gen16}} {
+	}{{d.objs.Fib4Tbl24, &t.Tbl24}, {d.objs.Fib4Tbl8, &t.Tbl8}, {d.objs.Fib4Gen16, &t.Gen16},
+		{d.objs.Fib4Dir, &t.Dir}, {d.objs.Fib4Nodes, &t.Nodes}} {
 		u, b, err := mmapU32(m.m)
 		if err != nil {
 			d.unmapLocked()
@@ -55,6 +65,14 @@ func (d *Dataplane) V4Tables() (V4Tables, error) {
 	}
 	d.tables = &t
 	return t, nil
+}
+
+// fib4MapNames are the maps of the IPv4 FIB, which the lookup probe shares.
+var fib4MapNames = []string{"fib4_tbl24", "fib4_tbl8", "fib4_gen16", "fib4_dir", "fib4_nodes"}
+
+func (d *Dataplane) fib4Maps() map[string]*ebpf.Map {
+	return map[string]*ebpf.Map{"fib4_tbl24": d.objs.Fib4Tbl24, "fib4_tbl8": d.objs.Fib4Tbl8, "fib4_gen16": d.objs.Fib4Gen16,
+		"fib4_dir": d.objs.Fib4Dir, "fib4_nodes": d.objs.Fib4Nodes}
 }
 
 // mmapU32 maps a BPF_F_MMAPABLE array whose values are u32 rows, as one []uint32.

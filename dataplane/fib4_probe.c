@@ -84,6 +84,28 @@ static long step_fib4(__u32 i, void *data)
 	return 0;
 }
 
+/* DIR-24-8 without the compressed first level (tbl24 read directly), for comparison. */
+static long step_tbl24(__u32 i, void *data)
+{
+	__u32 *res, a4, k, e;
+	__be32 *a = slot(data, i, &res);
+	struct fib4_row *r;
+
+	if (!a)
+		return 1;
+	a4 = bpf_ntohl(*a);
+	k = a4 >> 16;
+	r = bpf_map_lookup_elem(&fib4_tbl24, &k);
+	e = r ? r->e[(a4 >> 8) & 0xff] : 0;
+	if (e & FIB4_GROUP) {
+		k = e & ~FIB4_GROUP;
+		r = bpf_map_lookup_elem(&fib4_tbl8, &k);
+		e = r ? r->e[a4 & 0xff] : 0;
+	}
+	*res = e;
+	return 0;
+}
+
 static long step_lpm(__u32 i, void *data)
 {
 	struct lpm_key_v4 key = {.prefixlen = 32};
@@ -133,6 +155,9 @@ static __always_inline int run(struct xdp_md *ctx, void *step)
 
 SEC("xdp")
 int probe_fib4(struct xdp_md *ctx) { return run(ctx, step_fib4); }
+
+SEC("xdp")
+int probe_tbl24(struct xdp_md *ctx) { return run(ctx, step_tbl24); }
 
 SEC("xdp")
 int probe_lpm_trie(struct xdp_md *ctx) { return run(ctx, step_lpm); }

@@ -13,6 +13,11 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type fib4probeFib4Line struct {
+	_ structs.HostLayout
+	E [16]uint32
+}
+
 type fib4probeFib4Row struct {
 	_ structs.HostLayout
 	E [256]uint32
@@ -34,7 +39,9 @@ type fib4probeProbeArgs struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	fib4probeMapFib4Dir         = "fib4_dir"
 	fib4probeMapFib4Gen16       = "fib4_gen16"
+	fib4probeMapFib4Nodes       = "fib4_nodes"
 	fib4probeMapFib4Tbl24       = "fib4_tbl24"
 	fib4probeMapFib4Tbl8        = "fib4_tbl8"
 	fib4probeMapProbeLpm        = "probe_lpm"
@@ -44,6 +51,7 @@ const (
 	fib4probeProgProbeFib4      = "probe_fib4"
 	fib4probeProgProbeKernelFib = "probe_kernel_fib"
 	fib4probeProgProbeLpmTrie   = "probe_lpm_trie"
+	fib4probeProgProbeTbl24     = "probe_tbl24"
 )
 
 // loadFib4probe returns the embedded CollectionSpec for fib4probe.
@@ -91,13 +99,16 @@ type fib4probeProgramSpecs struct {
 	ProbeFib4      *ebpf.ProgramSpec `ebpf:"probe_fib4"`
 	ProbeKernelFib *ebpf.ProgramSpec `ebpf:"probe_kernel_fib"`
 	ProbeLpmTrie   *ebpf.ProgramSpec `ebpf:"probe_lpm_trie"`
+	ProbeTbl24     *ebpf.ProgramSpec `ebpf:"probe_tbl24"`
 }
 
 // fib4probeMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type fib4probeMapSpecs struct {
+	Fib4Dir     *ebpf.MapSpec `ebpf:"fib4_dir"`
 	Fib4Gen16   *ebpf.MapSpec `ebpf:"fib4_gen16"`
+	Fib4Nodes   *ebpf.MapSpec `ebpf:"fib4_nodes"`
 	Fib4Tbl24   *ebpf.MapSpec `ebpf:"fib4_tbl24"`
 	Fib4Tbl8    *ebpf.MapSpec `ebpf:"fib4_tbl8"`
 	ProbeLpm    *ebpf.MapSpec `ebpf:"probe_lpm"`
@@ -132,7 +143,9 @@ func (o *fib4probeObjects) Close() error {
 //
 // It can be passed to loadFib4probeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type fib4probeMaps struct {
+	Fib4Dir     *ebpf.Map `ebpf:"fib4_dir"`
 	Fib4Gen16   *ebpf.Map `ebpf:"fib4_gen16"`
+	Fib4Nodes   *ebpf.Map `ebpf:"fib4_nodes"`
 	Fib4Tbl24   *ebpf.Map `ebpf:"fib4_tbl24"`
 	Fib4Tbl8    *ebpf.Map `ebpf:"fib4_tbl8"`
 	ProbeLpm    *ebpf.Map `ebpf:"probe_lpm"`
@@ -143,7 +156,9 @@ type fib4probeMaps struct {
 
 func (m *fib4probeMaps) Close() error {
 	return _Fib4probeClose(
+		m.Fib4Dir,
 		m.Fib4Gen16,
+		m.Fib4Nodes,
 		m.Fib4Tbl24,
 		m.Fib4Tbl8,
 		m.ProbeLpm,
@@ -166,6 +181,7 @@ type fib4probePrograms struct {
 	ProbeFib4      *ebpf.Program `ebpf:"probe_fib4"`
 	ProbeKernelFib *ebpf.Program `ebpf:"probe_kernel_fib"`
 	ProbeLpmTrie   *ebpf.Program `ebpf:"probe_lpm_trie"`
+	ProbeTbl24     *ebpf.Program `ebpf:"probe_tbl24"`
 }
 
 func (p *fib4probePrograms) Close() error {
@@ -173,6 +189,7 @@ func (p *fib4probePrograms) Close() error {
 		p.ProbeFib4,
 		p.ProbeKernelFib,
 		p.ProbeLpmTrie,
+		p.ProbeTbl24,
 	)
 }
 

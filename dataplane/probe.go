@@ -23,10 +23,13 @@ const (
 	// MechKernel is bpf_fib_lookup() on the calling thread's network namespace
 	// (answers: egress ifindex, 0 when there is no route).
 	MechKernel
+	// MechTbl24 is fibfleet's FIB read as plain DIR-24-8 (tbl24, not the compressed
+	// first level that MechFIB4 reads), for comparison.
+	MechTbl24
 )
 
 func (m Mechanism) String() string {
-	return [...]string{"fibfleet DIR-24-8", "BPF LPM trie", "bpf_fib_lookup"}[m]
+	return [...]string{"fibfleet FIB", "BPF LPM trie", "bpf_fib_lookup", "DIR-24-8 (tbl24 read directly)"}[m]
 }
 
 // Probe runs lookups over a trace inside BPF (bpf_loop in BPF_PROG_TEST_RUN), against
@@ -44,14 +47,14 @@ const probeChunk = 1 << 18
 
 // NewProbe loads the probe for up to capacity addresses per Lookup, sharing d's maps.
 func NewProbe(d *Dataplane, capacity int) (*Probe, error) {
-	return newProbe(d.objs.Fib4Tbl24, d.objs.Fib4Tbl8, d.objs.Fib4Gen16, capacity)
+	return newProbe(d.fib4Maps(), capacity)
 }
 
 // NewPinnedProbe loads the probe on the FIB maps a running node pinned, to look up
 // what its XDP program would answer from outside its process.
 func NewPinnedProbe(bpffs, node string, capacity int) (*Probe, error) {
-	var maps []*ebpf.Map
-	for _, name := range []string{"fib4_tbl24", "fib4_tbl8", "fib4_gen16"} {
+	maps := map[string]*ebpf.Map{}
+	for _, name := range fib4MapNames {
 		m, err := ebpf.LoadPinnedMap(filepath.Join(PinDir(bpffs, node), name), nil)
 		if err != nil {
 			for _, o := range maps {
@@ -59,16 +62,16 @@ func NewPinnedProbe(bpffs, node string, capacity int) (*Probe, error) {
 			}
 			return nil, fmt.Errorf("dataplane: open pinned %s of node %q (is it running?): %w", name, node, err)
 		}
-		maps = append(maps, m)
+		maps[name] = m
 	}
-	p, err := newProbe(maps[0], maps[1], maps[2], capacity)
+	p, err := newProbe(maps, capacity)
 	for _, m := range maps {
 		m.Close() // the probe's program holds its own references
 	}
 	return p, err
 }
 
-func newProbe(tbl24, tbl8, gen16 *ebpf.Map, capacity int) (*Probe, error) {
+func newProbe(fibMaps map[string]*ebpf.Map, capacity int) (*Probe, error) {
 	spec, err := loadFib4probe()
 	if err != nil {
 		return nil, err
@@ -76,14 +79,12 @@ func newProbe(tbl24, tbl8, gen16 *ebpf.Map, capacity int) (*Probe, error) {
 	rows := uint32((capacity + 255) / 256)
 	spec.Maps["probe_trace"].MaxEntries = rows
 	spec.Maps["probe_result"].MaxEntries = rows
-	for _, name := range []string{"fib4_tbl24", "fib4_tbl8", "fib4_gen16"} {
+	for name, m := range fibMaps {
 		spec.Maps[name].Pinning = ebpf.PinNone
+		spec.Maps[name].MaxEntries = m.MaxEntries() // pools are sized by the loader
 	}
-	spec.Maps["fib4_tbl8"].MaxEntries = tbl8.MaxEntries()
 	p := &Probe{}
-	err = spec.LoadAndAssign(&p.objs, &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{
-		"fib4_tbl24": tbl24, "fib4_tbl8": tbl8, "fib4_gen16": gen16,
-	}})
+	err = spec.LoadAndAssign(&p.objs, &ebpf.CollectionOptions{MapReplacements: fibMaps})
 	if err != nil {
 		return nil, fmt.Errorf("dataplane: load lookup probe: %w", err)
 	}
@@ -139,7 +140,7 @@ func (p *Probe) Lookup(m Mechanism, addrs []netip.Addr, out []uint32) (time.Dura
 		b := a.As4()
 		p.trace[i] = binary.NativeEndian.Uint32(b[:])
 	}
-	prog := map[Mechanism]*ebpf.Program{MechFIB4: p.objs.ProbeFib4, MechLPMTrie: p.objs.ProbeLpmTrie, MechKernel: p.objs.ProbeKernelFib}[m]
+	prog := map[Mechanism]*ebpf.Program{MechFIB4: p.objs.ProbeFib4, MechLPMTrie: p.objs.ProbeLpmTrie, MechKernel: p.objs.ProbeKernelFib, MechTbl24: p.objs.ProbeTbl24}[m]
 	frame := make([]byte, 64)
 	var total time.Duration
 	for start := 0; start < len(addrs); start += probeChunk {

@@ -3,6 +3,7 @@ package dataplane
 import (
 	"bytes"
 	"encoding/binary"
+	"math/bits"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -123,6 +124,42 @@ func installRoutes(t testing.TB, d *Dataplane, routes []testRoute) {
 		g := tb.Tbl24[i] &^ FIB4Group
 		for j := a & 0xff; j < a&0xff+1<<(32-p.Bits()); j++ {
 			tb.Tbl8[g*256+j] = r.nh
+		}
+	}
+	compressTbl24(tb)
+}
+
+// compressTbl24 writes the compressed first level (fib4.h) for all of Tbl24, as
+// plainly as possible: a value per /16 whose /24s agree, else a node of leafvec,
+// per-word counts and leaves. Odd /16s go the FIB4Tbl24 way, so packet tests cover it.
+func compressTbl24(tb V4Tables) {
+	line := uint32(0)
+	for b := uint32(0); b < 1<<16; b++ {
+		vals := tb.Tbl24[b*256 : b*256+256]
+		var leaves []uint32
+		var vec [4]uint64
+		for i, v := range vals {
+			if i == 0 || v != vals[i-1] {
+				vec[i/64] |= 1 << (i % 64)
+				leaves = append(leaves, v)
+			}
+		}
+		switch {
+		case len(leaves) == 1:
+			tb.Dir[b] = leaves[0]
+		case b%2 == 1:
+			tb.Dir[b] = FIB4Tbl24
+		default:
+			n := tb.Nodes[line*16:]
+			counts := 0
+			for w := range 4 {
+				n[2*w], n[2*w+1] = uint32(vec[w]), uint32(vec[w]>>32)
+				n[8] |= uint32(counts) << (8 * w)
+				counts += bits.OnesCount64(vec[w])
+			}
+			copy(n[9:], leaves)
+			tb.Dir[b] = FIB4Node | line
+			line += uint32(9+len(leaves)+15) / 16
 		}
 	}
 }

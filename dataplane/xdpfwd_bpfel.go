@@ -22,6 +22,11 @@ type xdpfwdBpfDevmapVal struct {
 	}
 }
 
+type xdpfwdFib4Line struct {
+	_ structs.HostLayout
+	E [16]uint32
+}
+
 type xdpfwdFib4Row struct {
 	_ structs.HostLayout
 	E [256]uint32
@@ -48,7 +53,9 @@ type xdpfwdStatRec struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	xdpfwdMapFib4Dir    = "fib4_dir"
 	xdpfwdMapFib4Gen16  = "fib4_gen16"
+	xdpfwdMapFib4Nodes  = "fib4_nodes"
 	xdpfwdMapFib4Tbl24  = "fib4_tbl24"
 	xdpfwdMapFib4Tbl8   = "fib4_tbl8"
 	xdpfwdMapLocalV4    = "local_v4"
@@ -108,7 +115,9 @@ type xdpfwdProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type xdpfwdMapSpecs struct {
+	Fib4Dir   *ebpf.MapSpec `ebpf:"fib4_dir"`
 	Fib4Gen16 *ebpf.MapSpec `ebpf:"fib4_gen16"`
+	Fib4Nodes *ebpf.MapSpec `ebpf:"fib4_nodes"`
 	Fib4Tbl24 *ebpf.MapSpec `ebpf:"fib4_tbl24"`
 	Fib4Tbl8  *ebpf.MapSpec `ebpf:"fib4_tbl8"`
 	LocalV4   *ebpf.MapSpec `ebpf:"local_v4"`
@@ -144,7 +153,9 @@ func (o *xdpfwdObjects) Close() error {
 //
 // It can be passed to loadXdpfwdObjects or ebpf.CollectionSpec.LoadAndAssign.
 type xdpfwdMaps struct {
+	Fib4Dir   *ebpf.Map `ebpf:"fib4_dir"`
 	Fib4Gen16 *ebpf.Map `ebpf:"fib4_gen16"`
+	Fib4Nodes *ebpf.Map `ebpf:"fib4_nodes"`
 	Fib4Tbl24 *ebpf.Map `ebpf:"fib4_tbl24"`
 	Fib4Tbl8  *ebpf.Map `ebpf:"fib4_tbl8"`
 	LocalV4   *ebpf.Map `ebpf:"local_v4"`
@@ -155,7 +166,9 @@ type xdpfwdMaps struct {
 
 func (m *xdpfwdMaps) Close() error {
 	return _XdpfwdClose(
+		m.Fib4Dir,
 		m.Fib4Gen16,
+		m.Fib4Nodes,
 		m.Fib4Tbl24,
 		m.Fib4Tbl8,
 		m.LocalV4,

@@ -70,6 +70,10 @@ type Stats struct {
 	KernelSlots int
 	// Groups and GroupsUsed describe the second-level group pool.
 	Groups, GroupsUsed int
+	// DirNodes and DirLines are the compressed first level's nodes and 64-byte lines
+	// in use; DirFallback counts /16 blocks whose lookups read tbl24 because the node
+	// pool was full (slower, still correct).
+	DirNodes, DirLines, DirFallback int
 }
 
 type nexthop struct {
@@ -96,8 +100,10 @@ type FIB struct {
 	byGW    map[netip.Addr]*nexthop
 	byNeigh map[netip.Addr]map[*nexthop]struct{}
 	freeIDs []freedID
-	nextID  uint32
-	refused uint64
+	// released are ids whose last route went in this batch, cleared at commit.
+	released []uint32
+	nextID   uint32
+	refused  uint64
 	// sync, when set, mirrors route changes into a kernel table.
 	sync *KernelSync
 	// digest is the sum of routeHash over the master table: order-independent and
@@ -153,7 +159,23 @@ func (f *FIB) Apply(batch []Update) error {
 			"refused", n, "groups", f.v4.t.Groups(), "kernel_slots", len(f.v4.kernel))
 	}
 	f.retryKernelSlots()
+	f.commit()
 	return errors.Join(errs...)
+}
+
+// commit makes the batch's changes visible to lookups (v4Table.commit), then clears
+// the nexthops the batch let go: only now can no lookup reach their ids.
+func (f *FIB) commit() {
+	f.v4.commit()
+	now := time.Now()
+	for _, id := range f.released {
+		if err := f.dp.DeleteNexthop(id); err != nil {
+			f.log.Warn("clear nexthop", "id", id, "err", err)
+		}
+		// A lookup may still hold the id for a moment: reuse it only after the grace period.
+		f.freeIDs = append(f.freeIDs, freedID{id: id, at: now})
+	}
+	f.released = f.released[:0]
 }
 
 func (f *FIB) apply(u Update) error {
@@ -305,16 +327,12 @@ func (f *FIB) release(gw netip.Addr) {
 	if nh.refs > 0 {
 		return
 	}
-	if err := f.dp.DeleteNexthop(nh.id); err != nil {
-		f.log.Warn("clear nexthop", "nexthop", gw, "err", err)
-	}
 	f.unindex(nh)
 	if n := nh.res.Neighbor; n.IsValid() && f.byNeigh[n] == nil {
 		f.res.Release(n)
 	}
 	delete(f.byGW, gw)
-	// A lookup may still hold the id for a moment: reuse it only after the grace period.
-	f.freeIDs = append(f.freeIDs, freedID{id: nh.id, at: time.Now()})
+	f.released = append(f.released, nh.id)
 }
 
 // NeighborChanged re-resolves the nexthops that depend on one neighbour and rewrites
@@ -342,6 +360,7 @@ func (f *FIB) RetryUnresolved() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.retryKernelSlots()
+	f.commit()
 	for _, nh := range f.byGW {
 		if !nh.res.Nexthop.Resolved {
 			f.refresh(nh)
@@ -425,6 +444,7 @@ func (f *FIB) Stats() Stats {
 	defer f.mu.Unlock()
 	s := Stats{Routes: f.routes.Size(), Nexthops: len(f.byGW), Refused: f.refused,
 		KernelSlots: len(f.v4.kernel), Groups: f.v4.t.Groups(), GroupsUsed: f.v4.groupsInUse()}
+	s.DirNodes, s.DirLines, s.DirFallback = f.v4.dir.stats()
 	for _, nh := range f.byGW {
 		if !nh.res.Nexthop.Resolved {
 			s.UnresolvedNexthops++

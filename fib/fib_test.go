@@ -19,8 +19,14 @@ type fakeDP struct {
 }
 
 func newFakeDP(t *testing.T, groups int) *fakeDP {
+	return newFakeDPPools(t, groups, 1<<18)
+}
+
+// newFakeDPPools sizes the compressed level's node pool (in 64-byte lines) too.
+func newFakeDPPools(t *testing.T, groups, lines int) *fakeDP {
 	return &fakeDP{t: t, nexthops: map[uint32]dataplane.Nexthop{}, tables: dataplane.V4Tables{
 		Tbl24: make([]uint32, 1<<24), Tbl8: make([]uint32, groups*256), Gen16: make([]uint32, 1<<16),
+		Dir: make([]uint32, 1<<16), Nodes: make([]uint32, 16*lines),
 	}}
 }
 

@@ -38,6 +38,8 @@ type v4Table struct {
 	kernel map[uint32]bool
 	now    func() time.Time
 	grace  time.Duration
+	// dir is the compressed copy of Tbl24 that lookups read; commit brings it up to date.
+	dir *v4Dir
 }
 
 type retired struct {
@@ -58,6 +60,26 @@ func newV4Table(t dataplane.V4Tables) *v4Table {
 		kernel:  map[uint32]bool{},
 		now:     time.Now,
 		grace:   groupGrace,
+		dir:     newV4Dir(t),
+	}
+}
+
+// set24 writes tbl24 slot i; lookups see it once commit rebuilds the slot's block.
+func (v *v4Table) set24(i, e uint32) {
+	store(&v.t.Tbl24[i], e)
+	v.dir.touch(i)
+}
+
+// commit publishes every Tbl24 change since the last commit to the compressed level
+// lookups read, then starts the grace period of the groups those changes let go: a
+// group is unreachable only once the Dir no longer leads to a tbl24 value naming it.
+func (v *v4Table) commit() {
+	now := v.now()
+	v.dir.commit(now, v.grace)
+	for i := range v.retire {
+		if v.retire[i].at.IsZero() {
+			v.retire[i].at = now
+		}
 	}
 }
 
@@ -71,9 +93,9 @@ func store(p *uint32, v uint32) { atomic.StoreUint32(p, v) }
 // publish24 writes what tbl24 should hold for slot i when it has no group.
 func (v *v4Table) publish24(i uint32) {
 	if v.kernel[i] {
-		store(&v.t.Tbl24[i], dataplane.FIB4Kernel)
+		v.set24(i, dataplane.FIB4Kernel)
 	} else {
-		store(&v.t.Tbl24[i], v.nh24[i])
+		v.set24(i, v.nh24[i])
 	}
 }
 
@@ -124,7 +146,7 @@ func (v *v4Table) add(p netip.Prefix, nh uint32) error {
 	// Fill the new group with the /24's route, then the new one, then point at it.
 	v.fill(g, 0, 256, v.nh24[i], v.depth24[i], func(uint8) bool { return true })
 	v.fill(g, lo, lo+n, nh, d, func(uint8) bool { return true })
-	store(&v.t.Tbl24[i], dataplane.FIB4Group|g)
+	v.set24(i, dataplane.FIB4Group|g)
 	return nil
 }
 
@@ -181,7 +203,7 @@ func (v *v4Table) del(p netip.Prefix, repl netip.Prefix, replNH uint32, replOK b
 		}
 	}
 	v.publish24(i)
-	v.retire = append(v.retire, retired{group: g, at: v.now()})
+	v.retire = append(v.retire, retired{group: g}) // the grace period starts at commit
 }
 
 // leaveKernel takes a /24 out of kernel mode once no route longer than /24 is left in it.
@@ -210,7 +232,7 @@ func (v *v4Table) rebuild(i uint32, routes []longRoute) bool {
 		v.fill(g, lo, lo+uint32(1)<<(32-r.p.Bits()), r.nh, d, func(old uint8) bool { return old <= d })
 	}
 	delete(v.kernel, i)
-	store(&v.t.Tbl24[i], dataplane.FIB4Group|g)
+	v.set24(i, dataplane.FIB4Group|g)
 	v.bump(netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(i >> 16), byte(i >> 8), byte(i), 0}), 24))
 	return true
 }
@@ -233,7 +255,7 @@ func (v *v4Table) alloc() (uint32, bool) {
 func (v *v4Table) reclaim() {
 	now, k := v.now(), 0
 	for _, r := range v.retire {
-		if now.Sub(r.at) >= v.grace {
+		if !r.at.IsZero() && now.Sub(r.at) >= v.grace {
 			v.free = append(v.free, r.group)
 		} else {
 			v.retire[k] = r
@@ -261,10 +283,10 @@ func (v *v4Table) bump(p netip.Prefix) {
 	}
 }
 
-// lookup is what the XDP program does (fib4_lookup in xdp_fwd.c), for tests and tools.
+// lookup is what the XDP program does (fib4_lookup in fib4.h), for tests and tools.
 func (v *v4Table) lookup(a netip.Addr) uint32 {
 	x := addr32(a)
-	e := atomic.LoadUint32(&v.t.Tbl24[x>>8])
+	e := v.dir.entry(x >> 8)
 	if e&dataplane.FIB4Group != 0 {
 		e = atomic.LoadUint32(&v.t.Tbl8[(e&^dataplane.FIB4Group)*256+x&0xff])
 	}

@@ -53,6 +53,7 @@ type NeighborConfig struct {
 type FIBConfig struct {
 	Backend       string        `yaml:"backend"`
 	GroupsV4      uint32        `yaml:"groups_v4"`
+	LinesV4       uint32        `yaml:"lines_v4"`
 	KernelSync    bool          `yaml:"kernel_sync"`
 	KernelTable   uint32        `yaml:"kernel_table"`
 	RetryInterval time.Duration `yaml:"retry_interval"`
@@ -67,7 +68,7 @@ func defaults() Config {
 		HTTPAddress: "127.0.0.1:9464",
 		LogLevel:    "info",
 		BGP:         BGPConfig{ListenPort: 179, GRPCAddress: "127.0.0.1:50051"},
-		FIB:         FIBConfig{Backend: string(dataplane.BackendCompiled), GroupsV4: 16384, RetryInterval: time.Second, KernelSync: true, KernelTable: 254},
+		FIB:         FIBConfig{Backend: string(dataplane.BackendCompiled), GroupsV4: 16384, LinesV4: 1 << 18, RetryInterval: time.Second, KernelSync: true, KernelTable: 254},
 	}
 }
 
@@ -158,6 +159,9 @@ func (c Config) validate() error {
 	}
 	if c.HTTPAddress == "" {
 		errs = append(errs, errors.New("http_address: set host:port for /metrics and /healthz"))
+	}
+	if c.FIB.LinesV4 < 64 || c.FIB.LinesV4 > 1<<22 {
+		errs = append(errs, fmt.Errorf("fib.lines_v4 %d: use 64 to 4194304 lines (64 bytes each; the full table needs about 50,000)", c.FIB.LinesV4))
 	}
 	if c.FIB.GroupsV4 < 1 || c.FIB.GroupsV4 > 1<<22 {
 		errs = append(errs, fmt.Errorf("fib.groups_v4 %d: use 1 to 4194304 second-level groups (1 KiB each; one per /24 holding prefixes longer than /24)", c.FIB.GroupsV4))

@@ -27,6 +27,7 @@ type metrics struct {
 	xdpPackets, xdpBytes        *prometheus.Desc
 	routes, nexthops, refused   *prometheus.Desc
 	kernelSlots, groups, digest *prometheus.Desc
+	dir                         *prometheus.Desc
 	ksyncRoutes, ksyncPending   *prometheus.Desc
 	sessions, peerUp, buildOK   *prometheus.Desc
 	loadReceived, loadExpected  *prometheus.Desc
@@ -52,6 +53,7 @@ func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.Kern
 		ksyncPending:  d("fib", "kernel_sync_pending", "Route changes waiting to be written to the kernel table."),
 		kernelSlots:   d("fib", "kernel_slots", "/24s passing to the kernel because the FIB had no free second-level group for them.", "family"),
 		groups:        d("fib", "groups", "Second-level groups of the compiled FIB, by state.", "family", "state"),
+		dir:           d("fib", "compressed", "The compressed first level lookups read: nodes and 64-byte lines in use, and /16 blocks read from the uncompressed table because the node pool was full (fallback_blocks, should be 0).", "family", "kind"),
 		sessions:      d("bgp", "sessions", "BGP sessions by state.", "state"),
 		peerUp:        d("bgp", "peer_up", "1 when the session with the neighbour is established.", "neighbor", "peer_asn"),
 		buildOK:       d("", "build_info", "Build information.", "version"),
@@ -66,7 +68,7 @@ func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.Kern
 }
 
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.xdpPackets, m.xdpBytes, m.routes, m.nexthops, m.refused, m.kernelSlots, m.groups, m.digest, m.ksyncRoutes, m.ksyncPending, m.sessions, m.peerUp, m.buildOK,
+	for _, d := range []*prometheus.Desc{m.xdpPackets, m.xdpBytes, m.routes, m.nexthops, m.refused, m.kernelSlots, m.groups, m.digest, m.dir, m.ksyncRoutes, m.ksyncPending, m.sessions, m.peerUp, m.buildOK,
 		m.loadReceived, m.loadExpected, m.loadRate, m.loadETA, m.loadDone, m.loadSeconds, m.loadLag} {
 		ch <- d
 	}
@@ -101,6 +103,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(m.kernelSlots, prometheus.GaugeValue, float64(fs.KernelSlots), "ipv4")
 	ch <- prometheus.MustNewConstMetric(m.groups, prometheus.GaugeValue, float64(fs.GroupsUsed), "ipv4", "used")
 	ch <- prometheus.MustNewConstMetric(m.groups, prometheus.GaugeValue, float64(fs.Groups-fs.GroupsUsed), "ipv4", "free")
+	ch <- prometheus.MustNewConstMetric(m.dir, prometheus.GaugeValue, float64(fs.DirNodes), "ipv4", "nodes")
+	ch <- prometheus.MustNewConstMetric(m.dir, prometheus.GaugeValue, float64(fs.DirLines), "ipv4", "lines")
+	ch <- prometheus.MustNewConstMetric(m.dir, prometheus.GaugeValue, float64(fs.DirFallback), "ipv4", "fallback_blocks")
 
 	counts := map[string]int{}
 	for _, p := range m.speaker.Peers() {

@@ -159,7 +159,7 @@ func Traces(routes []table.Route, n int, seed uint64) []Trace {
 }
 
 // Mechanisms are compared in this order; the kernel's is the baseline.
-var Mechanisms = []dataplane.Mechanism{dataplane.MechKernel, dataplane.MechFIB4, dataplane.MechLPMTrie}
+var Mechanisms = []dataplane.Mechanism{dataplane.MechKernel, dataplane.MechFIB4, dataplane.MechTbl24, dataplane.MechLPMTrie}
 
 // Result is the median of one mechanism (or, for forwarding, Label) on one trace.
 type Result struct {
@@ -172,7 +172,7 @@ type Result struct {
 
 // Run measures every mechanism on every trace, runs times, interleaved (each run
 // measures all mechanisms back to back), and checks that the three agree on which
-// addresses have a route and that fibfleet and the trie agree on the next hop.
+// addresses have a route and that fibfleet (both ways) and the trie agree on the next hop.
 func (s *LookupSetup) Run(traces []Trace, runs int) ([]Result, error) {
 	var results []Result
 	for _, tr := range traces {
@@ -196,9 +196,9 @@ func (s *LookupSetup) Run(traces []Trace, runs int) ([]Result, error) {
 			}
 		}
 		for i := range tr.Addrs {
-			f, k, l := out[dataplane.MechFIB4][i], out[dataplane.MechKernel][i], out[dataplane.MechLPMTrie][i]
-			if f != l || (f != 0) != (k != 0) {
-				return nil, fmt.Errorf("%s: %s: fibfleet %d, LPM trie %d, kernel ifindex %d disagree", tr.Name, tr.Addrs[i], f, l, k)
+			f, d, k, l := out[dataplane.MechFIB4][i], out[dataplane.MechTbl24][i], out[dataplane.MechKernel][i], out[dataplane.MechLPMTrie][i]
+			if f != l || d != f || (f != 0) != (k != 0) {
+				return nil, fmt.Errorf("%s: %s: fibfleet %d (tbl24 read directly %d), LPM trie %d, kernel ifindex %d disagree", tr.Name, tr.Addrs[i], f, d, l, k)
 			}
 		}
 		for _, m := range Mechanisms {
@@ -242,12 +242,6 @@ func Median(xs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-func shortName(s string) string {
-	switch s {
-	case "fibfleet DIR-24-8":
-		return "fibfleet"
-	case "BPF LPM trie":
-		return "lpm"
-	}
-	return "kernel"
+func shortName(m dataplane.Mechanism) string {
+	return map[dataplane.Mechanism]string{dataplane.MechFIB4: "fibfleet", dataplane.MechTbl24: "tbl24", dataplane.MechLPMTrie: "lpm", dataplane.MechKernel: "kernel"}[m]
 }

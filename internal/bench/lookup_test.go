@@ -32,7 +32,7 @@ func BenchmarkLookup(b *testing.B) {
 		}
 		if i == b.N-1 {
 			for _, r := range res {
-				b.ReportMetric(r.Median, "ns/lookup-"+r.Trace+"-"+shortName(r.Mechanism.String()))
+				b.ReportMetric(r.Median, "ns/lookup-"+r.Trace+"-"+shortName(r.Mechanism))
 			}
 		}
 	}

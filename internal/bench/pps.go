@@ -18,10 +18,13 @@ const (
 	ModeKernel       = "Linux kernel forwarding"
 	ModeXDPKernelFIB = "XDP + bpf_fib_lookup"
 	ModeXDPCompiled  = "XDP + fibfleet FIB"
+	// ModeXDPTbl24 is fibfleet's program with every Dir entry sending lookups to tbl24
+	// (its fallback path): plain DIR-24-8, to measure what the compression brings.
+	ModeXDPTbl24 = "XDP + fibfleet FIB uncompressed (DIR-24-8)"
 )
 
 // PPSModes in the order they are measured; the kernel is the baseline.
-var PPSModes = []string{ModeKernel, ModeXDPKernelFIB, ModeXDPCompiled}
+var PPSModes = []string{ModeKernel, ModeXDPKernelFIB, ModeXDPCompiled, ModeXDPTbl24}
 
 // PPSSetup is gen -- router -- sink in namespaces, the router holding a table three
 // ways: in its kernel table, and in two dataplanes (kernel FIB and compiled FIB) that
@@ -187,6 +190,18 @@ func (s *PPSSetup) Measure(mode string, frames int) (float64, error) {
 		dp = s.kernelDP
 	case ModeXDPCompiled:
 		dp = s.compiledDP
+	case ModeXDPTbl24:
+		dp = s.compiledDP
+		// Nothing updates the FIB while the benchmark runs: swap the Dir out and back.
+		t, err := dp.V4Tables()
+		if err != nil {
+			return 0, err
+		}
+		saved := append([]uint32(nil), t.Dir...)
+		for i := range t.Dir {
+			t.Dir[i] = dataplane.FIB4Tbl24
+		}
+		defer copy(t.Dir, saved)
 	}
 	if dp != nil {
 		if err := s.attach(dp); err != nil {
@@ -231,5 +246,5 @@ func (s *PPSSetup) Measure(mode string, frames int) (float64, error) {
 func (s *PPSSetup) SetTrace(trace []netip.Addr) error { return s.g.SetTrace(trace) }
 
 func ppsShort(mode string) string {
-	return map[string]string{ModeKernel: "kernel", ModeXDPKernelFIB: "xdp-kfib", ModeXDPCompiled: "fibfleet"}[mode]
+	return map[string]string{ModeKernel: "kernel", ModeXDPKernelFIB: "xdp-kfib", ModeXDPCompiled: "fibfleet", ModeXDPTbl24: "tbl24"}[mode]
 }

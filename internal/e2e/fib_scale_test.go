@@ -187,9 +187,11 @@ func TestRealTablesDifferential(t *testing.T) {
 			heap := int64(m1.HeapAlloc) - int64(m0.HeapAlloc) - refBytes(t, routes)
 			t.Logf("loaded %d routes in %v; FIB userspace heap +%d MiB = %d bytes/route (besides the fixed 80 MiB per-/24 shadow arrays allocated at start)",
 				len(routes), elapsed.Round(time.Millisecond), heap>>20, heap/int64(len(routes)))
-			if s := f.Stats(); s.Routes != len(routes) || s.Refused != 0 {
+			s := f.Stats()
+			if s.Routes != len(routes) || s.Refused != 0 || s.DirFallback != 0 {
 				t.Fatalf("after the load: %+v", s)
 			}
+			t.Logf("compressed first level: %d nodes in %d lines = %.1f MiB, plus the 256 KiB dir", s.DirNodes, s.DirLines, float64(s.DirLines*64)/(1<<20))
 			verify(t, f, probe, ref, probeAddrs(rng, ref, 1_000_000, 200_000), "after load")
 
 			// Churn: 5% withdrawn, 5% moved to another next hop, 20k new prefixes.

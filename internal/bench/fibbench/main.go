@@ -105,7 +105,7 @@ func plotResults(res []bench.Result, path, title string) error {
 		names = append(names, m.String())
 	}
 	label := func(r bench.Result) string { return r.Mechanism.String() }
-	return barChart(res, names, label, []color.Color{red, blue, grey}, path, title, "ns per lookup", false)
+	return barChart(res, names, label, []color.Color{red, blue, green, grey}, path, title, "ns per lookup", false)
 }
 
 func runPPS(which string, n, runs, frames int, png string) error {
@@ -167,13 +167,14 @@ func fmtRuns2(xs []float64) string {
 }
 
 func plotPPS(res []bench.Result, path, title string) error {
-	return barChart(res, bench.PPSModes, func(r bench.Result) string { return r.Label }, []color.Color{grey, red, blue}, path, title, "Mpps (64-byte frames)", true)
+	return barChart(res, bench.PPSModes, func(r bench.Result) string { return r.Label }, []color.Color{grey, red, blue, green}, path, title, "Mpps (64-byte frames)", true)
 }
 
 var (
-	red  = color.RGBA{200, 80, 60, 255}
-	blue = color.RGBA{40, 120, 200, 255}
-	grey = color.RGBA{120, 120, 120, 255}
+	red   = color.RGBA{200, 80, 60, 255}
+	blue  = color.RGBA{40, 120, 200, 255}
+	grey  = color.RGBA{120, 120, 120, 255}
+	green = color.RGBA{60, 160, 90, 255}
 )
 
 // barChart draws one bar per series (in order, in the given colors) for each trace.
