@@ -76,10 +76,9 @@ func (v *v4Table) set24(i, e uint32) {
 func (v *v4Table) commit() {
 	now := v.now()
 	v.dir.commit(now, v.grace)
-	for i := range v.retire {
-		if v.retire[i].at.IsZero() {
-			v.retire[i].at = now
-		}
+	// Unstamped groups are the newest, at the end.
+	for i := len(v.retire) - 1; i >= 0 && v.retire[i].at.IsZero(); i-- {
+		v.retire[i].at = now
 	}
 }
 
@@ -251,18 +250,14 @@ func (v *v4Table) alloc() (uint32, bool) {
 	return 0, false
 }
 
-// reclaim frees retired groups whose grace period is over.
+// reclaim frees retired groups whose grace period is over. Groups retire in time
+// order (those not yet stamped by commit last), so it stops at the first not due.
 func (v *v4Table) reclaim() {
 	now, k := v.now(), 0
-	for _, r := range v.retire {
-		if !r.at.IsZero() && now.Sub(r.at) >= v.grace {
-			v.free = append(v.free, r.group)
-		} else {
-			v.retire[k] = r
-			k++
-		}
+	for ; k < len(v.retire) && !v.retire[k].at.IsZero() && now.Sub(v.retire[k].at) >= v.grace; k++ {
+		v.free = append(v.free, v.retire[k].group)
 	}
-	v.retire = v.retire[:k]
+	v.retire = v.retire[k:]
 }
 
 // freeGroups reports how many groups could be allocated after reclaiming.
