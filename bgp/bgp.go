@@ -119,7 +119,9 @@ type Speaker struct {
 // prefixes from the update stream instead and shuts the session down itself.
 type prefixLimit struct {
 	max     int
-	seen    map[netip.Prefix]struct{}
+	// seen holds prefixes packed by prefixKey: a pointer-free map, which the garbage
+	// collector does not scan (a full table is 1M+ entries).
+	seen    map[uint64]struct{}
 	tripped bool
 }
 
@@ -240,7 +242,7 @@ func (s *Speaker) AddNeighbor(ctx context.Context, n Neighbor) error {
 		s.loads[n.Address] = &Load{Neighbor: n.Address, Expected: uint64(n.ExpectedPrefixes)}
 	}
 	if n.MaxPrefixes > 0 {
-		s.limits[n.Address] = &prefixLimit{max: int(n.MaxPrefixes), seen: map[netip.Prefix]struct{}{}}
+		s.limits[n.Address] = &prefixLimit{max: int(n.MaxPrefixes), seen: map[uint64]struct{}{}}
 	}
 	s.mu.Unlock()
 	s.log.Info("added BGP neighbour", "neighbor", n.Address, "asn", n.ASN, "max_prefixes", n.MaxPrefixes)
@@ -265,7 +267,7 @@ func (s *Speaker) onPeer(ev *apiutil.WatchEventMessage_PeerEvent, at time.Time) 
 	}
 	if lim := s.limits[st.NeighborAddress]; lim != nil && st.SessionState != bgp.BGP_FSM_ESTABLISHED {
 		// GoBGP drops the session's paths: count afresh on the next one.
-		lim.seen, lim.tripped = map[netip.Prefix]struct{}{}, false
+		lim.seen, lim.tripped = map[uint64]struct{}{}, false
 	}
 }
 
@@ -295,10 +297,10 @@ func (s *Speaker) onUpdate(paths []*apiutil.Path, _ time.Time) {
 			continue
 		}
 		if p.Withdrawal {
-			delete(lim.seen, nlri.Prefix)
+			delete(lim.seen, prefixKey(nlri.Prefix))
 			continue
 		}
-		lim.seen[nlri.Prefix] = struct{}{}
+		lim.seen[prefixKey(nlri.Prefix)] = struct{}{}
 		if len(lim.seen) > lim.max && !lim.tripped {
 			lim.tripped = true
 			peer := p.PeerAddress
@@ -311,6 +313,12 @@ func (s *Speaker) onUpdate(paths []*apiutil.Path, _ time.Time) {
 			}()
 		}
 	}
+}
+
+// prefixKey packs an IPv4 prefix as address << 8 | length.
+func prefixKey(p netip.Prefix) uint64 {
+	b := p.Addr().As4()
+	return uint64(b[0])<<32 | uint64(b[1])<<24 | uint64(b[2])<<16 | uint64(b[3])<<8 | uint64(p.Bits())
 }
 
 func fsmState(st bgp.FSMState) string {
