@@ -166,8 +166,10 @@ func consume(ctx context.Context, speaker *bgp.Speaker, table *fib.FIB, m *metri
 			if ev.EndOfRIB.IsValid() {
 				// Every change of the dump came before this event and is applied.
 				for _, l := range speaker.Loads() {
-					if l.Neighbor == ev.EndOfRIB && !l.EndOfRIB.IsZero() {
-						v := m.load.fibDone(l, time.Now())
+					if l.Neighbor != ev.EndOfRIB || l.EndOfRIB.IsZero() {
+						continue
+					}
+					if v, first := m.load.fibDone(l, time.Now()); first {
 						log.Info("BGP initial load complete: the dataplane holds the neighbour's table",
 							"neighbor", l.Neighbor, "prefixes", l.Received, "fib_routes", table.Stats().Routes,
 							"bgp_seconds", roundSeconds(l.EndOfRIB.Sub(l.Established)),

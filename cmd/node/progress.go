@@ -73,17 +73,22 @@ func (p *loadProgress) sample(loads []bgp.Load, now time.Time) {
 
 func loading(l bgp.Load) bool { return !l.Established.IsZero() && l.EndOfRIB.IsZero() }
 
-// fibDone records that the dataplane holds a neighbour's whole dump, returning its view.
-func (p *loadProgress) fibDone(l bgp.Load, now time.Time) loadView {
+// fibDone records that the dataplane holds a neighbour's whole dump, returning its
+// view; first is false when this session's dump was already done (a repeated
+// End-of-RIB changes nothing).
+func (p *loadProgress) fibDone(l bgp.Load, now time.Time) (v loadView, first bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	v := p.views[l.Neighbor]
-	if v == nil {
-		v = &loadView{}
-		p.views[l.Neighbor] = v
+	pv := p.views[l.Neighbor]
+	if pv == nil {
+		pv = &loadView{}
+		p.views[l.Neighbor] = pv
 	}
-	v.Load, v.FIBDone, v.Rate, v.ETA = l, now, 0, -1
-	return *v
+	if !pv.FIBDone.IsZero() && pv.Established.Equal(l.Established) {
+		return *pv, false
+	}
+	pv.Load, pv.FIBDone, pv.Rate, pv.ETA = l, now, 0, -1
+	return *pv, true
 }
 
 // snapshot returns every neighbour's view.

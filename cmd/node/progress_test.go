@@ -39,8 +39,12 @@ func TestLoadProgress(t *testing.T) {
 	// End-of-RIB applied: done, lag measured from GoBGP's End-of-RIB.
 	eor := t0.Add(11 * time.Second)
 	done := bgp.Load{Neighbor: n, Established: est, Received: 1_150_000, Expected: 1_150_000, EndOfRIB: eor}
-	if v := p.fibDone(done, eor.Add(300*time.Millisecond)); v.Lag() != 300*time.Millisecond || v.ETA != -1 {
-		t.Errorf("done: lag %v, eta %v; want 300ms, unknown", v.Lag(), v.ETA)
+	if v, first := p.fibDone(done, eor.Add(300*time.Millisecond)); !first || v.Lag() != 300*time.Millisecond || v.ETA != -1 {
+		t.Errorf("done: first %v, lag %v, eta %v; want true, 300ms, unknown", first, v.Lag(), v.ETA)
+	}
+	// A repeated End-of-RIB in the same session changes nothing.
+	if v, first := p.fibDone(done, eor.Add(time.Minute)); first || v.Lag() != 300*time.Millisecond {
+		t.Errorf("repeated End-of-RIB: first %v, lag %v; want false, 300ms", first, v.Lag())
 	}
 	p.sample([]bgp.Load{done}, t0.Add(15*time.Second))
 	if v := view(); v.FIBDone.IsZero() || v.ETA != -1 {
