@@ -242,13 +242,13 @@ func runConvergence(runs int) error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("| %d | %.1f s | %.1f s | %.2f s | %.1f s | %s | %.1f s | %.1f s | %s | %.2fx |\n", i+1, c.NodeBGP.Seconds(), c.NodeFIB.Seconds(), c.NodeLag.Seconds(),
+		fmt.Printf("| %d | %.1f s | %.1f s | %.3f ms | %.1f s | %s | %.1f s | %.1f s | %s | %.2fx |\n", i+1, c.NodeBGP.Seconds(), c.NodeFIB.Seconds(), float64(c.NodeLag.Microseconds())/1000,
 			c.NodeKernel.Seconds(), c.NodeRSS, c.BirdImport.Seconds(), c.BirdKernel.Seconds(), c.BirdRSS, c.Ratio())
 		nodeB, node_, lag, nodeK = append(nodeB, c.NodeBGP.Seconds()), append(node_, c.NodeFIB.Seconds()), append(lag, c.NodeLag.Seconds()), append(nodeK, c.NodeKernel.Seconds())
 		birdI, birdK = append(birdI, c.BirdImport.Seconds()), append(birdK, c.BirdKernel.Seconds())
 		ratio = append(ratio, c.Ratio())
 	}
-	fmt.Printf("| median | %.1f s | %.1f s | %.2f s | %.1f s | | %.1f s | %.1f s | | %.2fx |\n", bench.Median(nodeB), bench.Median(node_), bench.Median(lag), bench.Median(nodeK),
+	fmt.Printf("| median | %.1f s | %.1f s | %.3f ms | %.1f s | | %.1f s | %.1f s | | %.2fx |\n", bench.Median(nodeB), bench.Median(node_), bench.Median(lag)*1000, bench.Median(nodeK),
 		bench.Median(birdI), bench.Median(birdK), bench.Median(ratio))
 	return nil
 }
