@@ -118,7 +118,7 @@ type Speaker struct {
 // quadratic (2,500 routes/s after 100k here), so fibfleet counts the neighbour's
 // prefixes from the update stream instead and shuts the session down itself.
 type prefixLimit struct {
-	max     int
+	max int
 	// seen holds prefixes packed by prefixKey: a pointer-free map, which the garbage
 	// collector does not scan (a full table is 1M+ entries).
 	seen    map[uint64]struct{}
