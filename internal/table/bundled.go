@@ -12,6 +12,13 @@ func Real2026() ([]Route, error) { return open("testdata/ipv4-2026-06-19.fft.gz"
 // longer than /24.
 func CAIDA2016() ([]Route, error) { return open("testdata/ipv4-caida-2016-09-26.fft.gz") }
 
+// Real2026v6 is the full IPv6 table of 2026-06-19: 279,855 prefixes, none longer than /48.
+func Real2026v6() ([]Route, error) { return open("testdata/ipv6-2026-06-19.fft.gz") }
+
+// RIS2024v6 is RIPE RIS's IPv6 view of 2024-12-20, combined over all its peers: 256k
+// prefixes, ::/0 and some longer than /48 (seen by few peers) included.
+func RIS2024v6() ([]Route, error) { return open("testdata/ipv6-ris-2024-12-20.fft.gz") }
+
 func open(name string) ([]Route, error) {
 	f, err := bundled.Open(name)
 	if err != nil {

@@ -1,11 +1,12 @@
 // Package table reads and writes fibfleet's compact routing-table files and bundles
-// two real tables (see testdata/README.md), so tests, benchmarks and the lab run on
+// four real tables, two IPv4 and two IPv6 (see testdata/README.md), so tests, benchmarks and the lab run on
 // real data without ../shared.
 //
-// Format (gzip-compressed): the magic "FFT1", a uvarint route count, then per route,
-// sorted by address then length: the uvarint difference of its address (as a 32-bit
-// number) from the previous route's, one byte of prefix length, and a uvarint origin
-// AS (0: unknown).
+// Format (gzip-compressed): the magic "FFT1" (IPv4) or "FFT6" (IPv6), a uvarint route
+// count, then per route, sorted by address then length: the uvarint difference of its
+// address from the previous route's (IPv4: as a 32-bit number; IPv6: its top 64 bits,
+// followed by the low 64 bits as a uvarint, nearly always 0), one byte of prefix
+// length, and a uvarint origin AS (0: unknown).
 package table
 
 import (
@@ -26,7 +27,10 @@ type Route struct {
 	OriginAS uint32
 }
 
-const magic = "FFT1"
+const (
+	magic  = "FFT1"
+	magic6 = "FFT6"
+)
 
 // Read decodes a table file.
 func Read(r io.Reader) ([]Route, error) {
@@ -36,19 +40,25 @@ func Read(r io.Reader) ([]Route, error) {
 	}
 	br := bufio.NewReader(zr)
 	head := make([]byte, len(magic))
-	if _, err := io.ReadFull(br, head); err != nil || string(head) != magic {
-		return nil, errors.New("table: not a fibfleet table file (no FFT1 magic)")
+	if _, err := io.ReadFull(br, head); err != nil || string(head) != magic && string(head) != magic6 {
+		return nil, errors.New("table: not a fibfleet table file (no FFT1 or FFT6 magic)")
 	}
+	v6 := string(head) == magic6
 	n, err := binary.ReadUvarint(br)
 	if err != nil || n > 1<<26 {
 		return nil, fmt.Errorf("table: bad route count: %v", err)
 	}
 	out := make([]Route, 0, n)
-	var addr uint64
+	var addr, lo uint64
 	for i := uint64(0); i < n; i++ {
 		d, err := binary.ReadUvarint(br)
 		if err != nil {
 			return nil, fmt.Errorf("table: route %d: %w", i, err)
+		}
+		if v6 {
+			if lo, err = binary.ReadUvarint(br); err != nil {
+				return nil, fmt.Errorf("table: route %d: %w", i, err)
+			}
 		}
 		l, err := br.ReadByte()
 		if err != nil {
@@ -59,11 +69,19 @@ func Read(r io.Reader) ([]Route, error) {
 			return nil, fmt.Errorf("table: route %d: %w", i, err)
 		}
 		addr += d
-		if addr > 0xffffffff || l > 32 || as > 0xffffffff {
+		var p netip.Prefix
+		switch {
+		case as > 0xffffffff || !v6 && (addr > 0xffffffff || l > 32) || v6 && l > 128:
 			return nil, fmt.Errorf("table: route %d out of range", i)
+		case v6:
+			var b [16]byte
+			binary.BigEndian.PutUint64(b[:8], addr)
+			binary.BigEndian.PutUint64(b[8:], lo)
+			p = netip.PrefixFrom(netip.AddrFrom16(b), int(l))
+		default:
+			a := uint32(addr)
+			p = netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(a >> 24), byte(a >> 16), byte(a >> 8), byte(a)}), int(l))
 		}
-		a := uint32(addr)
-		p := netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(a >> 24), byte(a >> 16), byte(a >> 8), byte(a)}), int(l))
 		if p.Masked() != p {
 			return nil, fmt.Errorf("table: route %d: %s has host bits set", i, p)
 		}
@@ -82,17 +100,27 @@ func Write(w io.Writer, routes []Route) error {
 		return a.Prefix.Bits() - b.Prefix.Bits()
 	})
 	rs = slices.CompactFunc(rs, func(a, b Route) bool { return a.Prefix == b.Prefix })
+	v6 := len(rs) > 0 && rs[0].Prefix.Addr().Is6()
 	var buf bytes.Buffer
-	buf.WriteString(magic)
+	buf.WriteString(map[bool]string{false: magic, true: magic6}[v6])
 	buf.Write(binary.AppendUvarint(nil, uint64(len(rs))))
-	var prev uint32
+	var prev uint64
 	for _, r := range rs {
-		if !r.Prefix.Addr().Is4() {
-			return fmt.Errorf("table: %s is not IPv4", r.Prefix)
+		if r.Prefix.Addr().Is6() != v6 || r.Prefix.Addr().Is4In6() {
+			return fmt.Errorf("table: %s: a table holds IPv4 or IPv6 prefixes, not both", r.Prefix)
 		}
-		b := r.Prefix.Masked().Addr().As4()
-		a := binary.BigEndian.Uint32(b[:])
-		buf.Write(binary.AppendUvarint(nil, uint64(a-prev)))
+		var a, lo uint64
+		if v6 {
+			b := r.Prefix.Masked().Addr().As16()
+			a, lo = binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])
+		} else {
+			b := r.Prefix.Masked().Addr().As4()
+			a = uint64(binary.BigEndian.Uint32(b[:]))
+		}
+		buf.Write(binary.AppendUvarint(nil, a-prev))
+		if v6 {
+			buf.Write(binary.AppendUvarint(nil, lo))
+		}
 		buf.WriteByte(byte(r.Prefix.Bits()))
 		buf.Write(binary.AppendUvarint(nil, uint64(r.OriginAS)))
 		prev = a

@@ -16,6 +16,9 @@ func TestBundledTables(t *testing.T) {
 	}{
 		{"2026", Real2026, 1168945, 0, map[string]uint32{"1.1.1.0/24": 13335, "8.8.8.0/24": 15169, "193.0.0.0/21": 3333, "17.0.0.0/8": 714}},
 		{"2016", CAIDA2016, 656331, 11850, nil},
+		// IPv6: "longer" counts prefixes longer than /48.
+		{"2026v6", Real2026v6, 279855, 0, map[string]uint32{"2001::/32": 6939, "2000:b70:25::/48": 262191}},
+		{"ris2024v6", RIS2024v6, 256383, 8601, map[string]uint32{"::/0": 3204}},
 	} {
 		routes, err := c.load()
 		if err != nil {
@@ -24,7 +27,7 @@ func TestBundledTables(t *testing.T) {
 		longer := 0
 		byPrefix := map[netip.Prefix]uint32{}
 		for _, r := range routes {
-			if r.Prefix.Bits() > 24 {
+			if r.Prefix.Addr().Is4() && r.Prefix.Bits() > 24 || r.Prefix.Addr().Is6() && r.Prefix.Bits() > 48 {
 				longer++
 			}
 			byPrefix[r.Prefix] = r.OriginAS
@@ -67,5 +70,36 @@ func TestRoundTrip(t *testing.T) {
 	}
 	if _, err := Read(bytes.NewReader([]byte("not gzip"))); err == nil {
 		t.Error("garbage was read as a table")
+	}
+}
+
+func TestRoundTripIPv6(t *testing.T) {
+	in := []Route{
+		{netip.MustParsePrefix("2001:db8::/32"), 64500},
+		{netip.MustParsePrefix("::/0"), 0},
+		{netip.MustParsePrefix("2001:db8:0:0:8000::1/128"), 7}, // low 64 bits set
+		{netip.MustParsePrefix("2001:db8::/48"), 9},
+		{netip.MustParsePrefix("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ff00/120"), 4200000000},
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, in); err != nil {
+		t.Fatal(err)
+	}
+	out, err := Read(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Route{in[1], in[0], in[3], in[2], in[4]}
+	if len(out) != len(want) {
+		t.Fatalf("read %v, want %v", out, want)
+	}
+	for i := range want {
+		if out[i] != want[i] {
+			t.Fatalf("route %d: %v, want %v", i, out[i], want[i])
+		}
+	}
+	mixed := []Route{{netip.MustParsePrefix("10.0.0.0/8"), 1}, {netip.MustParsePrefix("2001:db8::/32"), 2}}
+	if err := Write(&buf, mixed); err == nil {
+		t.Error("a table mixing IPv4 and IPv6 was written")
 	}
 }
