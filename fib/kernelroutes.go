@@ -51,22 +51,24 @@ func NewKernelRoutes(tableID uint32) (*KernelRoutes, error) {
 func (k *KernelRoutes) Close() error { return unix.Close(k.fd) }
 
 func (k *KernelRoutes) msg(typ, flags int, p netip.Prefix, gw netip.Addr, ifindex int) error {
-	if !p.Addr().Is4() {
-		return fmt.Errorf("fib: kernel route %s: only IPv4 so far", p)
+	family := unix.AF_INET
+	if p.Addr().Is6() {
+		family = unix.AF_INET6
+	}
+	if gw.IsValid() && gw.Is6() != p.Addr().Is6() {
+		return fmt.Errorf("fib: kernel route %s via %s: the next hop must be of the prefix's family", p, gw)
 	}
 	req := nl.NewNetlinkRequest(typ, flags)
 	m := nl.NewRtMsg()
-	m.Family = unix.AF_INET
+	m.Family = uint8(family)
 	m.Dst_len = uint8(p.Bits())
 	m.Table = unix.RT_TABLE_UNSPEC
 	m.Protocol = rtprotBGP
 	req.AddData(m)
-	dst := p.Masked().Addr().As4()
-	req.AddData(nl.NewRtAttr(unix.RTA_DST, dst[:]))
+	req.AddData(nl.NewRtAttr(unix.RTA_DST, p.Masked().Addr().AsSlice()))
 	req.AddData(nl.NewRtAttr(unix.RTA_TABLE, binary.NativeEndian.AppendUint32(nil, k.table)))
 	if gw.IsValid() {
-		g := gw.As4()
-		req.AddData(nl.NewRtAttr(unix.RTA_GATEWAY, g[:]))
+		req.AddData(nl.NewRtAttr(unix.RTA_GATEWAY, gw.AsSlice()))
 	}
 	if ifindex > 0 {
 		req.AddData(nl.NewRtAttr(unix.RTA_OIF, binary.NativeEndian.AppendUint32(nil, uint32(ifindex))))

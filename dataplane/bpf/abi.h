@@ -85,6 +85,7 @@ struct iphdr {
 };
 
 #define AF_INET 2
+#define AF_INET6 10
 #define BPF_FIB_LOOKUP_SKIP_NEIGH (1U << 2)
 
 enum {

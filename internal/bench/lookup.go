@@ -138,6 +138,16 @@ func randomIn(rng *rand.Rand, p netip.Prefix) netip.Addr {
 	return netip.AddrFrom4([4]byte{byte(x >> 24), byte(x >> 16), byte(x >> 8), byte(x)})
 }
 
+func randomIn6(rng *rand.Rand, p netip.Prefix) netip.Addr {
+	b := p.Addr().As16()
+	for i := p.Bits(); i < 128; i++ {
+		if rng.IntN(2) == 1 {
+			b[i/8] |= 0x80 >> (i % 8)
+		}
+	}
+	return netip.AddrFrom16(b)
+}
+
 // Traces returns the two traces of the benchmark: uniform over the table (a random
 // route, then a random address in it) and Zipf (s = 1.1) over 10,000 such addresses.
 func Traces(routes []table.Route, n int, seed uint64) []Trace {

@@ -32,9 +32,13 @@ func main() {
 	pps := flag.Bool("pps", false, "measure forwarding through veth (packets per second) instead of lookups")
 	frames := flag.Int("frames", 1_000_000, "frames per forwarding measurement (with -pps)")
 	conv := flag.Bool("convergence", false, "measure full-table BGP convergence of the node against BIRD 2 instead")
+	v6 := flag.Bool("v6", false, "compare the IPv6 FIB candidates on the 2026 IPv6 table instead")
+	v6dir := flag.Int("v6-dir-bits", 16, "first-level bits of the IPv6 candidates (16 or 24)")
 	flag.Parse()
 	var err error
-	if *conv {
+	if *v6 {
+		err = run6(*n, *runs, *v6dir)
+	} else if *conv {
 		err = runConvergence(*runs)
 	} else if *pps {
 		err = runPPS(*which, *n, *runs, *frames, *png)
@@ -85,6 +89,38 @@ func run(which string, n, runs int, png string) error {
 	if png != "" {
 		return plotResults(res, png, fmt.Sprintf("IPv4 lookup, %d real prefixes (median of %d)", len(routes), runs))
 	}
+	return nil
+}
+
+func run6(n, runs, dirBits int) error {
+	routes, err := table.Real2026v6()
+	if err != nil {
+		return err
+	}
+	slog.Info("building the IPv6 candidates and loading the table into the kernel and an LPM trie", "routes", len(routes))
+	s, err := bench.NewLookupSetup6(routes, n, dirBits)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	res, err := s.Run(bench.Traces6(s.Routes, n, 1), runs)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\n%d IPv6 prefixes (2026), candidates with a %d-bit first level, %d lookups per trace, median of %d interleaved runs, ns per lookup (loop included)\n\n", len(s.Routes), dirBits, n, runs)
+	fmt.Println("| trace | mechanism | ns/lookup | runs | vs. bpf_fib_lookup |")
+	fmt.Println("|---|---|---|---|---|")
+	base := map[string]float64{}
+	for _, r := range res {
+		if r.Mechanism == dataplane.Mech6Kernel {
+			base[r.Trace] = r.Median
+		}
+	}
+	for _, r := range res {
+		fmt.Printf("| %s | %s | %.1f | %s | %.3fx |\n", r.Trace, r.Mechanism, r.Median, fmtRuns(r.Runs), r.Median/base[r.Trace])
+	}
+	fmt.Printf("\nMemory: stride %.1f MiB, compressed %.1f MiB (%d nodes). Build of both %v; kernel table via batched netlink %v; LPM trie %v\n",
+		float64(s.StrideBytes)/(1<<20), float64(s.CompressedBytes)/(1<<20), s.Nodes, s.BuildTime.Round(1e6), s.KernelLoad.Round(1e6), s.LPMLoad.Round(1e6))
 	return nil
 }
 

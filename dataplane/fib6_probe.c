@@ -1,0 +1,224 @@
+//go:build ignore
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * The IPv6 lookup probe (issue 4: choose the IPv6 FIB structure by measurement): runs
+ * a lookup mechanism over a trace of IPv6 destinations with bpf_loop inside one
+ * BPF_PROG_TEST_RUN, writing each answer to a result array, as fib4_probe.c does for
+ * IPv4. Candidates (built by internal/bench, v6cand.go), over the top 64 bits:
+ *   - stride: a 2^16-entry first level, then 1 KiB nodes of 256 u32 per 8 bits;
+ *   - compressed: the same trie Poptrie-style, 128-byte nodes of child and leaf
+ *     bitmaps (popcount) with consecutive children and leaves;
+ * and the references: a BPF LPM trie and bpf_fib_lookup(AF_INET6).
+ */
+#include "abi.h"
+#include "bpf_helpers.h"
+#include "bpf_endian.h"
+
+#define V6_NODE 0x40000000u
+
+/* Bits of the candidates' first level (16 or 24), set by the loader. */
+const volatile __u32 dir_bits = 16;
+
+struct probe6_args {
+	__u32 start; /* first trace index of this run */
+	__u32 count; /* lookups in this run */
+};
+
+struct row {
+	__u32 e[256];
+};
+
+struct line {
+	__u32 e[16];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct probe6_args);
+	__uint(max_entries, 1);
+} probe6_params SEC(".maps");
+
+/* Destinations, 64 per row (4 u32 each, network order), and answers, 256 per row. */
+#define ARRAY(name, value_t, n)                    \
+	struct {                                   \
+		__uint(type, BPF_MAP_TYPE_ARRAY);  \
+		__uint(map_flags, BPF_F_MMAPABLE); \
+		__type(key, __u32);                \
+		__type(value, value_t);            \
+		__uint(max_entries, n);            \
+	} name SEC(".maps")
+
+ARRAY(probe6_trace, struct row, 1);
+ARRAY(probe6_result, struct row, 1);
+ARRAY(s6_dir, struct row, 256);
+ARRAY(s6_nodes, struct row, 1);
+ARRAY(c6_dir, struct row, 256);
+ARRAY(c6_nodes, struct line, 1);
+ARRAY(c6_leaves, struct row, 1);
+
+struct lpm_key_v6 {
+	__u32 prefixlen;
+	__u32 addr[4];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct lpm_key_v6);
+	__type(value, __u32);
+	__uint(max_entries, 1 << 20);
+} probe6_lpm SEC(".maps");
+
+struct loop_ctx {
+	__u32 start;
+	struct xdp_md *xdp;
+};
+
+static __always_inline __u32 *slot(struct loop_ctx *c, __u32 i, __u32 **res)
+{
+	__u32 idx = c->start + i, trow = idx >> 6, rrow = idx >> 8;
+	struct row *t = bpf_map_lookup_elem(&probe6_trace, &trow);
+	struct row *r = bpf_map_lookup_elem(&probe6_result, &rrow);
+
+	if (!t || !r)
+		return 0;
+	*res = &r->e[idx & 0xff];
+	return &t->e[(idx & 63) * 4];
+}
+
+static __always_inline __u64 hi64(__u32 *a)
+{
+	return (__u64)bpf_ntohl(a[0]) << 32 | bpf_ntohl(a[1]);
+}
+
+static __always_inline __u32 dir_entry(void *dir, __u64 h)
+{
+	__u32 i = h >> (64 - dir_bits), k = i >> 8;
+	struct row *r = bpf_map_lookup_elem(dir, &k);
+
+	return r ? r->e[i & 0xff] : 0;
+}
+
+static __always_inline __u32 popcount64(__u64 x)
+{
+	x = x - ((x >> 1) & 0x5555555555555555ULL);
+	x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
+	return (x * 0x0101010101010101ULL) >> 56;
+}
+
+static long step_stride(__u32 i, void *data)
+{
+	__u32 *res, *a = slot(data, i, &res), e, n, k;
+	struct row *r;
+	__u64 h;
+
+	if (!a)
+		return 1;
+	h = hi64(a);
+	e = dir_entry(&s6_dir, h);
+	for (k = 0; k < 6 && (e & V6_NODE) && 8 * k + 8 + dir_bits <= 64; k++) {
+		n = e & ~V6_NODE;
+		r = bpf_map_lookup_elem(&s6_nodes, &n);
+		if (!r)
+			return 1;
+		e = r->e[(h >> (56 - dir_bits - 8 * k)) & 0xff];
+	}
+	*res = e;
+	return 0;
+}
+
+static long step_compressed(__u32 i, void *data)
+{
+	__u32 *res, *a = slot(data, i, &res), e, k, j, key, o, li;
+	struct line *l;
+	struct row *r;
+	__u64 h, mask, cvec, lvec;
+
+	if (!a)
+		return 1;
+	h = hi64(a);
+	e = dir_entry(&c6_dir, h);
+	for (k = 0; k < 6 && (e & V6_NODE) && 8 * k + 8 + dir_bits <= 64; k++) {
+		j = (h >> (56 - dir_bits - 8 * k)) & 0xff;
+		key = (e & ~V6_NODE) * 2 + (j >> 7);
+		l = bpf_map_lookup_elem(&c6_nodes, &key);
+		if (!l)
+			return 1;
+		o = (j >> 3) & 8; /* word (j >> 6) is group (j >> 6) & 1 of its line */
+		mask = (2ULL << (j & 63)) - 1;
+		cvec = (__u64)l->e[o + 1] << 32 | l->e[o];
+		if (cvec & (1ULL << (j & 63))) {
+			e = V6_NODE | (l->e[o + 4] + popcount64(cvec & mask) - 1);
+			continue;
+		}
+		lvec = (__u64)l->e[o + 3] << 32 | l->e[o + 2];
+		li = l->e[o + 5] + popcount64(lvec & mask) - 1;
+		key = li >> 8;
+		r = bpf_map_lookup_elem(&c6_leaves, &key);
+		if (!r)
+			return 1;
+		e = r->e[li & 0xff];
+	}
+	*res = e;
+	return 0;
+}
+
+static long step_lpm(__u32 i, void *data)
+{
+	struct lpm_key_v6 key = {.prefixlen = 128};
+	__u32 *res, *a = slot(data, i, &res), *v;
+
+	if (!a)
+		return 1;
+	__builtin_memcpy(key.addr, a, 16);
+	v = bpf_map_lookup_elem(&probe6_lpm, &key);
+	*res = v ? *v : 0;
+	return 0;
+}
+
+static long step_kernel(__u32 i, void *data)
+{
+	struct loop_ctx *c = data;
+	struct bpf_fib_lookup p = {};
+	__u32 *res, *a = slot(c, i, &res);
+	long rc;
+
+	if (!a)
+		return 1;
+	p.family = AF_INET6;
+	__builtin_memcpy(p.ipv6_dst, a, 16);
+	p.ifindex = c->xdp->ingress_ifindex;
+	rc = bpf_fib_lookup(c->xdp, &p, sizeof(p), BPF_FIB_LOOKUP_SKIP_NEIGH);
+	*res = rc == BPF_FIB_LKUP_RET_SUCCESS ? p.ifindex : 0;
+	return 0;
+}
+
+static __always_inline int run(struct xdp_md *ctx, void *step)
+{
+	__u32 zero = 0;
+	struct probe6_args *args = bpf_map_lookup_elem(&probe6_params, &zero);
+	struct loop_ctx c = {.xdp = ctx};
+
+	if (!args)
+		return XDP_ABORTED;
+	c.start = args->start;
+	if (bpf_loop(args->count, step, &c, 0) != args->count)
+		return XDP_ABORTED;
+	return XDP_PASS;
+}
+
+SEC("xdp")
+int probe6_stride(struct xdp_md *ctx) { return run(ctx, step_stride); }
+
+SEC("xdp")
+int probe6_compressed(struct xdp_md *ctx) { return run(ctx, step_compressed); }
+
+SEC("xdp")
+int probe6_lpm_trie(struct xdp_md *ctx) { return run(ctx, step_lpm); }
+
+SEC("xdp")
+int probe6_kernel_fib(struct xdp_md *ctx) { return run(ctx, step_kernel); }
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

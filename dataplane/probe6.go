@@ -1,0 +1,167 @@
+package dataplane
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/bits"
+	"net/netip"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+)
+
+// Mechanism6 is an IPv6 lookup the Probe6 can run.
+type Mechanism6 int
+
+const (
+	// Mech6Kernel is bpf_fib_lookup(AF_INET6) on the calling thread's network
+	// namespace (answers: egress ifindex, 0 when there is no route).
+	Mech6Kernel Mechanism6 = iota
+	// Mech6Stride is the stride-trie candidate: 1 KiB nodes of 256 entries.
+	Mech6Stride
+	// Mech6Compressed is the Poptrie-style candidate: bitmaps, popcount, leaves.
+	Mech6Compressed
+	// Mech6LPMTrie is a BPF LPM trie filled with LoadLPM.
+	Mech6LPMTrie
+)
+
+func (m Mechanism6) String() string {
+	return [...]string{"bpf_fib_lookup", "stride trie (16-8-8-8...)", "compressed trie (Poptrie-style)", "BPF LPM trie"}[m]
+}
+
+// V6Node marks an IPv6 candidate entry that points at a node; others are leaf values.
+const V6Node = 0x40000000
+
+// V6Image is an IPv6 FIB candidate's arrays: Dir (2^16 entries) and Nodes (u32s; 256
+// per stride node, 32 per compressed node), and for the compressed one Leaves.
+type V6Image struct {
+	Dir, Nodes, Leaves []uint32
+}
+
+// Probe6 runs IPv6 lookups over a trace inside BPF (bpf_loop in BPF_PROG_TEST_RUN),
+// to compare IPv6 FIB structures, each timed the same way, loop included.
+type Probe6 struct {
+	objs          fib6probeObjects
+	trace, result []uint32
+	mmaps         [][]byte
+}
+
+// NewProbe6 loads the probe for up to capacity addresses per Lookup with the stride
+// and compressed images in its maps (their first level: len(Dir) = 2^16 or 2^24).
+func NewProbe6(capacity int, stride, compressed V6Image) (*Probe6, error) {
+	spec, err := loadFib6probe()
+	if err != nil {
+		return nil, err
+	}
+	dirBits := bits.Len(uint(len(stride.Dir))) - 1
+	if len(stride.Dir) != len(compressed.Dir) || (dirBits != 16 && dirBits != 24) {
+		return nil, fmt.Errorf("dataplane: IPv6 candidates' first levels: %d and %d entries, want 2^16 or 2^24 both", len(stride.Dir), len(compressed.Dir))
+	}
+	if err := spec.Variables["dir_bits"].Set(uint32(dirBits)); err != nil {
+		return nil, err
+	}
+	rows := func(n, per int) uint32 { return uint32(max(1, (n+per-1)/per)) }
+	spec.Maps["probe6_trace"].MaxEntries = rows(capacity, 64)
+	spec.Maps["probe6_result"].MaxEntries = rows(capacity, 256)
+	spec.Maps["s6_dir"].MaxEntries = rows(len(stride.Dir), 256)
+	spec.Maps["c6_dir"].MaxEntries = rows(len(compressed.Dir), 256)
+	spec.Maps["s6_nodes"].MaxEntries = rows(len(stride.Nodes), 256)
+	spec.Maps["c6_nodes"].MaxEntries = rows(len(compressed.Nodes), 16)
+	spec.Maps["c6_leaves"].MaxEntries = rows(len(compressed.Leaves), 256)
+	p := &Probe6{}
+	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
+		return nil, fmt.Errorf("dataplane: load IPv6 lookup probe: %w", err)
+	}
+	fill := []struct {
+		m   *ebpf.Map
+		src []uint32
+		dst *[]uint32
+	}{
+		{p.objs.Probe6Trace, nil, &p.trace}, {p.objs.Probe6Result, nil, &p.result},
+		{p.objs.S6Dir, stride.Dir, nil}, {p.objs.S6Nodes, stride.Nodes, nil},
+		{p.objs.C6Dir, compressed.Dir, nil}, {p.objs.C6Nodes, compressed.Nodes, nil}, {p.objs.C6Leaves, compressed.Leaves, nil},
+	}
+	for _, f := range fill {
+		u, b, err := mmapU32(f.m)
+		if err != nil {
+			p.Close()
+			return nil, err
+		}
+		p.mmaps = append(p.mmaps, b)
+		if len(f.src) > len(u) {
+			p.Close()
+			return nil, fmt.Errorf("dataplane: %s holds %d entries, image has %d", f.m, len(u), len(f.src))
+		}
+		copy(u, f.src)
+		if f.dst != nil {
+			*f.dst = u
+		}
+	}
+	return p, nil
+}
+
+// Close frees the probe.
+func (p *Probe6) Close() error {
+	var errs []error
+	for _, b := range p.mmaps {
+		errs = append(errs, unix.Munmap(b))
+	}
+	p.mmaps = nil
+	errs = append(errs, p.objs.Close())
+	return errors.Join(errs...)
+}
+
+// LoadLPM fills the LPM trie reference with prefix -> value.
+func (p *Probe6) LoadLPM(prefixes []netip.Prefix, values []uint32) error {
+	keys := make([]fib6probeLpmKeyV6, len(prefixes))
+	for i, pf := range prefixes {
+		b := pf.Masked().Addr().As16()
+		keys[i].Prefixlen = uint32(pf.Bits())
+		for w := range 4 {
+			keys[i].Addr[w] = binary.NativeEndian.Uint32(b[4*w:])
+		}
+	}
+	for i := 0; i < len(keys); i += 1 << 16 {
+		j := min(i+1<<16, len(keys))
+		if _, err := p.objs.Probe6Lpm.BatchUpdate(keys[i:j], values[i:j], nil); err != nil {
+			return fmt.Errorf("dataplane: fill IPv6 LPM trie: %w", err)
+		}
+	}
+	return nil
+}
+
+// Lookup looks every address up with a mechanism, writing the answers to out, and
+// returns the time the kernel measured for all of them (loop overhead included).
+func (p *Probe6) Lookup(m Mechanism6, addrs []netip.Addr, out []uint32) (time.Duration, error) {
+	if 4*len(addrs) > len(p.trace) || len(out) < len(addrs) {
+		return 0, fmt.Errorf("dataplane: probe holds %d addresses, asked for %d (out %d)", len(p.trace)/4, len(addrs), len(out))
+	}
+	for i, a := range addrs {
+		b := a.As16()
+		for w := range 4 {
+			p.trace[4*i+w] = binary.NativeEndian.Uint32(b[4*w:])
+		}
+	}
+	prog := map[Mechanism6]*ebpf.Program{Mech6Kernel: p.objs.Probe6KernelFib, Mech6Stride: p.objs.Probe6Stride,
+		Mech6Compressed: p.objs.Probe6Compressed, Mech6LPMTrie: p.objs.Probe6LpmTrie}[m]
+	frame := make([]byte, 64)
+	var total time.Duration
+	for start := 0; start < len(addrs); start += probeChunk {
+		args := fib6probeProbe6Args{Start: uint32(start), Count: uint32(min(probeChunk, len(addrs)-start))}
+		if err := p.objs.Probe6Params.Put(uint32(0), &args); err != nil {
+			return 0, err
+		}
+		ret, d, err := prog.Benchmark(frame, 1, nil)
+		if err != nil {
+			return 0, fmt.Errorf("dataplane: run %s probe: %w", m, err)
+		}
+		if ret != 2 {
+			return 0, fmt.Errorf("dataplane: %s probe aborted (%d)", m, ret)
+		}
+		total += d
+	}
+	copy(out, p.result[:len(addrs)])
+	return total, nil
+}

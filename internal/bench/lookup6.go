@@ -1,0 +1,173 @@
+package bench
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"time"
+
+	"github.com/fibfleet/fibfleet/dataplane"
+	"github.com/fibfleet/fibfleet/internal/lab"
+	"github.com/fibfleet/fibfleet/internal/table"
+)
+
+// labNet6 is the benchmark namespace's own IPv6 link: table prefixes overlapping it
+// are left out, and the kernel's next hops are on it.
+var labNet6 = netip.MustParsePrefix("2001:db8:ffff::/48")
+
+func gw6For(v uint32) netip.Addr {
+	b := labNet6.Addr().As16()
+	b[14], b[15] = byte(v>>8), byte(v)
+	return netip.AddrFrom16(b)
+}
+
+// LookupSetup6 holds an IPv6 table loaded four ways: the two FIB candidates, a kernel
+// routing table in a namespace of its own (for bpf_fib_lookup) and a BPF LPM trie.
+type LookupSetup6 struct {
+	Routes []table.Route
+	// StrideBytes and CompressedBytes are the candidates' sizes; Nodes their node count.
+	StrideBytes, CompressedBytes, Nodes int
+	// Load times, for the report.
+	BuildTime, KernelLoad, LPMLoad time.Duration
+
+	lab   *lab.Lab
+	ns    *lab.Netns
+	probe *dataplane.Probe6
+}
+
+// NewLookupSetup6 loads routes up to /64 (and sizes the probe for traces of up to
+// traceLen), the candidates with a first level of dirBits (16 or 24).
+func NewLookupSetup6(all []table.Route, traceLen, dirBits int) (s *LookupSetup6, err error) {
+	s = &LookupSetup6{}
+	for _, r := range all {
+		if r.Prefix.Addr().Is6() && r.Prefix.Bits() <= 64 && !r.Prefix.Overlaps(labNet6) {
+			s.Routes = append(s.Routes, r)
+		}
+	}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	start := time.Now()
+	trie := buildV6Trie(s.Routes, v6Value, dirBits)
+	stride, comp := trie.Stride(), trie.Compressed()
+	s.BuildTime = time.Since(start)
+	s.StrideBytes, s.CompressedBytes, s.Nodes = imageBytes(stride), imageBytes(comp), trie.nodes
+	if s.probe, err = dataplane.NewProbe6(traceLen, stride, comp); err != nil {
+		return nil, err
+	}
+
+	if s.lab, err = lab.New(); err != nil {
+		return nil, err
+	}
+	if s.ns, err = s.lab.Netns("bench6"); err != nil {
+		return nil, err
+	}
+	if err = s.lab.Link(s.ns, "b0", "", s.ns, "b1", ""); err != nil {
+		return nil, err
+	}
+	// nodad: the address is usable at once. Forwarding on, or bpf_fib_lookup refuses.
+	if _, err = s.ns.Exec("ip", "-6", "addr", "add", gw6For(0xffff).String()+"/48", "dev", s.lab.If("b0"), "nodad"); err != nil {
+		return nil, err
+	}
+	if err = s.ns.Sysctl("net.ipv6.conf.all.forwarding", "1"); err != nil {
+		return nil, err
+	}
+	start = time.Now()
+	if err = installKernelRoutes(s.ns, s.lab.If("b0"), s.Routes, func(r table.Route) netip.Addr { return gw6For(v6Value(r)) }); err != nil {
+		return nil, fmt.Errorf("kernel table: %w", err)
+	}
+	s.KernelLoad = time.Since(start)
+
+	start = time.Now()
+	prefixes := make([]netip.Prefix, len(s.Routes))
+	values := make([]uint32, len(s.Routes))
+	for i, r := range s.Routes {
+		prefixes[i], values[i] = r.Prefix, v6Value(r)
+	}
+	if err = s.probe.LoadLPM(prefixes, values); err != nil {
+		return nil, err
+	}
+	s.LPMLoad = time.Since(start)
+	return s, nil
+}
+
+// Close removes everything the setup made.
+func (s *LookupSetup6) Close() {
+	if s.probe != nil {
+		s.probe.Close()
+	}
+	if s.lab != nil {
+		s.lab.Close()
+	}
+}
+
+// Traces6 returns the IPv6 traces: uniform over the table (a random prefix, a random
+// address in it) and Zipf (s = 1.1) over 10,000 such addresses.
+func Traces6(routes []table.Route, n int, seed uint64) []Trace {
+	rng := rand.New(rand.NewPCG(seed, 6))
+	uniform := make([]netip.Addr, n)
+	for i := range uniform {
+		uniform[i] = randomIn6(rng, routes[rng.IntN(len(routes))].Prefix)
+	}
+	hot := make([]netip.Addr, 10000)
+	for i := range hot {
+		hot[i] = randomIn6(rng, routes[rng.IntN(len(routes))].Prefix)
+	}
+	z := rand.NewZipf(rng, 1.1, 1, uint64(len(hot)-1))
+	zipf := make([]netip.Addr, n)
+	for i := range zipf {
+		zipf[i] = hot[z.Uint64()]
+	}
+	return []Trace{{"uniform", uniform}, {"zipf-10k", zipf}}
+}
+
+// Mechanisms6 are compared in this order; the kernel's is the baseline.
+var Mechanisms6 = []dataplane.Mechanism6{dataplane.Mech6Kernel, dataplane.Mech6Stride, dataplane.Mech6Compressed, dataplane.Mech6LPMTrie}
+
+// Result6 is the median of one IPv6 mechanism on one trace.
+type Result6 struct {
+	Trace     string
+	Mechanism dataplane.Mechanism6
+	Runs      []float64 // ns per lookup, in run order
+	Median    float64
+}
+
+// Run measures every mechanism on every trace, runs times, interleaved, and checks
+// that the candidates and the trie give the same answer for every address and the
+// kernel finds a route exactly where they do.
+func (s *LookupSetup6) Run(traces []Trace, runs int) ([]Result6, error) {
+	var results []Result6
+	for _, tr := range traces {
+		out := map[dataplane.Mechanism6][]uint32{}
+		per := map[dataplane.Mechanism6][]float64{}
+		for r := 0; r < runs; r++ {
+			for _, m := range Mechanisms6 {
+				if out[m] == nil {
+					out[m] = make([]uint32, len(tr.Addrs))
+				}
+				var d time.Duration
+				err := s.ns.Do(func() error { // bpf_fib_lookup reads this thread's namespace
+					var err error
+					d, err = s.probe.Lookup(m, tr.Addrs, out[m])
+					return err
+				})
+				if err != nil {
+					return nil, err
+				}
+				per[m] = append(per[m], float64(d.Nanoseconds())/float64(len(tr.Addrs)))
+			}
+		}
+		for i := range tr.Addrs {
+			st, c, l, k := out[dataplane.Mech6Stride][i], out[dataplane.Mech6Compressed][i], out[dataplane.Mech6LPMTrie][i], out[dataplane.Mech6Kernel][i]
+			if st != l || c != l || (l != 0) != (k != 0) {
+				return nil, fmt.Errorf("%s: %s: stride %d, compressed %d, LPM trie %d, kernel ifindex %d disagree", tr.Name, tr.Addrs[i], st, c, l, k)
+			}
+		}
+		for _, m := range Mechanisms6 {
+			results = append(results, Result6{Trace: tr.Name, Mechanism: m, Runs: per[m], Median: Median(per[m])})
+		}
+	}
+	return results, nil
+}

@@ -1,0 +1,45 @@
+package bench
+
+import (
+	"os"
+	"testing"
+
+	"github.com/fibfleet/fibfleet/dataplane"
+	"github.com/fibfleet/fibfleet/internal/table"
+)
+
+// BenchmarkLookup6 runs the IPv6 lookup comparison on the first 30,000 routes of the
+// 2026 IPv6 table with 64k-address traces: the full run is
+// `go run ./internal/bench/fibbench -v6`.
+func BenchmarkLookup6(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("needs root for BPF and namespaces")
+	}
+	routes, err := table.Real2026v6()
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := NewLookupSetup6(routes[:30_000], 1<<16, 16)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	traces := Traces6(s.Routes, 1<<16, 1)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		res, err := s.Run(traces, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if i == b.N-1 {
+			for _, r := range res {
+				b.ReportMetric(r.Median, "ns/lookup-"+r.Trace+"-"+shortName6(r.Mechanism))
+			}
+		}
+	}
+}
+
+func shortName6(m dataplane.Mechanism6) string {
+	return map[dataplane.Mechanism6]string{dataplane.Mech6Kernel: "kernel", dataplane.Mech6Stride: "stride",
+		dataplane.Mech6Compressed: "compressed", dataplane.Mech6LPMTrie: "lpm"}[m]
+}
