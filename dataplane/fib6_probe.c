@@ -13,6 +13,7 @@
 #include "abi.h"
 #include "bpf_helpers.h"
 #include "bpf_endian.h"
+#include "popcount.h"
 
 #define V6_NODE 0x40000000u
 
@@ -98,14 +99,6 @@ static __always_inline __u32 dir_entry(void *dir, __u64 h)
 	struct row *r = bpf_map_lookup_elem(dir, &k);
 
 	return r ? r->e[i & 0xff] : 0;
-}
-
-static __always_inline __u32 popcount64(__u64 x)
-{
-	x = x - ((x >> 1) & 0x5555555555555555ULL);
-	x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
-	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
-	return (x * 0x0101010101010101ULL) >> 56;
 }
 
 static long step_stride(__u32 i, void *data)

@@ -3,6 +3,8 @@
  * so tests and benchmarks run the production lookup code. */
 #pragma once
 
+#include "popcount.h"
+
 /*
  * The IPv4 FIB: DIR-24-8 as DPDK's rte_lpm, compiled by userspace (fib package) and
  * written through mmap with one atomic 32-bit store per entry, so a lookup always sees
@@ -96,15 +98,6 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } fib4_nodes SEC(".maps");
 
-/* BPF has no popcount instruction. */
-static __always_inline __u32 fib4_popcount(__u64 x)
-{
-	x = x - ((x >> 1) & 0x5555555555555555ULL);
-	x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
-	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
-	return (x * 0x0101010101010101ULL) >> 56;
-}
-
 /* fib4_tbl24_entry is the tbl24 value of a destination (host order), via fib4_dir. */
 static __always_inline __u32 fib4_tbl24_entry(__u32 a)
 {
@@ -129,7 +122,7 @@ static __always_inline __u32 fib4_tbl24_entry(__u32 a)
 	if (!l)
 		return 0;
 	vec = (__u64)l->e[2 * w + 1] << 32 | l->e[2 * w];
-	c = 8 + ((l->e[8] >> (8 * w)) & 0xff) + fib4_popcount(vec & ((2ULL << (i & 63)) - 1));
+	c = 8 + ((l->e[8] >> (8 * w)) & 0xff) + popcount64(vec & ((2ULL << (i & 63)) - 1));
 	n += c >> 4;
 	l = bpf_map_lookup_elem(&fib4_nodes, &n);
 	return l ? l->e[c & 15] : 0;

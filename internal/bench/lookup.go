@@ -148,17 +148,26 @@ func randomIn6(rng *rand.Rand, p netip.Prefix) netip.Addr {
 	return netip.AddrFrom16(b)
 }
 
-// Traces returns the two traces of the benchmark: uniform over the table (a random
-// route, then a random address in it) and Zipf (s = 1.1) over 10,000 such addresses.
+// Traces returns the two traces of the IPv4 benchmarks: uniform over the table (a
+// random route, then a random address in it) and Zipf (s = 1.1) over 10,000 such
+// addresses.
 func Traces(routes []table.Route, n int, seed uint64) []Trace {
-	rng := rand.New(rand.NewPCG(seed, 1))
+	return traces(rand.New(rand.NewPCG(seed, 1)), routes, n, randomIn)
+}
+
+// Traces6 returns the same two traces for an IPv6 table.
+func Traces6(routes []table.Route, n int, seed uint64) []Trace {
+	return traces(rand.New(rand.NewPCG(seed, 6)), routes, n, randomIn6)
+}
+
+func traces(rng *rand.Rand, routes []table.Route, n int, in func(*rand.Rand, netip.Prefix) netip.Addr) []Trace {
 	uniform := make([]netip.Addr, n)
 	for i := range uniform {
-		uniform[i] = randomIn(rng, routes[rng.IntN(len(routes))].Prefix)
+		uniform[i] = in(rng, routes[rng.IntN(len(routes))].Prefix)
 	}
 	hot := make([]netip.Addr, 10000)
 	for i := range hot {
-		hot[i] = randomIn(rng, routes[rng.IntN(len(routes))].Prefix)
+		hot[i] = in(rng, routes[rng.IntN(len(routes))].Prefix)
 	}
 	z := rand.NewZipf(rng, 1.1, 1, uint64(len(hot)-1))
 	zipf := make([]netip.Addr, n)
@@ -166,6 +175,31 @@ func Traces(routes []table.Route, n int, seed uint64) []Trace {
 		zipf[i] = hot[z.Uint64()]
 	}
 	return []Trace{{"uniform", uniform}, {"zipf-10k", zipf}}
+}
+
+// interleave runs every mechanism over a trace runs times, interleaved (each run
+// measures all mechanisms back to back), in ns, and returns each one's answers and
+// per-lookup times. lookup runs in ns, the namespace whose routes bpf_fib_lookup reads.
+func interleave[M comparable](ns *lab.Netns, tr Trace, runs int, mechs []M, lookup func(M, []netip.Addr, []uint32) (time.Duration, error)) (map[M][]uint32, map[M][]float64, error) {
+	out, per := map[M][]uint32{}, map[M][]float64{}
+	for r := 0; r < runs; r++ {
+		for _, m := range mechs {
+			if out[m] == nil {
+				out[m] = make([]uint32, len(tr.Addrs))
+			}
+			var d time.Duration
+			err := ns.Do(func() error {
+				var err error
+				d, err = lookup(m, tr.Addrs, out[m])
+				return err
+			})
+			if err != nil {
+				return nil, nil, err
+			}
+			per[m] = append(per[m], float64(d.Nanoseconds())/float64(len(tr.Addrs)))
+		}
+	}
+	return out, per, nil
 }
 
 // Mechanisms are compared in this order; the kernel's is the baseline.
@@ -186,24 +220,9 @@ type Result struct {
 func (s *LookupSetup) Run(traces []Trace, runs int) ([]Result, error) {
 	var results []Result
 	for _, tr := range traces {
-		out := map[dataplane.Mechanism][]uint32{}
-		per := map[dataplane.Mechanism][]float64{}
-		for r := 0; r < runs; r++ {
-			for _, m := range Mechanisms {
-				if out[m] == nil {
-					out[m] = make([]uint32, len(tr.Addrs))
-				}
-				var d time.Duration
-				err := s.ns.Do(func() error { // bpf_fib_lookup reads this thread's namespace
-					var err error
-					d, err = s.probe.Lookup(m, tr.Addrs, out[m])
-					return err
-				})
-				if err != nil {
-					return nil, err
-				}
-				per[m] = append(per[m], float64(d.Nanoseconds())/float64(len(tr.Addrs)))
-			}
+		out, per, err := interleave(s.ns, tr, runs, Mechanisms, s.probe.Lookup)
+		if err != nil {
+			return nil, err
 		}
 		for i := range tr.Addrs {
 			f, d, k, l := out[dataplane.MechFIB4][i], out[dataplane.MechTbl24][i], out[dataplane.MechKernel][i], out[dataplane.MechLPMTrie][i]

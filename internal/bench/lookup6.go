@@ -2,7 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"net/netip"
 	"time"
 
@@ -103,26 +102,6 @@ func (s *LookupSetup6) Close() {
 	}
 }
 
-// Traces6 returns the IPv6 traces: uniform over the table (a random prefix, a random
-// address in it) and Zipf (s = 1.1) over 10,000 such addresses.
-func Traces6(routes []table.Route, n int, seed uint64) []Trace {
-	rng := rand.New(rand.NewPCG(seed, 6))
-	uniform := make([]netip.Addr, n)
-	for i := range uniform {
-		uniform[i] = randomIn6(rng, routes[rng.IntN(len(routes))].Prefix)
-	}
-	hot := make([]netip.Addr, 10000)
-	for i := range hot {
-		hot[i] = randomIn6(rng, routes[rng.IntN(len(routes))].Prefix)
-	}
-	z := rand.NewZipf(rng, 1.1, 1, uint64(len(hot)-1))
-	zipf := make([]netip.Addr, n)
-	for i := range zipf {
-		zipf[i] = hot[z.Uint64()]
-	}
-	return []Trace{{"uniform", uniform}, {"zipf-10k", zipf}}
-}
-
 // Mechanisms6 are compared in this order; the kernel's is the baseline.
 var Mechanisms6 = []dataplane.Mechanism6{dataplane.Mech6Kernel, dataplane.Mech6Stride, dataplane.Mech6Compressed, dataplane.Mech6LPMTrie}
 
@@ -140,24 +119,9 @@ type Result6 struct {
 func (s *LookupSetup6) Run(traces []Trace, runs int) ([]Result6, error) {
 	var results []Result6
 	for _, tr := range traces {
-		out := map[dataplane.Mechanism6][]uint32{}
-		per := map[dataplane.Mechanism6][]float64{}
-		for r := 0; r < runs; r++ {
-			for _, m := range Mechanisms6 {
-				if out[m] == nil {
-					out[m] = make([]uint32, len(tr.Addrs))
-				}
-				var d time.Duration
-				err := s.ns.Do(func() error { // bpf_fib_lookup reads this thread's namespace
-					var err error
-					d, err = s.probe.Lookup(m, tr.Addrs, out[m])
-					return err
-				})
-				if err != nil {
-					return nil, err
-				}
-				per[m] = append(per[m], float64(d.Nanoseconds())/float64(len(tr.Addrs)))
-			}
+		out, per, err := interleave(s.ns, tr, runs, Mechanisms6, s.probe.Lookup)
+		if err != nil {
+			return nil, err
 		}
 		for i := range tr.Addrs {
 			st, c, l, k := out[dataplane.Mech6Stride][i], out[dataplane.Mech6Compressed][i], out[dataplane.Mech6LPMTrie][i], out[dataplane.Mech6Kernel][i]
