@@ -17,8 +17,9 @@
 
 #define V6_NODE 0x40000000u
 
-/* Bits of the candidates' first level (16 or 24), set by the loader. */
-const volatile __u32 dir_bits = 16;
+/* The candidates' strides: the first level's bits, then each node level's (0 after
+ * the last; they sum to 64). Set by the loader. */
+const volatile __u32 strides[8] = {16, 8, 8, 8, 8, 8, 8};
 
 struct probe6_args {
 	__u32 start; /* first trace index of this run */
@@ -95,7 +96,7 @@ static __always_inline __u64 hi64(__u32 *a)
 
 static __always_inline __u32 dir_entry(void *dir, __u64 h)
 {
-	__u32 i = h >> (64 - dir_bits), k = i >> 8;
+	__u32 i = h >> (64 - strides[0]), k = i >> 8;
 	struct row *r = bpf_map_lookup_elem(dir, &k);
 
 	return r ? r->e[i & 0xff] : 0;
@@ -103,7 +104,7 @@ static __always_inline __u32 dir_entry(void *dir, __u64 h)
 
 static long step_stride(__u32 i, void *data)
 {
-	__u32 *res, *a = slot(data, i, &res), e, n, k;
+	__u32 *res, *a = slot(data, i, &res), e, n, k, end = strides[0], st;
 	struct row *r;
 	__u64 h;
 
@@ -111,12 +112,17 @@ static long step_stride(__u32 i, void *data)
 		return 1;
 	h = hi64(a);
 	e = dir_entry(&s6_dir, h);
-	for (k = 0; k < 6 && (e & V6_NODE) && 8 * k + 8 + dir_bits <= 64; k++) {
-		n = e & ~V6_NODE;
-		r = bpf_map_lookup_elem(&s6_nodes, &n);
+	for (k = 1; k < 8 && (e & V6_NODE); k++) {
+		st = strides[k];
+		end += st;
+		if (!st || end > 64)
+			return 1;
+		n = (e & ~V6_NODE) * 256 + ((h >> (64 - end)) & ((1U << st) - 1));
+		i = n >> 8;
+		r = bpf_map_lookup_elem(&s6_nodes, &i);
 		if (!r)
 			return 1;
-		e = r->e[(h >> (56 - dir_bits - 8 * k)) & 0xff];
+		e = r->e[n & 0xff];
 	}
 	*res = e;
 	return 0;
@@ -124,7 +130,7 @@ static long step_stride(__u32 i, void *data)
 
 static long step_compressed(__u32 i, void *data)
 {
-	__u32 *res, *a = slot(data, i, &res), e, k, j, key, o, li;
+	__u32 *res, *a = slot(data, i, &res), e, k, j, g, key, o, li, end = strides[0], st;
 	struct line *l;
 	struct row *r;
 	__u64 h, mask, cvec, lvec;
@@ -133,17 +139,23 @@ static long step_compressed(__u32 i, void *data)
 		return 1;
 	h = hi64(a);
 	e = dir_entry(&c6_dir, h);
-	for (k = 0; k < 6 && (e & V6_NODE) && 8 * k + 8 + dir_bits <= 64; k++) {
-		j = (h >> (56 - dir_bits - 8 * k)) & 0xff;
-		key = (e & ~V6_NODE) * 2 + (j >> 7);
+	for (k = 1; k < 7 && (e & V6_NODE); k++) {
+		st = strides[k];
+		end += st;
+		if (!st || end > 64)
+			return 1;
+		j = (h >> (64 - end)) & ((1U << st) - 1);
+		g = (e & ~V6_NODE) + (j >> 6); /* the 32-byte group of j's word */
+		key = g >> 1;
 		l = bpf_map_lookup_elem(&c6_nodes, &key);
 		if (!l)
 			return 1;
-		o = (j >> 3) & 8; /* word (j >> 6) is group (j >> 6) & 1 of its line */
+		o = (g & 1) * 8;
 		mask = (2ULL << (j & 63)) - 1;
 		cvec = (__u64)l->e[o + 1] << 32 | l->e[o];
 		if (cvec & (1ULL << (j & 63))) {
-			e = V6_NODE | (l->e[o + 4] + popcount64(cvec & mask) - 1);
+			/* Children are consecutive, each (1 << next stride) / 64 groups. */
+			e = V6_NODE | (l->e[o + 4] + (popcount64(cvec & mask) - 1) * ((1U << strides[k + 1]) >> 6));
 			continue;
 		}
 		lvec = (__u64)l->e[o + 3] << 32 | l->e[o + 2];

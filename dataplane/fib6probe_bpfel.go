@@ -52,7 +52,7 @@ const (
 	fib6probeProgProbe6KernelFib  = "probe6_kernel_fib"
 	fib6probeProgProbe6LpmTrie    = "probe6_lpm_trie"
 	fib6probeProgProbe6Stride     = "probe6_stride"
-	fib6probeVarDirBits           = "dir_bits"
+	fib6probeVarStrides           = "strides"
 )
 
 // loadFib6probe returns the embedded CollectionSpec for fib6probe.
@@ -122,7 +122,7 @@ type fib6probeMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type fib6probeVariableSpecs struct {
-	DirBits *ebpf.VariableSpec `ebpf:"dir_bits"`
+	Strides *ebpf.VariableSpec `ebpf:"strides"`
 }
 
 // fib6probeObjects contains all objects after they have been loaded into the kernel.
@@ -174,7 +174,7 @@ func (m *fib6probeMaps) Close() error {
 //
 // It can be passed to loadFib6probeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type fib6probeVariables struct {
-	DirBits *ebpf.Variable `ebpf:"dir_bits"`
+	Strides *ebpf.Variable `ebpf:"strides"`
 }
 
 // fib6probePrograms contains all programs after they have been loaded into the kernel.

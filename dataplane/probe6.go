@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math/bits"
+	"slices"
 	"net/netip"
 	"time"
 
@@ -34,9 +34,12 @@ func (m Mechanism6) String() string {
 // V6Node marks an IPv6 candidate entry that points at a node; others are leaf values.
 const V6Node = 0x40000000
 
-// V6Image is an IPv6 FIB candidate's arrays: Dir (2^16 entries) and Nodes (u32s; 256
-// per stride node, 32 per compressed node), and for the compressed one Leaves.
+// V6Image is an IPv6 FIB candidate: Strides (the first level's bits, then each node
+// level's; they sum to 64), Dir (2^Strides[0] entries), Nodes (u32s: 2^stride per
+// stride-trie node, 8 per 64 positions of a compressed node) and, for the compressed
+// trie, Leaves.
 type V6Image struct {
+	Strides            []int
 	Dir, Nodes, Leaves []uint32
 }
 
@@ -55,11 +58,22 @@ func NewProbe6(capacity int, stride, compressed V6Image) (*Probe6, error) {
 	if err != nil {
 		return nil, err
 	}
-	dirBits := bits.Len(uint(len(stride.Dir))) - 1
-	if len(stride.Dir) != len(compressed.Dir) || (dirBits != 16 && dirBits != 24) {
-		return nil, fmt.Errorf("dataplane: IPv6 candidates' first levels: %d and %d entries, want 2^16 or 2^24 both", len(stride.Dir), len(compressed.Dir))
+	if !slices.Equal(stride.Strides, compressed.Strides) || len(stride.Strides) > 8 {
+		return nil, fmt.Errorf("dataplane: IPv6 candidates' strides %v and %v: want the same, at most 8 levels", stride.Strides, compressed.Strides)
 	}
-	if err := spec.Variables["dir_bits"].Set(uint32(dirBits)); err != nil {
+	var strides [8]uint32
+	sum := 0
+	for i, st := range stride.Strides {
+		strides[i] = uint32(st)
+		sum += st
+		if st < 6 || st > 24 || i > 0 && st%8 != 0 {
+			return nil, fmt.Errorf("dataplane: IPv6 candidate stride %d: use 8, 16 or 24 bits (the first level 6 to 24)", st)
+		}
+	}
+	if sum != 64 {
+		return nil, fmt.Errorf("dataplane: IPv6 candidate strides %v sum to %d, want 64", stride.Strides, sum)
+	}
+	if err := spec.Variables["strides"].Set(strides); err != nil {
 		return nil, err
 	}
 	rows := func(n, per int) uint32 { return uint32(max(1, (n+per-1)/per)) }

@@ -35,8 +35,8 @@ type LookupSetup6 struct {
 }
 
 // NewLookupSetup6 loads routes up to /64 (and sizes the probe for traces of up to
-// traceLen), the candidates with a first level of dirBits (16 or 24).
-func NewLookupSetup6(all []table.Route, traceLen, dirBits int) (s *LookupSetup6, err error) {
+// traceLen), the candidates with the given strides (see v6cand.go).
+func NewLookupSetup6(all []table.Route, traceLen int, strides []int) (s *LookupSetup6, err error) {
 	s = &LookupSetup6{}
 	for _, r := range all {
 		if r.Prefix.Addr().Is6() && r.Prefix.Bits() <= 64 && !r.Prefix.Overlaps(labNet6) {
@@ -49,7 +49,7 @@ func NewLookupSetup6(all []table.Route, traceLen, dirBits int) (s *LookupSetup6,
 		}
 	}()
 	start := time.Now()
-	trie := buildV6Trie(s.Routes, v6Value, dirBits)
+	trie := buildV6Trie(s.Routes, v6Value, strides)
 	stride, comp := trie.Stride(), trie.Compressed()
 	s.BuildTime = time.Since(start)
 	s.StrideBytes, s.CompressedBytes, s.Nodes = imageBytes(stride), imageBytes(comp), trie.nodes

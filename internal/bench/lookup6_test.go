@@ -19,7 +19,7 @@ func BenchmarkLookup6(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := NewLookupSetup6(routes[:30_000], 1<<16, 16)
+	s, err := NewLookupSetup6(routes[:30_000], 1<<16, V6Layouts[0])
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -50,8 +50,8 @@ func TestV6Candidates(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, dirBits := range []int{16, 24} {
-			trie := buildV6Trie(routes, v6Value, dirBits)
+		for _, layout := range V6Layouts {
+			trie := buildV6Trie(routes, v6Value, layout)
 			ref := newRefLPM6(routes, v6Value)
 			stride, comp := trie.Stride(), trie.Compressed()
 			rng := rand.New(rand.NewPCG(1, 6))
@@ -78,7 +78,7 @@ func TestV6Candidates(t *testing.T) {
 					t.Fatalf("%s: %s: compressed %d, reference %d", c.name, a, got, want)
 				}
 			}
-			t.Logf("%s, first level %d bits: %d routes, %d nodes; stride %.1f MiB, compressed %.1f MiB (%d leaves)", c.name, dirBits, len(routes), trie.nodes,
+			t.Logf("%s, strides %v: %d routes, %d nodes; stride %.1f MiB, compressed %.1f MiB (%d leaves)", c.name, layout, len(routes), trie.nodes,
 				float64(imageBytes(stride))/(1<<20), float64(imageBytes(comp))/(1<<20), len(comp.Leaves))
 		}
 	}

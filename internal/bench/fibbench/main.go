@@ -33,11 +33,11 @@ func main() {
 	frames := flag.Int("frames", 1_000_000, "frames per forwarding measurement (with -pps)")
 	conv := flag.Bool("convergence", false, "measure full-table BGP convergence of the node against BIRD 2 instead")
 	v6 := flag.Bool("v6", false, "compare the IPv6 FIB candidates on the 2026 IPv6 table instead")
-	v6dir := flag.Int("v6-dir-bits", 16, "first-level bits of the IPv6 candidates (16 or 24)")
+	v6layout := flag.Int("v6-layout", 0, "stride layout of the IPv6 candidates: 0 (16,8,8,...), 1 (24,8,...) or 2 (16,16,8,...)")
 	flag.Parse()
 	var err error
 	if *v6 {
-		err = run6(*n, *runs, *v6dir)
+		err = run6(*n, *runs, *v6layout)
 	} else if *conv {
 		err = runConvergence(*runs)
 	} else if *pps {
@@ -92,13 +92,17 @@ func run(which string, n, runs int, png string) error {
 	return nil
 }
 
-func run6(n, runs, dirBits int) error {
+func run6(n, runs, layout int) error {
+	if layout < 0 || layout >= len(bench.V6Layouts) {
+		return fmt.Errorf("-v6-layout %d: use 0 to %d", layout, len(bench.V6Layouts)-1)
+	}
+	strides := bench.V6Layouts[layout]
 	routes, err := table.Real2026v6()
 	if err != nil {
 		return err
 	}
 	slog.Info("building the IPv6 candidates and loading the table into the kernel and an LPM trie", "routes", len(routes))
-	s, err := bench.NewLookupSetup6(routes, n, dirBits)
+	s, err := bench.NewLookupSetup6(routes, n, strides)
 	if err != nil {
 		return err
 	}
@@ -107,7 +111,7 @@ func run6(n, runs, dirBits int) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("\n%d IPv6 prefixes (2026), candidates with a %d-bit first level, %d lookups per trace, median of %d interleaved runs, ns per lookup (loop included)\n\n", len(s.Routes), dirBits, n, runs)
+	fmt.Printf("\n%d IPv6 prefixes (2026), candidates with strides %v, %d lookups per trace, median of %d interleaved runs, ns per lookup (loop included)\n\n", len(s.Routes), strides, n, runs)
 	fmt.Println("| trace | mechanism | ns/lookup | runs | vs. bpf_fib_lookup |")
 	fmt.Println("|---|---|---|---|---|")
 	base := map[string]float64{}
