@@ -4,8 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/cilium/ebpf"
