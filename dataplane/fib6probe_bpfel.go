@@ -51,6 +51,7 @@ const (
 	fib6probeProgProbe6Compressed = "probe6_compressed"
 	fib6probeProgProbe6KernelFib  = "probe6_kernel_fib"
 	fib6probeProgProbe6LpmTrie    = "probe6_lpm_trie"
+	fib6probeProgProbe6Null       = "probe6_null"
 	fib6probeProgProbe6Stride     = "probe6_stride"
 	fib6probeVarStrides           = "strides"
 )
@@ -100,6 +101,7 @@ type fib6probeProgramSpecs struct {
 	Probe6Compressed *ebpf.ProgramSpec `ebpf:"probe6_compressed"`
 	Probe6KernelFib  *ebpf.ProgramSpec `ebpf:"probe6_kernel_fib"`
 	Probe6LpmTrie    *ebpf.ProgramSpec `ebpf:"probe6_lpm_trie"`
+	Probe6Null       *ebpf.ProgramSpec `ebpf:"probe6_null"`
 	Probe6Stride     *ebpf.ProgramSpec `ebpf:"probe6_stride"`
 }
 
@@ -184,6 +186,7 @@ type fib6probePrograms struct {
 	Probe6Compressed *ebpf.Program `ebpf:"probe6_compressed"`
 	Probe6KernelFib  *ebpf.Program `ebpf:"probe6_kernel_fib"`
 	Probe6LpmTrie    *ebpf.Program `ebpf:"probe6_lpm_trie"`
+	Probe6Null       *ebpf.Program `ebpf:"probe6_null"`
 	Probe6Stride     *ebpf.Program `ebpf:"probe6_stride"`
 }
 
@@ -192,6 +195,7 @@ func (p *fib6probePrograms) Close() error {
 		p.Probe6Compressed,
 		p.Probe6KernelFib,
 		p.Probe6LpmTrie,
+		p.Probe6Null,
 		p.Probe6Stride,
 	)
 }

@@ -25,10 +25,13 @@ const (
 	Mech6Compressed
 	// Mech6LPMTrie is a BPF LPM trie filled with LoadLPM.
 	Mech6LPMTrie
+	// Mech6Loop is the loop alone (answers: the address's first word): the floor
+	// included in every other figure.
+	Mech6Loop
 )
 
 func (m Mechanism6) String() string {
-	return [...]string{"bpf_fib_lookup", "stride trie (16-8-8-8...)", "compressed trie (Poptrie-style)", "BPF LPM trie"}[m]
+	return [...]string{"bpf_fib_lookup", "stride trie", "compressed trie (Poptrie-style)", "BPF LPM trie", "loop alone (floor)"}[m]
 }
 
 // V6Node marks an IPv6 candidate entry that points at a node; others are leaf values.
@@ -159,7 +162,7 @@ func (p *Probe6) Lookup(m Mechanism6, addrs []netip.Addr, out []uint32) (time.Du
 		}
 	}
 	prog := map[Mechanism6]*ebpf.Program{Mech6Kernel: p.objs.Probe6KernelFib, Mech6Stride: p.objs.Probe6Stride,
-		Mech6Compressed: p.objs.Probe6Compressed, Mech6LPMTrie: p.objs.Probe6LpmTrie}[m]
+		Mech6Compressed: p.objs.Probe6Compressed, Mech6LPMTrie: p.objs.Probe6LpmTrie, Mech6Loop: p.objs.Probe6Null}[m]
 	frame := make([]byte, 64)
 	var total time.Duration
 	for start := 0; start < len(addrs); start += probeChunk {

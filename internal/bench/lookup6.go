@@ -103,7 +103,7 @@ func (s *LookupSetup6) Close() {
 }
 
 // Mechanisms6 are compared in this order; the kernel's is the baseline.
-var Mechanisms6 = []dataplane.Mechanism6{dataplane.Mech6Kernel, dataplane.Mech6Stride, dataplane.Mech6Compressed, dataplane.Mech6LPMTrie}
+var Mechanisms6 = []dataplane.Mechanism6{dataplane.Mech6Kernel, dataplane.Mech6Stride, dataplane.Mech6Compressed, dataplane.Mech6LPMTrie, dataplane.Mech6Loop}
 
 // Result6 is the median of one IPv6 mechanism on one trace.
 type Result6 struct {

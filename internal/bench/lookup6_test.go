@@ -41,5 +41,5 @@ func BenchmarkLookup6(b *testing.B) {
 
 func shortName6(m dataplane.Mechanism6) string {
 	return map[dataplane.Mechanism6]string{dataplane.Mech6Kernel: "kernel", dataplane.Mech6Stride: "stride",
-		dataplane.Mech6Compressed: "compressed", dataplane.Mech6LPMTrie: "lpm"}[m]
+		dataplane.Mech6Compressed: "compressed", dataplane.Mech6LPMTrie: "lpm", dataplane.Mech6Loop: "loop"}[m]
 }
