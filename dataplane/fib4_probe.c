@@ -11,19 +11,8 @@
 #include "abi.h"
 #include "bpf_helpers.h"
 #include "bpf_endian.h"
+#include "probe_loop.h"
 #include "fib4.h"
-
-struct probe_args {
-	__u32 start; /* first trace index of this run */
-	__u32 count; /* lookups in this run */
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, __u32);
-	__type(value, struct probe_args);
-	__uint(max_entries, 1);
-} probe_params SEC(".maps");
 
 /* Destinations (network order) and answers, 256 per row; sized by the loader. */
 struct {
@@ -55,11 +44,6 @@ struct {
 	__type(value, __u32);
 	__uint(max_entries, 1 << 21);
 } probe_lpm SEC(".maps");
-
-struct loop_ctx {
-	__u32 start;
-	struct xdp_md *xdp;
-};
 
 static __always_inline __be32 *slot(struct loop_ctx *c, __u32 i, __u32 **res)
 {
@@ -137,20 +121,6 @@ static long step_kernel(__u32 i, void *data)
 	rc = bpf_fib_lookup(c->xdp, &p, sizeof(p), BPF_FIB_LOOKUP_SKIP_NEIGH);
 	*res = rc == BPF_FIB_LKUP_RET_SUCCESS ? p.ifindex : 0;
 	return 0;
-}
-
-static __always_inline int run(struct xdp_md *ctx, void *step)
-{
-	__u32 zero = 0;
-	struct probe_args *args = bpf_map_lookup_elem(&probe_params, &zero);
-	struct loop_ctx c = {.xdp = ctx};
-
-	if (!args)
-		return XDP_ABORTED;
-	c.start = args->start;
-	if (bpf_loop(args->count, step, &c, 0) != args->count)
-		return XDP_ABORTED;
-	return XDP_PASS;
 }
 
 SEC("xdp")

@@ -13,6 +13,7 @@
 #include "abi.h"
 #include "bpf_helpers.h"
 #include "bpf_endian.h"
+#include "probe_loop.h"
 #include "popcount.h"
 
 #define V6_NODE 0x40000000u
@@ -21,11 +22,6 @@
  * the last; they sum to 64). Set by the loader. */
 const volatile __u32 strides[8] = {16, 8, 8, 8, 8, 8, 8};
 
-struct probe6_args {
-	__u32 start; /* first trace index of this run */
-	__u32 count; /* lookups in this run */
-};
-
 struct row {
 	__u32 e[256];
 };
@@ -33,13 +29,6 @@ struct row {
 struct line {
 	__u32 e[16];
 };
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, __u32);
-	__type(value, struct probe6_args);
-	__uint(max_entries, 1);
-} probe6_params SEC(".maps");
 
 /* Destinations, 64 per row (4 u32 each, network order), and answers, 256 per row. */
 #define ARRAY(name, value_t, n)                    \
@@ -71,11 +60,6 @@ struct {
 	__type(value, __u32);
 	__uint(max_entries, 1 << 20);
 } probe6_lpm SEC(".maps");
-
-struct loop_ctx {
-	__u32 start;
-	struct xdp_md *xdp;
-};
 
 static __always_inline __u32 *slot(struct loop_ctx *c, __u32 i, __u32 **res)
 {
@@ -210,20 +194,6 @@ static long step_kernel(__u32 i, void *data)
 	rc = bpf_fib_lookup(c->xdp, &p, sizeof(p), BPF_FIB_LOOKUP_SKIP_NEIGH);
 	*res = rc == BPF_FIB_LKUP_RET_SUCCESS ? p.ifindex : 0;
 	return 0;
-}
-
-static __always_inline int run(struct xdp_md *ctx, void *step)
-{
-	__u32 zero = 0;
-	struct probe6_args *args = bpf_map_lookup_elem(&probe6_params, &zero);
-	struct loop_ctx c = {.xdp = ctx};
-
-	if (!args)
-		return XDP_ABORTED;
-	c.start = args->start;
-	if (bpf_loop(args->count, step, &c, 0) != args->count)
-		return XDP_ABORTED;
-	return XDP_PASS;
 }
 
 SEC("xdp")

@@ -24,7 +24,7 @@ type fib6probeLpmKeyV6 struct {
 	Addr      [4]uint32
 }
 
-type fib6probeProbe6Args struct {
+type fib6probeProbeArgs struct {
 	_     structs.HostLayout
 	Start uint32
 	Count uint32
@@ -43,9 +43,9 @@ const (
 	fib6probeMapC6Leaves          = "c6_leaves"
 	fib6probeMapC6Nodes           = "c6_nodes"
 	fib6probeMapProbe6Lpm         = "probe6_lpm"
-	fib6probeMapProbe6Params      = "probe6_params"
 	fib6probeMapProbe6Result      = "probe6_result"
 	fib6probeMapProbe6Trace       = "probe6_trace"
+	fib6probeMapProbeParams       = "probe_params"
 	fib6probeMapS6Dir             = "s6_dir"
 	fib6probeMapS6Nodes           = "s6_nodes"
 	fib6probeProgProbe6Compressed = "probe6_compressed"
@@ -113,9 +113,9 @@ type fib6probeMapSpecs struct {
 	C6Leaves     *ebpf.MapSpec `ebpf:"c6_leaves"`
 	C6Nodes      *ebpf.MapSpec `ebpf:"c6_nodes"`
 	Probe6Lpm    *ebpf.MapSpec `ebpf:"probe6_lpm"`
-	Probe6Params *ebpf.MapSpec `ebpf:"probe6_params"`
 	Probe6Result *ebpf.MapSpec `ebpf:"probe6_result"`
 	Probe6Trace  *ebpf.MapSpec `ebpf:"probe6_trace"`
+	ProbeParams  *ebpf.MapSpec `ebpf:"probe_params"`
 	S6Dir        *ebpf.MapSpec `ebpf:"s6_dir"`
 	S6Nodes      *ebpf.MapSpec `ebpf:"s6_nodes"`
 }
@@ -151,9 +151,9 @@ type fib6probeMaps struct {
 	C6Leaves     *ebpf.Map `ebpf:"c6_leaves"`
 	C6Nodes      *ebpf.Map `ebpf:"c6_nodes"`
 	Probe6Lpm    *ebpf.Map `ebpf:"probe6_lpm"`
-	Probe6Params *ebpf.Map `ebpf:"probe6_params"`
 	Probe6Result *ebpf.Map `ebpf:"probe6_result"`
 	Probe6Trace  *ebpf.Map `ebpf:"probe6_trace"`
+	ProbeParams  *ebpf.Map `ebpf:"probe_params"`
 	S6Dir        *ebpf.Map `ebpf:"s6_dir"`
 	S6Nodes      *ebpf.Map `ebpf:"s6_nodes"`
 }
@@ -164,9 +164,9 @@ func (m *fib6probeMaps) Close() error {
 		m.C6Leaves,
 		m.C6Nodes,
 		m.Probe6Lpm,
-		m.Probe6Params,
 		m.Probe6Result,
 		m.Probe6Trace,
+		m.ProbeParams,
 		m.S6Dir,
 		m.S6Nodes,
 	)

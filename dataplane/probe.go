@@ -141,22 +141,29 @@ func (p *Probe) Lookup(m Mechanism, addrs []netip.Addr, out []uint32) (time.Dura
 		p.trace[i] = binary.NativeEndian.Uint32(b[:])
 	}
 	prog := map[Mechanism]*ebpf.Program{MechFIB4: p.objs.ProbeFib4, MechLPMTrie: p.objs.ProbeLpmTrie, MechKernel: p.objs.ProbeKernelFib, MechTbl24: p.objs.ProbeTbl24}[m]
+	total, err := runProbe(prog, p.objs.ProbeParams, len(addrs), m.String())
+	copy(out, p.result[:len(addrs)])
+	return total, err
+}
+
+// runProbe runs a probe program over n trace entries in chunks (probe_loop.h) and
+// returns the time the kernel measured.
+func runProbe(prog *ebpf.Program, params *ebpf.Map, n int, name string) (time.Duration, error) {
 	frame := make([]byte, 64)
 	var total time.Duration
-	for start := 0; start < len(addrs); start += probeChunk {
-		args := fib4probeProbeArgs{Start: uint32(start), Count: uint32(min(probeChunk, len(addrs)-start))}
-		if err := p.objs.ProbeParams.Put(uint32(0), &args); err != nil {
+	for start := 0; start < n; start += probeChunk {
+		args := fib4probeProbeArgs{Start: uint32(start), Count: uint32(min(probeChunk, n-start))}
+		if err := params.Put(uint32(0), &args); err != nil {
 			return 0, err
 		}
 		ret, d, err := prog.Benchmark(frame, 1, nil)
 		if err != nil {
-			return 0, fmt.Errorf("dataplane: run %s probe: %w", m, err)
+			return 0, fmt.Errorf("dataplane: run %s probe: %w", name, err)
 		}
 		if ret != 2 {
-			return 0, fmt.Errorf("dataplane: %s probe aborted (%d)", m, ret)
+			return 0, fmt.Errorf("dataplane: %s probe aborted (%d)", name, ret)
 		}
 		total += d
 	}
-	copy(out, p.result[:len(addrs)])
 	return total, nil
 }

@@ -163,22 +163,7 @@ func (p *Probe6) Lookup(m Mechanism6, addrs []netip.Addr, out []uint32) (time.Du
 	}
 	prog := map[Mechanism6]*ebpf.Program{Mech6Kernel: p.objs.Probe6KernelFib, Mech6Stride: p.objs.Probe6Stride,
 		Mech6Compressed: p.objs.Probe6Compressed, Mech6LPMTrie: p.objs.Probe6LpmTrie, Mech6Loop: p.objs.Probe6Null}[m]
-	frame := make([]byte, 64)
-	var total time.Duration
-	for start := 0; start < len(addrs); start += probeChunk {
-		args := fib6probeProbe6Args{Start: uint32(start), Count: uint32(min(probeChunk, len(addrs)-start))}
-		if err := p.objs.Probe6Params.Put(uint32(0), &args); err != nil {
-			return 0, err
-		}
-		ret, d, err := prog.Benchmark(frame, 1, nil)
-		if err != nil {
-			return 0, fmt.Errorf("dataplane: run %s probe: %w", m, err)
-		}
-		if ret != 2 {
-			return 0, fmt.Errorf("dataplane: %s probe aborted (%d)", m, ret)
-		}
-		total += d
-	}
+	total, err := runProbe(prog, p.objs.ProbeParams, len(addrs), m.String())
 	copy(out, p.result[:len(addrs)])
-	return total, nil
+	return total, err
 }
