@@ -33,11 +33,12 @@ func main() {
 	frames := flag.Int("frames", 1_000_000, "frames per forwarding measurement (with -pps)")
 	conv := flag.Bool("convergence", false, "measure full-table BGP convergence of the node against BIRD 2 instead")
 	v6 := flag.Bool("v6", false, "compare the IPv6 FIB candidates on the 2026 IPv6 table instead")
+	v6len := flag.Int("v6-trace-len", 0, "with -v6: draw trace destinations only from prefixes of this length (0: all), to see the cost per trie level")
 	v6layout := flag.Int("v6-layout", 0, "stride layout of the IPv6 candidates: 0 (16,8,8,...), 1 (24,8,...) or 2 (16,16,8,...)")
 	flag.Parse()
 	var err error
 	if *v6 {
-		err = run6(*n, *runs, *v6layout)
+		err = run6(*n, *runs, *v6layout, *v6len)
 	} else if *conv {
 		err = runConvergence(*runs)
 	} else if *pps {
@@ -92,7 +93,7 @@ func run(which string, n, runs int, png string) error {
 	return nil
 }
 
-func run6(n, runs, layout int) error {
+func run6(n, runs, layout, traceLen int) error {
 	if layout < 0 || layout >= len(bench.V6Layouts) {
 		return fmt.Errorf("-v6-layout %d: use 0 to %d", layout, len(bench.V6Layouts)-1)
 	}
@@ -107,7 +108,20 @@ func run6(n, runs, layout int) error {
 		return err
 	}
 	defer s.Close()
-	res, err := s.Run(bench.Traces6(s.Routes, n, 1), runs)
+	from := s.Routes
+	if traceLen > 0 {
+		from = nil
+		for _, r := range s.Routes {
+			if r.Prefix.Bits() == traceLen {
+				from = append(from, r)
+			}
+		}
+		if len(from) == 0 {
+			return fmt.Errorf("-v6-trace-len %d: no prefix of that length", traceLen)
+		}
+		fmt.Printf("\ntrace destinations from the %d /%d prefixes only\n", len(from), traceLen)
+	}
+	res, err := s.Run(bench.Traces6(from, n, 1), runs)
 	if err != nil {
 		return err
 	}
