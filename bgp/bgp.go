@@ -42,6 +42,23 @@ type Neighbor struct {
 	// ExpectedPrefixes is the size of the peer's table (1000000 for a full table), for
 	// the load ETA until a first dump completes; then the last dump's size is used.
 	ExpectedPrefixes uint32
+	// Families are the address families of the session (MP-BGP); empty means IPv4
+	// unicast only.
+	Families []Family
+}
+
+// Family is an address family a session carries.
+type Family string
+
+// The families fibfleet takes routes of.
+const (
+	IPv4Unicast Family = "ipv4-unicast"
+	IPv6Unicast Family = "ipv6-unicast"
+)
+
+var apiFamilies = map[Family]*api.Family{
+	IPv4Unicast: {Afi: api.Family_AFI_IP, Safi: api.Family_SAFI_UNICAST},
+	IPv6Unicast: {Afi: api.Family_AFI_IP6, Safi: api.Family_SAFI_UNICAST},
 }
 
 // Config configures the embedded speaker.
@@ -58,11 +75,14 @@ type Config struct {
 	Logger      *slog.Logger
 }
 
-// Change is one best-path change for a prefix.
+// Change is one best-path change for a prefix (IPv4 or IPv6).
 type Change struct {
-	Prefix   netip.Prefix
-	Nexthop  netip.Addr // zero when Withdraw
-	Withdraw bool
+	Prefix  netip.Prefix
+	Nexthop netip.Addr // zero when Withdraw
+	// LinkLocal is an IPv6 route's link-local next hop, when the peer sent one beside
+	// the global one (RFC 2545): the address to resolve on a shared link.
+	LinkLocal netip.Addr
+	Withdraw  bool
 }
 
 // Event is one item of the stream from Events, in the order GoBGP emitted it.
@@ -80,7 +100,8 @@ type Load struct {
 	Neighbor netip.Addr
 	// Established is when the session came up; zero while it is down.
 	Established time.Time
-	// Received counts IPv4 prefixes announced in this session, as received.
+	// Received counts IPv4 and IPv6 unicast prefixes announced in this session, as
+	// received.
 	Received uint64
 	// EndOfRIB is when the peer's End-of-RIB arrived; zero while the dump goes on.
 	EndOfRIB time.Time
@@ -111,6 +132,9 @@ type Speaker struct {
 	peers  map[netip.Addr]*PeerStatus
 	limits map[netip.Addr]*prefixLimit
 	loads  map[netip.Addr]*Load
+	// eors holds, per neighbour, its session's families and whether each one's
+	// End-of-RIB arrived: the dump is complete when all have.
+	eors map[netip.Addr]map[bgp.Family]bool
 }
 
 // prefixLimit enforces a neighbour's max-prefix limit. GoBGP's own (PrefixLimits)
@@ -121,7 +145,7 @@ type prefixLimit struct {
 	max int
 	// seen holds prefixes packed by prefixKey: a pointer-free map, which the garbage
 	// collector does not scan (a full table is 1M+ entries).
-	seen    map[uint64]struct{}
+	seen    map[[17]byte]struct{}
 	tripped bool
 }
 
@@ -147,6 +171,11 @@ func (c Config) Validate() error {
 		seen[n.Address] = true
 		if n.ASN == 0 {
 			errs = append(errs, fmt.Errorf("bgp.neighbors[%d].asn must be set", i))
+		}
+		for _, f := range n.Families {
+			if apiFamilies[f] == nil {
+				errs = append(errs, fmt.Errorf("bgp.neighbors[%d].families: %q: use %s or %s", i, f, IPv4Unicast, IPv6Unicast))
+			}
 		}
 	}
 	return errors.Join(errs...)
@@ -183,7 +212,8 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 	}
 	wctx, cancel := context.WithCancel(context.Background())
 	s := &Speaker{srv: srv, log: log, events: make(chan Event, 64), done: make(chan struct{}), cancel: cancel,
-		peers: map[netip.Addr]*PeerStatus{}, limits: map[netip.Addr]*prefixLimit{}, loads: map[netip.Addr]*Load{}}
+		peers: map[netip.Addr]*PeerStatus{}, limits: map[netip.Addr]*prefixLimit{}, loads: map[netip.Addr]*Load{},
+		eors: map[netip.Addr]map[bgp.Family]bool{}}
 
 	// Export deny-by-default: no policy, default reject.
 	err = srv.SetPolicyAssignment(ctx, &api.SetPolicyAssignmentRequest{Assignment: &api.PolicyAssignment{
@@ -212,13 +242,22 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 	return s, nil
 }
 
-// AddNeighbor configures a peer (IPv4 unicast).
+// AddNeighbor configures a peer with its address families (IPv4 unicast by default).
 func (s *Speaker) AddNeighbor(ctx context.Context, n Neighbor) error {
-	family := &api.Family{Afi: api.Family_AFI_IP, Safi: api.Family_SAFI_UNICAST}
-	afi := &api.AfiSafi{Config: &api.AfiSafiConfig{Family: family, Enabled: true}}
+	families := n.Families
+	if len(families) == 0 {
+		families = []Family{IPv4Unicast}
+	}
+	var afis []*api.AfiSafi
+	for _, f := range families {
+		if apiFamilies[f] == nil {
+			return fmt.Errorf("bgp: neighbour %s: unknown family %q", n.Address, f)
+		}
+		afis = append(afis, &api.AfiSafi{Config: &api.AfiSafiConfig{Family: apiFamilies[f], Enabled: true}})
+	}
 	p := &api.Peer{
 		Conf:     &api.PeerConf{NeighborAddress: n.Address.String(), PeerAsn: n.ASN},
-		AfiSafis: []*api.AfiSafi{afi},
+		AfiSafis: afis,
 		Transport: &api.Transport{
 			RemotePort:  uint32(n.Port),
 			PassiveMode: n.Passive,
@@ -241,11 +280,15 @@ func (s *Speaker) AddNeighbor(ctx context.Context, n Neighbor) error {
 		s.peers[n.Address] = &PeerStatus{Address: n.Address, ASN: n.ASN, State: "idle"}
 		s.loads[n.Address] = &Load{Neighbor: n.Address, Expected: uint64(n.ExpectedPrefixes)}
 	}
+	s.eors[n.Address] = map[bgp.Family]bool{}
+	for _, f := range families {
+		s.eors[n.Address][map[Family]bgp.Family{IPv4Unicast: bgp.RF_IPv4_UC, IPv6Unicast: bgp.RF_IPv6_UC}[f]] = false
+	}
 	if n.MaxPrefixes > 0 {
-		s.limits[n.Address] = &prefixLimit{max: int(n.MaxPrefixes), seen: map[uint64]struct{}{}}
+		s.limits[n.Address] = &prefixLimit{max: int(n.MaxPrefixes), seen: map[[17]byte]struct{}{}}
 	}
 	s.mu.Unlock()
-	s.log.Info("added BGP neighbour", "neighbor", n.Address, "asn", n.ASN, "max_prefixes", n.MaxPrefixes)
+	s.log.Info("added BGP neighbour", "neighbor", n.Address, "asn", n.ASN, "families", families, "max_prefixes", n.MaxPrefixes)
 	return nil
 }
 
@@ -260,6 +303,9 @@ func (s *Speaker) onPeer(ev *apiutil.WatchEventMessage_PeerEvent, at time.Time) 
 			switch {
 			case p.State == "established":
 				l.Established, l.Received, l.EndOfRIB = at, 0, time.Time{}
+				for f := range s.eors[st.NeighborAddress] {
+					s.eors[st.NeighborAddress][f] = false
+				}
 			case was == "established":
 				l.Established = time.Time{}
 			}
@@ -267,11 +313,11 @@ func (s *Speaker) onPeer(ev *apiutil.WatchEventMessage_PeerEvent, at time.Time) 
 	}
 	if lim := s.limits[st.NeighborAddress]; lim != nil && st.SessionState != bgp.BGP_FSM_ESTABLISHED {
 		// GoBGP drops the session's paths: count afresh on the next one.
-		lim.seen, lim.tripped = map[uint64]struct{}{}, false
+		lim.seen, lim.tripped = map[[17]byte]struct{}{}, false
 	}
 }
 
-// onUpdate counts each neighbour's IPv4 announcements (for load progress) and each
+// onUpdate counts each neighbour's unicast announcements (for load progress) and each
 // limited neighbour's prefixes, from the paths it sends (before import policy).
 func (s *Speaker) onUpdate(paths []*apiutil.Path, _ time.Time) {
 	select {
@@ -282,7 +328,7 @@ func (s *Speaker) onUpdate(paths []*apiutil.Path, _ time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, p := range paths {
-		if p.Family != bgp.RF_IPv4_UC {
+		if p.Family != bgp.RF_IPv4_UC && p.Family != bgp.RF_IPv6_UC {
 			continue
 		}
 		if l := s.loads[p.PeerAddress]; l != nil && !p.Withdrawal {
@@ -315,10 +361,15 @@ func (s *Speaker) onUpdate(paths []*apiutil.Path, _ time.Time) {
 	}
 }
 
-// prefixKey packs an IPv4 prefix as address << 8 | length.
-func prefixKey(p netip.Prefix) uint64 {
-	b := p.Addr().As4()
-	return uint64(b[0])<<32 | uint64(b[1])<<24 | uint64(b[2])<<16 | uint64(b[3])<<8 | uint64(p.Bits())
+// prefixKey packs a prefix as its 16-byte address (IPv4-mapped for IPv4) and length.
+func prefixKey(p netip.Prefix) (k [17]byte) {
+	a := p.Addr().As16()
+	copy(k[:], a[:])
+	k[16] = byte(p.Bits())
+	if p.Addr().Is4() {
+		k[16] += 128 // apart from the IPv6 prefixes of the same bytes
+	}
+	return k
 }
 
 func fsmState(st bgp.FSMState) string {
@@ -344,20 +395,30 @@ func fsmState(st bgp.FSMState) string {
 // stop reading when Done is closed.
 func (s *Speaker) Events() <-chan Event { return s.events }
 
-// onEndOfRIB marks a neighbour's initial IPv4 dump as complete, in the stream.
+// onEndOfRIB records a family's End-of-RIB; once every family of the session has
+// sent one, the neighbour's initial dump is complete, and says so in the stream.
 func (s *Speaker) onEndOfRIB(p *apiutil.Path, at time.Time) {
-	if p.Family != bgp.RF_IPv4_UC {
-		return
-	}
 	if at.IsZero() {
 		at = time.Now() // GoBGP v4.8 leaves End-of-RIB events without a timestamp
 	}
 	s.mu.Lock()
-	if l := s.loads[p.PeerAddress]; l != nil && !l.Established.IsZero() && l.EndOfRIB.IsZero() {
+	eors := s.eors[p.PeerAddress]
+	if _, ok := eors[p.Family]; !ok {
+		s.mu.Unlock()
+		return // a family fibfleet does not take
+	}
+	eors[p.Family] = true
+	all := true
+	for _, done := range eors {
+		all = all && done
+	}
+	if l := s.loads[p.PeerAddress]; all && l != nil && !l.Established.IsZero() && l.EndOfRIB.IsZero() {
 		l.EndOfRIB, l.Expected = at, l.Received
 	}
 	s.mu.Unlock()
-	s.send(Event{EndOfRIB: p.PeerAddress, At: at})
+	if all {
+		s.send(Event{EndOfRIB: p.PeerAddress, At: at})
+	}
 }
 
 // Loads reports each neighbour's initial-dump progress.
@@ -398,7 +459,7 @@ func (s *Speaker) onBestPath(paths []*apiutil.Path, at time.Time) {
 
 // toChange turns a GoBGP path into a Change; paths of other families are skipped.
 func toChange(p *apiutil.Path) (Change, bool) {
-	if p.Family != bgp.RF_IPv4_UC {
+	if p.Family != bgp.RF_IPv4_UC && p.Family != bgp.RF_IPv6_UC {
 		return Change{}, false
 	}
 	nlri, ok := p.Nlri.(*bgp.IPAddrPrefix)
@@ -416,9 +477,12 @@ func toChange(p *apiutil.Path) (Change, bool) {
 			c.Nexthop = a.Value
 		case *bgp.PathAttributeMpReachNLRI:
 			if !c.Nexthop.IsValid() {
-				c.Nexthop = a.Nexthop
+				c.Nexthop, c.LinkLocal = a.Nexthop, a.LinkLocalNexthop
 			}
 		}
+	}
+	if (!c.Nexthop.IsValid() || c.Nexthop.IsUnspecified()) && c.LinkLocal.IsValid() {
+		c.Nexthop = c.LinkLocal // RFC 2545: a link-local next hop alone
 	}
 	if !c.Nexthop.IsValid() {
 		return Change{}, false

@@ -256,13 +256,124 @@ func TestMaxPrefixes(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	err := Config{ListenPort: 70000, Neighbors: []Neighbor{{}, {Address: netip.MustParseAddr("10.0.0.1"), ASN: 1}, {Address: netip.MustParseAddr("10.0.0.1"), ASN: 1}}}.Validate()
+	err := Config{ListenPort: 70000, Neighbors: []Neighbor{{}, {Address: netip.MustParseAddr("10.0.0.1"), ASN: 1}, {Address: netip.MustParseAddr("10.0.0.1"), ASN: 1},
+		{Address: netip.MustParseAddr("10.0.0.2"), ASN: 1, Families: []Family{"ipv9-unicast"}}}}.Validate()
 	if err == nil {
 		t.Fatal("an empty config validated")
 	}
-	for _, want := range []string{"bgp.asn", "bgp.router_id", "listen_port", "neighbors[0].address", "neighbors[0].asn", "listed twice"} {
+	for _, want := range []string{"bgp.asn", "bgp.router_id", "listen_port", "neighbors[0].address", "neighbors[0].asn", "listed twice", `neighbors[3].families: "ipv9-unicast"`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}
+	}
+}
+
+// TestIPv6Family: a session carrying IPv4 and IPv6 unicast (MP-BGP over an IPv4
+// transport) delivers IPv6 routes with their next hops, and the neighbour's dump is
+// complete only once both families' End-of-RIBs have arrived. (GoBGP, as the sender,
+// leaves link-local next hops out on a session that is not over a shared link:
+// TestToChangeIPv6 covers them.)
+func TestIPv6Family(t *testing.T) {
+	port := freePort(t)
+	node := startNode(t, port, Neighbor{Address: netip.MustParseAddr("127.0.0.6"), ASN: 65001, Passive: true,
+		Families: []Family{IPv4Unicast, IPv6Unicast}})
+	srv := server.NewBgpServer()
+	go srv.Serve()
+	ctx := context.Background()
+	if err := srv.StartBgp(ctx, &api.StartBgpRequest{Global: &api.Global{Asn: 65001, RouterId: "127.0.0.6", ListenPort: -1}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	add := func(family bgp.Family, prefix string, attrs ...bgp.PathAttributeInterface) {
+		t.Helper()
+		nlri, _ := bgp.NewIPAddrPrefix(netip.MustParsePrefix(prefix))
+		if family == bgp.RF_IPv6_UC {
+			nh := attrs[0].(*bgp.PathAttributeMpReachNLRI)
+			mp, err := bgp.NewPathAttributeMpReachNLRI(family, []bgp.PathNLRI{{NLRI: nlri}}, nh.Nexthop, nh.LinkLocalNexthop)
+			if err != nil {
+				t.Fatal(err)
+			}
+			attrs = []bgp.PathAttributeInterface{mp}
+		}
+		attrs = append(attrs, bgp.NewPathAttributeOrigin(0))
+		if _, err := srv.AddPath(apiutil.AddPathRequest{Paths: []*apiutil.Path{{Family: family, Nlri: nlri, Attrs: attrs}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v4nh, _ := bgp.NewPathAttributeNextHop(netip.MustParseAddr("10.1.0.2"))
+	add(bgp.RF_IPv4_UC, "198.51.100.0/24", v4nh)
+	add(bgp.RF_IPv6_UC, "2001:db8:1::/48", &bgp.PathAttributeMpReachNLRI{Nexthop: netip.MustParseAddr("2001:db8::2"), LinkLocalNexthop: netip.MustParseAddr("fe80::2")})
+	add(bgp.RF_IPv6_UC, "2001:db8:2::/48", &bgp.PathAttributeMpReachNLRI{Nexthop: netip.MustParseAddr("2001:db8::3")})
+	// Paths first, then the session: the dump ends with End-of-RIB (graceful restart).
+	fam := func(afi api.Family_Afi) *api.AfiSafi {
+		return &api.AfiSafi{Config: &api.AfiSafiConfig{Family: &api.Family{Afi: afi, Safi: api.Family_SAFI_UNICAST}, Enabled: true}}
+	}
+	err := srv.AddPeer(ctx, &api.AddPeerRequest{Peer: &api.Peer{
+		Conf:            &api.PeerConf{NeighborAddress: "127.0.0.1", PeerAsn: 65000},
+		Transport:       &api.Transport{LocalAddress: "127.0.0.6", RemotePort: uint32(port)},
+		Timers:          &api.Timers{Config: &api.TimersConfig{ConnectRetry: 1}},
+		GracefulRestart: &api.GracefulRestart{Enabled: true, HelperOnly: true, RestartTime: 120},
+		AfiSafis:        []*api.AfiSafi{fam(api.Family_AFI_IP), fam(api.Family_AFI_IP6)},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[netip.Prefix]Change{
+		netip.MustParsePrefix("198.51.100.0/24"): {Prefix: netip.MustParsePrefix("198.51.100.0/24"), Nexthop: netip.MustParseAddr("10.1.0.2")},
+		netip.MustParsePrefix("2001:db8:1::/48"): {Prefix: netip.MustParsePrefix("2001:db8:1::/48"), Nexthop: netip.MustParseAddr("2001:db8::2")},
+		netip.MustParsePrefix("2001:db8:2::/48"): {Prefix: netip.MustParsePrefix("2001:db8:2::/48"), Nexthop: netip.MustParseAddr("2001:db8::3")},
+	}
+	got := map[netip.Prefix]Change{}
+	deadline := time.After(20 * time.Second)
+	for eor := false; !eor; {
+		select {
+		case ev := <-node.Events():
+			for _, c := range ev.Changes {
+				got[c.Prefix] = c
+			}
+			if ev.EndOfRIB.IsValid() {
+				if len(got) != len(want) {
+					t.Fatalf("End-of-RIB after %d of %d routes: %v", len(got), len(want), got)
+				}
+				eor = true
+			}
+		case <-deadline:
+			t.Fatalf("no End-of-RIB within 20s; changes so far: %v", got)
+		}
+	}
+	for p, w := range want {
+		if got[p] != w {
+			t.Errorf("%s: change %+v, want %+v", p, got[p], w)
+		}
+	}
+	if l := node.Loads(); len(l) != 1 || l[0].Received != 3 || l[0].EndOfRIB.IsZero() {
+		t.Errorf("load = %+v, want 3 prefixes received and the dump complete", l)
+	}
+}
+
+// TestToChangeIPv6: MP_REACH next hops, global and link-local (RFC 2545), become a
+// Change's Nexthop and LinkLocal; a link-local alone becomes the Nexthop.
+func TestToChangeIPv6(t *testing.T) {
+	nlri, _ := bgp.NewIPAddrPrefix(netip.MustParsePrefix("2001:db8:1::/48"))
+	for _, c := range []struct {
+		global, ll string
+		want       Change
+	}{
+		{"2001:db8::2", "fe80::2", Change{Nexthop: netip.MustParseAddr("2001:db8::2"), LinkLocal: netip.MustParseAddr("fe80::2")}},
+		{"2001:db8::2", "", Change{Nexthop: netip.MustParseAddr("2001:db8::2")}},
+		{"::", "fe80::3", Change{Nexthop: netip.MustParseAddr("fe80::3"), LinkLocal: netip.MustParseAddr("fe80::3")}},
+	} {
+		mp := &bgp.PathAttributeMpReachNLRI{Nexthop: netip.MustParseAddr(c.global)}
+		if c.ll != "" {
+			mp.LinkLocalNexthop = netip.MustParseAddr(c.ll)
+		}
+		got, ok := toChange(&apiutil.Path{Family: bgp.RF_IPv6_UC, Nlri: nlri, Attrs: []bgp.PathAttributeInterface{bgp.NewPathAttributeOrigin(0), mp}})
+		c.want.Prefix = netip.MustParsePrefix("2001:db8:1::/48")
+		if !ok || got != c.want {
+			t.Errorf("next hops %s, %q: change %+v (%v), want %+v", c.global, c.ll, got, ok, c.want)
+		}
+	}
+	if _, ok := toChange(&apiutil.Path{Family: bgp.RF_IPv6_UC, Nlri: nlri, Attrs: []bgp.PathAttributeInterface{bgp.NewPathAttributeOrigin(0)}}); ok {
+		t.Error("a path without a next hop became a change")
 	}
 }
