@@ -44,9 +44,18 @@ func usable(state int) bool {
 	return state&(netlink.NUD_REACHABLE|netlink.NUD_STALE|netlink.NUD_DELAY|netlink.NUD_PROBE|netlink.NUD_PERMANENT|netlink.NUD_NOARP) != 0
 }
 
-// Resolve implements Resolver.
+// Resolve implements Resolver. An IPv6 link-local next hop must carry its interface
+// as its zone (fe80::1%eth0): the address means nothing without it. The neighbour is
+// kept without the zone; it is on the resolution's interface.
 func (k *Kernel) Resolve(gw netip.Addr) (Resolution, error) {
-	routes, err := k.h.RouteGet(gw.AsSlice())
+	var opts netlink.RouteGetOptions
+	if zone := gw.Zone(); zone != "" {
+		opts.Oif = zone
+		gw = gw.WithZone("")
+	} else if gw.Is6() && gw.IsLinkLocalUnicast() {
+		return Resolution{}, fmt.Errorf("link-local next hop %s has no interface (write it as %s%%eth0)", gw, gw)
+	}
+	routes, err := k.h.RouteGetWithOptions(gw.AsSlice(), &opts)
 	if err != nil || len(routes) == 0 {
 		return Resolution{}, fmt.Errorf("no kernel route to next hop %s: %w", gw, err)
 	}
