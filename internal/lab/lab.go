@@ -3,7 +3,9 @@
 // them. Tests and the demo share it.
 //
 // Every namespace and interface carries the lab's random prefix, and Close removes all
-// of them and stops every process, even after a failure. A lab is never connected to
+// of them and stops every process, even after a failure. A lab whose process was
+// killed before Close is removed by the next New (namespaces, the processes in them,
+// bpffs pins). A lab is never connected to
 // the host's network: no veth has an end in the root namespace and no namespace gets a
 // default route, so packets to real Internet destinations stay inside; CheckIsolated
 // asserts it.
@@ -15,9 +17,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -42,7 +47,13 @@ type Netns struct {
 	lab  *Lab
 }
 
-// New creates an empty lab with a random prefix such as "ff3a9c".
+// ownerDir holds one file per live lab, named by its prefix, holding the owner's PID:
+// a lab whose owner died without Close (a killed test) is found and removed by the
+// next New.
+const ownerDir = "/run/fibfleet-lab"
+
+// New creates an empty lab with a random prefix such as "ff3a9c", first removing what
+// labs of dead processes left behind.
 func New() (*Lab, error) {
 	if os.Geteuid() != 0 {
 		return nil, errors.New("lab: needs root (network namespaces, veth, XDP)")
@@ -50,9 +61,59 @@ func New() (*Lab, error) {
 	if _, err := exec.LookPath("ip"); err != nil {
 		return nil, errors.New("lab: the ip command is missing: apt-get install iproute2")
 	}
+	reapStale()
 	b := make([]byte, 2)
 	_, _ = rand.Read(b)
-	return &Lab{Prefix: "ff" + hex.EncodeToString(b)}, nil
+	l := &Lab{Prefix: "ff" + hex.EncodeToString(b)}
+	owner := filepath.Join(ownerDir, l.Prefix)
+	if err := os.MkdirAll(ownerDir, 0o755); err != nil {
+		return nil, fmt.Errorf("lab: %w", err)
+	}
+	if err := os.WriteFile(owner, []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return nil, fmt.Errorf("lab: %w", err)
+	}
+	l.Defer(func() error { return os.Remove(owner) }) // runs last
+	return l, nil
+}
+
+// reapStale removes the namespaces (and the processes in them) and the bpffs pins of
+// labs whose owner process is gone, saying so on the default logger.
+func reapStale() {
+	entries, _ := os.ReadDir(ownerDir)
+	for _, e := range entries {
+		prefix := e.Name()
+		b, err := os.ReadFile(filepath.Join(ownerDir, prefix))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err == nil && syscall.Kill(pid, 0) != syscall.ESRCH {
+			continue // alive (or not ours to judge)
+		}
+		out, _ := run("ip", "netns", "list")
+		var removed []string
+		for _, line := range strings.Split(out, "\n") {
+			name, _, _ := strings.Cut(strings.TrimSpace(line), " ")
+			if !strings.HasPrefix(name, prefix+"-") {
+				continue
+			}
+			pids, _ := run("ip", "netns", "pids", name)
+			for _, f := range strings.Fields(pids) {
+				if p, err := strconv.Atoi(f); err == nil {
+					_ = syscall.Kill(p, syscall.SIGKILL)
+				}
+			}
+			if _, err := run("ip", "netns", "del", name); err == nil {
+				removed = append(removed, name)
+			}
+		}
+		pins, _ := filepath.Glob(filepath.Join("/sys/fs/bpf/fibfleet", prefix+"-*"))
+		for _, p := range pins {
+			_ = os.RemoveAll(p)
+		}
+		_ = os.Remove(filepath.Join(ownerDir, prefix))
+		slog.Warn("lab: removed what a killed run left behind", "prefix", prefix, "owner_pid", pid, "namespaces", removed, "pin_dirs", len(pins))
+	}
 }
 
 // Defer registers a cleanup; Close runs them in reverse order.
