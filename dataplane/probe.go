@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"path/filepath"
 	"time"
@@ -104,13 +105,16 @@ func newProbe(fibMaps map[string]*ebpf.Map, capacity int) (*Probe, error) {
 }
 
 // Close frees the probe.
-func (p *Probe) Close() error {
+func (p *Probe) Close() error { return closeProbe(&p.mmaps, &p.objs) }
+
+// closeProbe unmaps a probe's arrays and closes its objects.
+func closeProbe(mmaps *[][]byte, objs io.Closer) error {
 	var errs []error
-	for _, b := range p.mmaps {
+	for _, b := range *mmaps {
 		errs = append(errs, unix.Munmap(b))
 	}
-	p.mmaps = nil
-	errs = append(errs, p.objs.Close())
+	*mmaps = nil
+	errs = append(errs, objs.Close())
 	return errors.Join(errs...)
 }
 

@@ -2,14 +2,12 @@ package dataplane
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
 	"time"
 
 	"github.com/cilium/ebpf"
-	"golang.org/x/sys/unix"
 )
 
 // Mechanism6 is an IPv6 lookup the Probe6 can run.
@@ -120,15 +118,7 @@ func NewProbe6(capacity int, stride, compressed V6Image) (*Probe6, error) {
 }
 
 // Close frees the probe.
-func (p *Probe6) Close() error {
-	var errs []error
-	for _, b := range p.mmaps {
-		errs = append(errs, unix.Munmap(b))
-	}
-	p.mmaps = nil
-	errs = append(errs, p.objs.Close())
-	return errors.Join(errs...)
-}
+func (p *Probe6) Close() error { return closeProbe(&p.mmaps, &p.objs) }
 
 // LoadLPM fills the LPM trie reference with prefix -> value.
 func (p *Probe6) LoadLPM(prefixes []netip.Prefix, values []uint32) error {

@@ -75,17 +75,11 @@ func run(which string, n, runs int, png string) error {
 		return err
 	}
 	fmt.Printf("\n%d prefixes (%s), %d lookups per trace, median of %d interleaved runs, ns per lookup (loop included)\n\n", len(routes), which, n, runs)
-	fmt.Println("| trace | mechanism | ns/lookup | runs | vs. bpf_fib_lookup |")
-	fmt.Println("|---|---|---|---|---|")
-	base := map[string]float64{}
+	var rows []lookupRow
 	for _, r := range res {
-		if r.Mechanism == dataplane.MechKernel {
-			base[r.Trace] = r.Median
-		}
+		rows = append(rows, lookupRow{r.Trace, r.Mechanism.String(), r.Mechanism == dataplane.MechKernel, r.Median, r.Runs})
 	}
-	for _, r := range res {
-		fmt.Printf("| %s | %s | %.1f | %s | %.3fx |\n", r.Trace, r.Mechanism, r.Median, fmtRuns(r.Runs), r.Median/base[r.Trace])
-	}
+	printLookupTable(rows)
 	fmt.Printf("\nLoad times: fibfleet FIB %v, kernel table via batched netlink %v, LPM trie %v\n", s.FIBLoad.Round(1e6), s.KernelLoad.Round(1e6), s.LPMLoad.Round(1e6))
 	if png != "" {
 		return plotResults(res, png, fmt.Sprintf("IPv4 lookup, %d real prefixes (median of %d)", len(routes), runs))
@@ -126,29 +120,48 @@ func run6(n, runs, layout, traceLen int) error {
 		return err
 	}
 	fmt.Printf("\n%d IPv6 prefixes (2026), candidates with strides %v, %d lookups per trace, median of %d interleaved runs, ns per lookup (loop included)\n\n", len(s.Routes), strides, n, runs)
-	fmt.Println("| trace | mechanism | ns/lookup | runs | vs. bpf_fib_lookup |")
-	fmt.Println("|---|---|---|---|---|")
-	base := map[string]float64{}
+	var rows []lookupRow
 	for _, r := range res {
-		if r.Mechanism == dataplane.Mech6Kernel {
-			base[r.Trace] = r.Median
-		}
+		rows = append(rows, lookupRow{r.Trace, r.Mechanism.String(), r.Mechanism == dataplane.Mech6Kernel, r.Median, r.Runs})
 	}
-	for _, r := range res {
-		fmt.Printf("| %s | %s | %.1f | %s | %.3fx |\n", r.Trace, r.Mechanism, r.Median, fmtRuns(r.Runs), r.Median/base[r.Trace])
-	}
+	printLookupTable(rows)
 	fmt.Printf("\nMemory: stride %.1f MiB, compressed %.1f MiB (%d nodes). Build of both %v; kernel table via batched netlink %v; LPM trie %v\n",
 		float64(s.StrideBytes)/(1<<20), float64(s.CompressedBytes)/(1<<20), s.Nodes, s.BuildTime.Round(1e6), s.KernelLoad.Round(1e6), s.LPMLoad.Round(1e6))
 	return nil
 }
 
-func fmtRuns(xs []float64) string {
+// lookupRow is one mechanism on one trace; the kernel's rows are the baseline.
+type lookupRow struct {
+	trace, mechanism string
+	kernel           bool
+	median           float64
+	runs             []float64
+}
+
+// printLookupTable prints the rows as a markdown table, each against the kernel's
+// row of its trace.
+func printLookupTable(rows []lookupRow) {
+	fmt.Println("| trace | mechanism | ns/lookup | runs | vs. bpf_fib_lookup |")
+	fmt.Println("|---|---|---|---|---|")
+	base := map[string]float64{}
+	for _, r := range rows {
+		if r.kernel {
+			base[r.trace] = r.median
+		}
+	}
+	for _, r := range rows {
+		fmt.Printf("| %s | %s | %.1f | %s | %.3fx |\n", r.trace, r.mechanism, r.median, fmtRuns(r.runs, "%.0f"), r.median/base[r.trace])
+	}
+}
+
+// fmtRuns lists a measurement's runs, each with format.
+func fmtRuns(xs []float64, format string) string {
 	s := ""
 	for i, x := range xs {
 		if i > 0 {
 			s += ", "
 		}
-		s += fmt.Sprintf("%.0f", x)
+		s += fmt.Sprintf(format, x)
 	}
 	return s
 }
@@ -199,7 +212,7 @@ func runPPS(which string, n, runs, frames int, png string) error {
 		base := bench.Median(per[bench.ModeKernel])
 		for _, m := range bench.PPSModes {
 			md := bench.Median(per[m])
-			fmt.Printf("| %s | %s | %.2f | %s | %.2fx |\n", tr.Name, m, md, fmtRuns2(per[m]), md/base)
+			fmt.Printf("| %s | %s | %.2f | %s | %.2fx |\n", tr.Name, m, md, fmtRuns(per[m], "%.2f"), md/base)
 			res = append(res, bench.Result{Trace: tr.Name, Runs: per[m], Median: md, Label: m})
 		}
 	}
@@ -207,17 +220,6 @@ func runPPS(which string, n, runs, frames int, png string) error {
 		return plotPPS(res, png, fmt.Sprintf("Forwarding through veth, %d real prefixes (median of %d)", len(routes), runs))
 	}
 	return nil
-}
-
-func fmtRuns2(xs []float64) string {
-	out := ""
-	for i, x := range xs {
-		if i > 0 {
-			out += ", "
-		}
-		out += fmt.Sprintf("%.2f", x)
-	}
-	return out
 }
 
 func plotPPS(res []bench.Result, path, title string) error {
