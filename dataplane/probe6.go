@@ -26,10 +26,12 @@ const (
 	// Mech6Loop is the loop alone (answers: the address's first word): the floor
 	// included in every other figure.
 	Mech6Loop
+	// Mech6Hash is the hash candidate: exact match on a few lengths at once.
+	Mech6Hash
 )
 
 func (m Mechanism6) String() string {
-	return [...]string{"bpf_fib_lookup", "stride trie", "compressed trie (Poptrie-style)", "BPF LPM trie", "loop alone (floor)"}[m]
+	return [...]string{"bpf_fib_lookup", "stride trie", "compressed trie (Poptrie-style)", "BPF LPM trie", "loop alone (floor)", "length hash"}[m]
 }
 
 // V6Node marks an IPv6 candidate entry that points at a node; others are leaf values.
@@ -44,6 +46,21 @@ type V6Image struct {
 	Dir, Nodes, Leaves []uint32
 }
 
+// V6Hash is the hash candidate: Levels (ascending prefix lengths, at most 8, each
+// 17 to 63), Dir (two u32 per /16: the value of its routes up to /16, the mask of the
+// Levels with keys under it), Buckets (16 u32 per 64-byte bucket: five u64 keys, five
+// values, the spilled flag; 2^LogBuckets buckets). Values with V6Deeper send the
+// lookup to the LPM trie.
+type V6Hash struct {
+	Levels     []int
+	LogBuckets int
+	Dir        []uint32
+	Buckets    []uint32
+}
+
+// V6Deeper marks a hash value whose /48 holds longer prefixes (H6_DEEPER).
+const V6Deeper = 0x80000000
+
 // Probe6 runs IPv6 lookups over a trace inside BPF (bpf_loop in BPF_PROG_TEST_RUN),
 // to compare IPv6 FIB structures, each timed the same way, loop included.
 type Probe6 struct {
@@ -52,9 +69,10 @@ type Probe6 struct {
 	mmaps         [][]byte
 }
 
-// NewProbe6 loads the probe for up to capacity addresses per Lookup with the stride
-// and compressed images in its maps (their first level: len(Dir) = 2^16 or 2^24).
-func NewProbe6(capacity int, stride, compressed V6Image) (*Probe6, error) {
+// NewProbe6 loads the probe for up to capacity addresses per Lookup with the stride,
+// compressed and hash images in its maps (the tries' first level: len(Dir) = 2^16 or
+// 2^24).
+func NewProbe6(capacity int, stride, compressed V6Image, hash V6Hash) (*Probe6, error) {
 	spec, err := loadFib6probe()
 	if err != nil {
 		return nil, err
@@ -77,6 +95,24 @@ func NewProbe6(capacity int, stride, compressed V6Image) (*Probe6, error) {
 	if err := spec.Variables["strides"].Set(strides); err != nil {
 		return nil, err
 	}
+	var levels [8]uint32
+	if len(hash.Levels) > 8 || len(hash.Dir) != 2<<16 || len(hash.Buckets) != 16<<hash.LogBuckets || hash.LogBuckets < 1 || hash.LogBuckets > 26 {
+		return nil, fmt.Errorf("dataplane: IPv6 hash candidate: %d levels, %d dir words, %d bucket words for 2^%d buckets: want at most 8 levels, 2^17 dir words, 16 words per bucket, 2 to 2^26 buckets",
+			len(hash.Levels), len(hash.Dir), len(hash.Buckets), hash.LogBuckets)
+	}
+	for i, l := range hash.Levels {
+		if l < 17 || l > 63 || i > 0 && l <= hash.Levels[i-1] {
+			return nil, fmt.Errorf("dataplane: IPv6 hash levels %v: want ascending lengths from 17 to 63", hash.Levels)
+		}
+		levels[i] = uint32(l)
+	}
+	if err := spec.Variables["hlevels"].Set(levels); err != nil {
+		return nil, err
+	}
+	if err := spec.Variables["hlog2"].Set(uint32(hash.LogBuckets)); err != nil {
+		return nil, err
+	}
+	spec.Maps["h6_table"].MaxEntries = 1 << hash.LogBuckets
 	rows := func(n, per int) uint32 { return uint32(max(1, (n+per-1)/per)) }
 	spec.Maps["probe6_trace"].MaxEntries = rows(capacity, 64)
 	spec.Maps["probe6_result"].MaxEntries = rows(capacity, 256)
@@ -97,6 +133,7 @@ func NewProbe6(capacity int, stride, compressed V6Image) (*Probe6, error) {
 		{p.objs.Probe6Trace, nil, &p.trace}, {p.objs.Probe6Result, nil, &p.result},
 		{p.objs.S6Dir, stride.Dir, nil}, {p.objs.S6Nodes, stride.Nodes, nil},
 		{p.objs.C6Dir, compressed.Dir, nil}, {p.objs.C6Nodes, compressed.Nodes, nil}, {p.objs.C6Leaves, compressed.Leaves, nil},
+		{p.objs.H6Dir, hash.Dir, nil}, {p.objs.H6Table, hash.Buckets, nil},
 	}
 	for _, f := range fill {
 		u, b, err := mmapU32(f.m)
@@ -152,7 +189,7 @@ func (p *Probe6) Lookup(m Mechanism6, addrs []netip.Addr, out []uint32) (time.Du
 		}
 	}
 	prog := map[Mechanism6]*ebpf.Program{Mech6Kernel: p.objs.Probe6KernelFib, Mech6Stride: p.objs.Probe6Stride,
-		Mech6Compressed: p.objs.Probe6Compressed, Mech6LPMTrie: p.objs.Probe6LpmTrie, Mech6Loop: p.objs.Probe6Null}[m]
+		Mech6Compressed: p.objs.Probe6Compressed, Mech6LPMTrie: p.objs.Probe6LpmTrie, Mech6Loop: p.objs.Probe6Null, Mech6Hash: p.objs.Probe6Hash}[m]
 	total, err := runProbe(prog, p.objs.ProbeParams, len(addrs), m.String())
 	copy(out, p.result[:len(addrs)])
 	return total, err

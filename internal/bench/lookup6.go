@@ -24,8 +24,9 @@ func gw6For(v uint32) netip.Addr {
 // routing table in a namespace of its own (for bpf_fib_lookup) and a BPF LPM trie.
 type LookupSetup6 struct {
 	Routes []table.Route
-	// StrideBytes and CompressedBytes are the candidates' sizes; Nodes their node count.
-	StrideBytes, CompressedBytes, Nodes int
+	// StrideBytes, CompressedBytes and HashBytes are the candidates' sizes; Nodes the
+	// tries' node count.
+	StrideBytes, CompressedBytes, HashBytes, Nodes int
 	// Load times, for the report.
 	BuildTime, KernelLoad, LPMLoad time.Duration
 
@@ -35,8 +36,9 @@ type LookupSetup6 struct {
 }
 
 // NewLookupSetup6 loads routes up to /64 (and sizes the probe for traces of up to
-// traceLen), the candidates with the given strides (see v6cand.go).
-func NewLookupSetup6(all []table.Route, traceLen int, strides []int) (s *LookupSetup6, err error) {
+// traceLen), the tries with the given strides (see v6cand.go), the hash with the
+// given levels (v6hash.go).
+func NewLookupSetup6(all []table.Route, traceLen int, strides, levels []int) (s *LookupSetup6, err error) {
 	s = &LookupSetup6{}
 	for _, r := range all {
 		if r.Prefix.Addr().Is6() && r.Prefix.Bits() <= 64 && !r.Prefix.Overlaps(labNet6) {
@@ -51,9 +53,13 @@ func NewLookupSetup6(all []table.Route, traceLen int, strides []int) (s *LookupS
 	start := time.Now()
 	trie := buildV6Trie(s.Routes, v6Value, strides)
 	stride, comp := trie.Stride(), trie.Compressed()
+	hash, err := buildV6Hash(s.Routes, v6Value, levels)
+	if err != nil {
+		return nil, err
+	}
 	s.BuildTime = time.Since(start)
-	s.StrideBytes, s.CompressedBytes, s.Nodes = imageBytes(stride), imageBytes(comp), trie.nodes
-	if s.probe, err = dataplane.NewProbe6(traceLen, stride, comp); err != nil {
+	s.StrideBytes, s.CompressedBytes, s.HashBytes, s.Nodes = imageBytes(stride), imageBytes(comp), hashBytes(hash), trie.nodes
+	if s.probe, err = dataplane.NewProbe6(traceLen, stride, comp, hash); err != nil {
 		return nil, err
 	}
 
@@ -103,7 +109,7 @@ func (s *LookupSetup6) Close() {
 }
 
 // Mechanisms6 are compared in this order; the kernel's is the baseline.
-var Mechanisms6 = []dataplane.Mechanism6{dataplane.Mech6Kernel, dataplane.Mech6Stride, dataplane.Mech6Compressed, dataplane.Mech6LPMTrie, dataplane.Mech6Loop}
+var Mechanisms6 = []dataplane.Mechanism6{dataplane.Mech6Kernel, dataplane.Mech6Stride, dataplane.Mech6Compressed, dataplane.Mech6Hash, dataplane.Mech6LPMTrie, dataplane.Mech6Loop}
 
 // Result6 is the median of one IPv6 mechanism on one trace.
 type Result6 struct {
@@ -124,9 +130,9 @@ func (s *LookupSetup6) Run(traces []Trace, runs int) ([]Result6, error) {
 			return nil, err
 		}
 		for i := range tr.Addrs {
-			st, c, l, k := out[dataplane.Mech6Stride][i], out[dataplane.Mech6Compressed][i], out[dataplane.Mech6LPMTrie][i], out[dataplane.Mech6Kernel][i]
-			if st != l || c != l || (l != 0) != (k != 0) {
-				return nil, fmt.Errorf("%s: %s: stride %d, compressed %d, LPM trie %d, kernel ifindex %d disagree", tr.Name, tr.Addrs[i], st, c, l, k)
+			st, c, h, l, k := out[dataplane.Mech6Stride][i], out[dataplane.Mech6Compressed][i], out[dataplane.Mech6Hash][i], out[dataplane.Mech6LPMTrie][i], out[dataplane.Mech6Kernel][i]
+			if st != l || c != l || h != l || (l != 0) != (k != 0) {
+				return nil, fmt.Errorf("%s: %s: stride %d, compressed %d, hash %d, LPM trie %d, kernel ifindex %d disagree", tr.Name, tr.Addrs[i], st, c, h, l, k)
 			}
 		}
 		for _, m := range Mechanisms6 {
