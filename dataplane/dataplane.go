@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/bits"
 	"net"
 	"net/netip"
 	"os"
@@ -37,6 +38,9 @@ type Config struct {
 	// (the full 2026 table needs about 47,500); 0 keeps the default, 262,144 (16 MiB).
 	// When it is full, /16s are looked up in the uncompressed table: slower, correct.
 	LinesV4 uint32
+	// BucketsV6 sizes the IPv6 FIB's hash in 64-byte buckets, a power of two; 0 keeps
+	// DefaultBucketsV6. A key that finds no room passes its /16 to the kernel.
+	BucketsV6 uint32
 	// FIBBackend is BackendCompiled (default: the DIR-24-8 tables fib writes) or
 	// BackendKernel (bpf_fib_lookup on the kernel's routing tables, the baseline).
 	FIBBackend Backend
@@ -81,11 +85,12 @@ type Dataplane struct {
 	pinDir string
 	log    *slog.Logger
 
-	mu     sync.Mutex
-	links  map[string]link.Link // by interface name
-	ports  map[uint32]bool      // ifindexes in tx_ports
-	tables *V4Tables
-	mmaps  [][]byte
+	mu      sync.Mutex
+	links   map[string]link.Link // by interface name
+	ports   map[uint32]bool      // ifindexes in tx_ports
+	tables  *V4Tables
+	tables6 *V6Tables
+	mmaps   [][]byte
 }
 
 // PinDir returns where a node's maps are pinned.
@@ -128,6 +133,15 @@ func Load(cfg Config) (*Dataplane, error) {
 	}
 	if cfg.LinesV4 > 0 {
 		spec.Maps["fib4_nodes"].MaxEntries = cfg.LinesV4
+	}
+	if b := cfg.BucketsV6; b > 0 {
+		if b&(b-1) != 0 || b < 2 || b > 1<<26 {
+			return nil, fmt.Errorf("dataplane: fib.buckets_v6 %d: use a power of two from 2 to 2^26 (the default is 2^19, 32 MiB)", b)
+		}
+		spec.Maps["fib6_table"].MaxEntries = b
+		if err := spec.Variables["fib6_log2"].Set(uint32(bits.Len32(b) - 1)); err != nil {
+			return nil, fmt.Errorf("dataplane: size the IPv6 FIB: %w", err)
+		}
 	}
 	switch cfg.FIBBackend {
 	case BackendCompiled, "":
@@ -295,10 +309,14 @@ func (d *Dataplane) DeleteNexthop(id uint32) error {
 
 // AddLocal marks an address as the node's own: frames to it pass to the kernel.
 func (d *Dataplane) AddLocal(a netip.Addr) error {
-	if !a.Is4() {
-		return nil // IPv6 is not forwarded in XDP yet, so it always reaches the kernel
+	one := uint8(1)
+	if a.Is6() && !a.Is4In6() {
+		if err := d.objs.LocalV6.Put(xdpfwdIn6Addr{S6Addr: a.As16()}, &one); err != nil {
+			return fmt.Errorf("dataplane: add local address %s: %w", a, err)
+		}
+		return nil
 	}
-	k, one := nativeU32(a.As4()), uint8(1)
+	k := nativeU32(a.Unmap().As4())
 	if err := d.objs.LocalV4.Put(&k, &one); err != nil {
 		return fmt.Errorf("dataplane: add local address %s: %w", a, err)
 	}
@@ -307,10 +325,13 @@ func (d *Dataplane) AddLocal(a netip.Addr) error {
 
 // DeleteLocal forgets a local address.
 func (d *Dataplane) DeleteLocal(a netip.Addr) error {
-	if !a.Is4() {
+	if a.Is6() && !a.Is4In6() {
+		if err := d.objs.LocalV6.Delete(xdpfwdIn6Addr{S6Addr: a.As16()}); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("dataplane: delete local address %s: %w", a, err)
+		}
 		return nil
 	}
-	k := nativeU32(a.As4())
+	k := nativeU32(a.Unmap().As4())
 	if err := d.objs.LocalV4.Delete(&k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		return fmt.Errorf("dataplane: delete local address %s: %w", a, err)
 	}

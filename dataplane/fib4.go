@@ -99,5 +99,5 @@ func (d *Dataplane) unmapLocked() {
 	if err := errors.Join(errs...); err != nil {
 		d.log.Warn("unmap FIB tables", "err", err)
 	}
-	d.mmaps, d.tables = nil, nil
+	d.mmaps, d.tables, d.tables6 = nil, nil, nil
 }

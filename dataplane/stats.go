@@ -6,6 +6,7 @@ type Reason uint32
 
 const (
 	Forwarded Reason = iota
+	// PassNotIPv4 is neither IPv4 nor IPv6 (the name predates IPv6 forwarding).
 	PassNotIPv4
 	PassVLAN
 	PassMalformed
@@ -19,12 +20,15 @@ const (
 	PassNoTxPort
 	PassFIBFull
 	DropInternal
+	ForwardedV6
+	PassHopByHop
+	PassLinkLocal
 	numReasons
 )
 
 var reasonNames = [numReasons]string{
 	Forwarded:      "forwarded",
-	PassNotIPv4:    "not_ipv4",
+	PassNotIPv4:    "not_ip",
 	PassVLAN:       "vlan",
 	PassMalformed:  "malformed",
 	PassIPOptions:  "ip_options",
@@ -37,6 +41,9 @@ var reasonNames = [numReasons]string{
 	PassNoTxPort:   "no_txport",
 	PassFIBFull:    "fib_full",
 	DropInternal:   "internal",
+	ForwardedV6:    "forwarded_v6",
+	PassHopByHop:   "hop_by_hop",
+	PassLinkLocal:  "link_local",
 }
 
 // Reasons lists every stat index in order.
@@ -58,7 +65,7 @@ func (r Reason) String() string {
 // Action is the XDP verdict that frames of this reason get.
 func (r Reason) Action() string {
 	switch r {
-	case Forwarded:
+	case Forwarded, ForwardedV6:
 		return "redirect"
 	case DropInternal:
 		return "drop"

@@ -1,12 +1,13 @@
 //go:build ignore
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * fibfleet's XDP forwarding program (IPv4).
+ * fibfleet's XDP forwarding program (IPv4 and IPv6).
  *
- * Steps, in order: parse Ethernet and IPv4 with bounds checks, hand anything that is
- * not plainly forwardable to the kernel (each case with its own counter), look the
- * destination up in the FIB, follow the nexthop id to the nexthop entry, check the
- * egress MTU and port, then decrement TTL, rewrite MACs and redirect.
+ * Steps, in order: parse Ethernet and IPv4 or IPv6 with bounds checks, hand anything
+ * that is not plainly forwardable to the kernel (each case with its own counter), look
+ * the destination up in the family's FIB, follow the nexthop id to the nexthop entry
+ * (one table for both families), check the egress MTU and port, then decrement TTL or
+ * hop limit, rewrite MACs and redirect.
  *
  * Every return goes through count(): a fallback that nobody can see is a bug.
  */
@@ -17,7 +18,7 @@
 /* Stat indices: one per action and pass reason. Keep in sync with dataplane/stats.go. */
 enum stat_reason {
 	STAT_FORWARDED = 0,     /* XDP_REDIRECT to the nexthop's egress port */
-	STAT_PASS_NOT_IPV4,     /* ARP, IPv6, anything else: the kernel's business */
+	STAT_PASS_NOT_IPV4,     /* neither IPv4 nor IPv6 (ARP, LLDP, ...): the kernel's business */
 	STAT_PASS_VLAN,         /* 802.1ad (QinQ) or double tagged, or no headroom to push a tag */
 	STAT_PASS_MALFORMED,    /* truncated or inconsistent headers: the kernel validates and drops */
 	STAT_PASS_IP_OPTIONS,   /* IHL != 5: options need the kernel's slow path */
@@ -31,6 +32,9 @@ enum stat_reason {
 	STAT_PASS_NO_TXPORT,    /* egress interface missing from the devmap */
 	STAT_PASS_FIB_FULL,     /* the /24 holds a route the FIB had no room for: the kernel's */
 	STAT_DROP_INTERNAL,     /* headers vanished after a tag push/pop: a program bug, never expected */
+	STAT_FORWARDED_V6,      /* IPv6, XDP_REDIRECT to the nexthop's egress port */
+	STAT_PASS_HOP_BY_HOP,   /* IPv6 hop-by-hop options: every router must read them */
+	STAT_PASS_LINK_LOCAL,   /* IPv6 link-local (or unspecified, loopback) destination: never routed */
 	STAT_MAX,
 };
 
@@ -65,6 +69,7 @@ struct vlan_hdr {
 #define MAX_NEXTHOPS 65536
 
 #include "fib4.h"
+#include "fib6.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -89,6 +94,14 @@ struct {
 	__uint(max_entries, 4096);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } local_v4 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct in6_addr);
+	__type(value, __u8);
+	__uint(max_entries, 4096);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} local_v6 SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -124,66 +137,132 @@ static __always_inline void ip_decrease_ttl(struct iphdr *iph)
 	iph->ttl--;
 }
 
-SEC("xdp")
-int xdp_fwd(struct xdp_md *ctx)
+/* What parsing learned about a frame, for the steps after the lookup. */
+struct frame {
+	__u64 len;      /* bytes, for the counters */
+	__u32 l3len;    /* the IP packet's length, for the MTU check */
+	__u16 in_tci;   /* the incoming 802.1Q tag, if tagged */
+	__u16 proto;    /* ETH_P_IP or ETH_P_IPV6 */
+	int tagged;
+};
+
+/* nh_ok returns the usable nexthop entry for an id, or 0 (not resolved yet). */
+static __always_inline struct nexthop *nh_ok(__u32 nhid)
 {
-	void *data_end = (void *)(long)ctx->data_end;
-	void *data = (void *)(long)ctx->data;
-	__u64 len = data_end - data;
-	struct ethhdr *eth = data;
+	struct nexthop *nh = bpf_map_lookup_elem(&nexthops, &nhid);
+
+	if (!nh || (nh->flags & (NH_F_VALID | NH_F_RESOLVED)) != (NH_F_VALID | NH_F_RESOLVED))
+		return 0;
+	return nh;
+}
+
+/* egress checks the MTU and port, fixes the VLAN tag, decrements TTL or hop limit,
+ * rewrites MACs and redirects: the same for both families. */
+static __always_inline int egress(struct xdp_md *ctx, struct nexthop *nh, struct frame *f)
+{
+	void *data_end, *data;
+	struct ethhdr *eth;
 	struct vlan_hdr *vh;
-	struct iphdr *iph;
-	struct nexthop *nh, knh;
-	__u32 nhid, l3off = ETH_HLEN;
-	__u16 tot_len, in_tci = 0, out_vid;
-	__be16 proto;
-	__be32 daddr;
-	int tagged = 0;
+	__u32 l3off;
+	__u16 out_vid;
+	int v6 = f->proto == ETH_P_IPV6;
 
-	if ((void *)(eth + 1) > data_end)
-		return count(STAT_PASS_MALFORMED, len, XDP_PASS);
-	proto = eth->h_proto;
-	if (proto == bpf_htons(ETH_P_8021AD))
-		return count(STAT_PASS_VLAN, len, XDP_PASS); /* QinQ: the kernel's */
-	if (proto == bpf_htons(ETH_P_8021Q)) {
-		vh = (void *)(eth + 1);
-		if ((void *)(vh + 1) > data_end)
-			return count(STAT_PASS_MALFORMED, len, XDP_PASS);
-		proto = vh->encap_proto;
-		if (proto == bpf_htons(ETH_P_8021Q) || proto == bpf_htons(ETH_P_8021AD))
-			return count(STAT_PASS_VLAN, len, XDP_PASS); /* double tagged */
-		in_tci = bpf_ntohs(vh->tci);
-		tagged = 1;
-		l3off = ETH_HLEN + VLAN_HLEN;
+	if (f->l3len > nh->mtu)
+		return count(STAT_PASS_MTU, f->len, XDP_PASS);
+	/* Check the port before touching the frame: a pass after the rewrite would hand
+	 * the kernel a frame with our MACs and a decremented TTL. */
+	if (!bpf_map_lookup_elem(&tx_ports, &nh->ifindex))
+		return count(STAT_PASS_NO_TXPORT, f->len, XDP_PASS);
+
+	/* A nexthop on a VLAN sub-interface egresses on its parent with the tag in the
+	 * frame (XDP cannot redirect into a VLAN device): push, pop or rewrite it. */
+	out_vid = nh->vlan & VLAN_VID_MASK;
+	if (f->tagged != (out_vid != 0)) {
+		if (bpf_xdp_adjust_head(ctx, f->tagged ? VLAN_HLEN : -VLAN_HLEN))
+			return count(STAT_PASS_VLAN, f->len, XDP_PASS); /* no headroom: frame untouched */
 	}
-	if (proto != bpf_htons(ETH_P_IP))
-		return count(STAT_PASS_NOT_IPV4, len, XDP_PASS);
+	data_end = (void *)(long)ctx->data_end;
+	data = (void *)(long)ctx->data;
+	eth = data;
+	l3off = out_vid ? ETH_HLEN + VLAN_HLEN : ETH_HLEN;
+	if (data + l3off + (v6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr)) > data_end)
+		return count(STAT_DROP_INTERNAL, f->len, XDP_DROP); /* cannot happen: keeps the verifier sure */
+	if (out_vid) {
+		vh = (void *)(eth + 1);
+		eth->h_proto = bpf_htons(ETH_P_8021Q);
+		/* Keep the priority bits of an incoming tag; a pushed tag has priority 0. */
+		vh->tci = bpf_htons((f->in_tci & ~VLAN_VID_MASK) | out_vid);
+		vh->encap_proto = bpf_htons(f->proto);
+	} else {
+		eth->h_proto = bpf_htons(f->proto);
+	}
+	if (v6)
+		((struct ipv6hdr *)(data + l3off))->hop_limit--; /* no checksum in IPv6 */
+	else
+		ip_decrease_ttl(data + l3off);
+	__builtin_memcpy(eth->h_dest, nh->dmac, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, nh->smac, ETH_ALEN);
+	return count(v6 ? STAT_FORWARDED_V6 : STAT_FORWARDED, f->len, bpf_redirect_map(&tx_ports, nh->ifindex, 0));
+}
 
-	iph = data + l3off;
+/* kernel_nexthop fills knh from a successful bpf_fib_lookup (the kernel backend). */
+static __always_inline struct nexthop *kernel_nexthop(struct nexthop *knh, struct bpf_fib_lookup *p)
+{
+	knh->ifindex = p->ifindex;
+	__builtin_memcpy(knh->smac, p->smac, ETH_ALEN);
+	__builtin_memcpy(knh->dmac, p->dmac, ETH_ALEN);
+	knh->mtu = 0xffff; /* checked by the helper */
+	knh->flags = NH_F_VALID | NH_F_RESOLVED;
+	knh->vlan = 0;
+	knh->pad = 0;
+	return knh;
+}
+
+/* kernel_verdict counts a failed bpf_fib_lookup; 0 on success. */
+static __always_inline int kernel_failed(long rc, struct frame *f)
+{
+	if (rc == BPF_FIB_LKUP_RET_SUCCESS)
+		return 0;
+	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH)
+		return count(STAT_PASS_UNRESOLVED, f->len, XDP_PASS) + 1;
+	if (rc == BPF_FIB_LKUP_RET_FRAG_NEEDED)
+		return count(STAT_PASS_MTU, f->len, XDP_PASS) + 1;
+	/* no route, blackhole, not forwarded, forwarding off */
+	return count(STAT_PASS_NO_ROUTE, f->len, XDP_PASS) + 1;
+}
+
+static __always_inline int forward4(struct xdp_md *ctx, struct iphdr *iph, void *data_end, struct frame *f)
+{
+	struct nexthop *nh, knh;
+	__be32 daddr;
+	__u32 nhid;
+	__u16 tot_len;
+
 	if ((void *)(iph + 1) > data_end)
-		return count(STAT_PASS_MALFORMED, len, XDP_PASS);
+		return count(STAT_PASS_MALFORMED, f->len, XDP_PASS);
 	if (iph->version != 4 || iph->ihl < 5)
-		return count(STAT_PASS_MALFORMED, len, XDP_PASS);
+		return count(STAT_PASS_MALFORMED, f->len, XDP_PASS);
 	if (iph->ihl != 5)
-		return count(STAT_PASS_IP_OPTIONS, len, XDP_PASS);
+		return count(STAT_PASS_IP_OPTIONS, f->len, XDP_PASS);
 	tot_len = bpf_ntohs(iph->tot_len);
-	if (tot_len < sizeof(*iph) || tot_len > len - l3off)
-		return count(STAT_PASS_MALFORMED, len, XDP_PASS);
+	if (tot_len < sizeof(*iph) || tot_len > data_end - (void *)iph)
+		return count(STAT_PASS_MALFORMED, f->len, XDP_PASS);
+	f->l3len = tot_len;
 
 	/* Local and multicast first: eBGP sessions arrive with TTL 1 and are not expiring. */
 	daddr = iph->daddr;
 	if ((daddr & bpf_htonl(0xf0000000)) == bpf_htonl(0xe0000000) || daddr == 0xffffffff)
-		return count(STAT_PASS_MULTICAST, len, XDP_PASS);
+		return count(STAT_PASS_MULTICAST, f->len, XDP_PASS);
 	if (bpf_map_lookup_elem(&local_v4, &daddr))
-		return count(STAT_PASS_LOCAL, len, XDP_PASS);
+		return count(STAT_PASS_LOCAL, f->len, XDP_PASS);
 	if (iph->ttl <= 1)
-		return count(STAT_PASS_TTL, len, XDP_PASS);
+		return count(STAT_PASS_TTL, f->len, XDP_PASS);
 
 	if (fib_backend == FIB_BACKEND_KERNEL) {
 		/* The in-product baseline: the kernel's FIB through bpf_fib_lookup(), as
 		 * xdp-forward does. Routes must be in the kernel (fib.kernel_sync). */
 		struct bpf_fib_lookup p = {};
-		long rc;
+		int rc;
 
 		p.family = AF_INET;
 		p.tos = iph->tos;
@@ -192,64 +271,120 @@ int xdp_fwd(struct xdp_md *ctx)
 		p.ipv4_src = iph->saddr;
 		p.ipv4_dst = daddr;
 		p.ifindex = ctx->ingress_ifindex;
-		rc = bpf_fib_lookup(ctx, &p, sizeof(p), 0);
-		if (rc == BPF_FIB_LKUP_RET_NO_NEIGH)
-			return count(STAT_PASS_UNRESOLVED, len, XDP_PASS);
-		if (rc == BPF_FIB_LKUP_RET_FRAG_NEEDED)
-			return count(STAT_PASS_MTU, len, XDP_PASS);
-		if (rc != BPF_FIB_LKUP_RET_SUCCESS) /* no route, blackhole, not forwarded, forwarding off */
-			return count(STAT_PASS_NO_ROUTE, len, XDP_PASS);
-		knh.ifindex = p.ifindex;
-		__builtin_memcpy(knh.smac, p.smac, ETH_ALEN);
-		__builtin_memcpy(knh.dmac, p.dmac, ETH_ALEN);
-		knh.mtu = 0xffff; /* checked by the helper */
-		knh.flags = NH_F_VALID | NH_F_RESOLVED;
-		knh.vlan = 0;
-		knh.pad = 0;
-		nh = &knh;
+		rc = kernel_failed(bpf_fib_lookup(ctx, &p, sizeof(p), 0), f);
+		if (rc)
+			return rc - 1;
+		nh = kernel_nexthop(&knh, &p);
 	} else {
 		nhid = fib4_lookup(daddr);
 		if (!nhid)
-			return count(STAT_PASS_NO_ROUTE, len, XDP_PASS);
+			return count(STAT_PASS_NO_ROUTE, f->len, XDP_PASS);
 		if (nhid == FIB4_KERNEL)
-			return count(STAT_PASS_FIB_FULL, len, XDP_PASS);
-		nh = bpf_map_lookup_elem(&nexthops, &nhid);
-		if (!nh || (nh->flags & (NH_F_VALID | NH_F_RESOLVED)) != (NH_F_VALID | NH_F_RESOLVED))
-			return count(STAT_PASS_UNRESOLVED, len, XDP_PASS);
+			return count(STAT_PASS_FIB_FULL, f->len, XDP_PASS);
+		nh = nh_ok(nhid);
+		if (!nh)
+			return count(STAT_PASS_UNRESOLVED, f->len, XDP_PASS);
 	}
-	if (tot_len > nh->mtu)
-		return count(STAT_PASS_MTU, len, XDP_PASS);
-	/* Check the port before touching the frame: a pass after the rewrite would hand
-	 * the kernel a frame with our MACs and a decremented TTL. */
-	if (!bpf_map_lookup_elem(&tx_ports, &nh->ifindex))
-		return count(STAT_PASS_NO_TXPORT, len, XDP_PASS);
+	return egress(ctx, nh, f);
+}
 
-	/* A nexthop on a VLAN sub-interface egresses on its parent with the tag in the
-	 * frame (XDP cannot redirect into a VLAN device): push, pop or rewrite it. */
-	out_vid = nh->vlan & VLAN_VID_MASK;
-	if (tagged != (out_vid != 0)) {
-		if (bpf_xdp_adjust_head(ctx, tagged ? VLAN_HLEN : -VLAN_HLEN))
-			return count(STAT_PASS_VLAN, len, XDP_PASS); /* no headroom: frame untouched */
-		data_end = (void *)(long)ctx->data_end;
-		data = (void *)(long)ctx->data;
-	}
-	eth = data;
-	iph = data + (out_vid ? ETH_HLEN + VLAN_HLEN : ETH_HLEN);
-	if ((void *)(iph + 1) > data_end)
-		return count(STAT_DROP_INTERNAL, len, XDP_DROP); /* cannot happen: keeps the verifier sure */
-	if (out_vid) {
-		vh = (void *)(eth + 1);
-		eth->h_proto = bpf_htons(ETH_P_8021Q);
-		/* Keep the priority bits of an incoming tag; a pushed tag has priority 0. */
-		vh->tci = bpf_htons((in_tci & ~VLAN_VID_MASK) | out_vid);
-		vh->encap_proto = bpf_htons(ETH_P_IP);
+static __always_inline int forward6(struct xdp_md *ctx, struct ipv6hdr *ip6, void *data_end, struct frame *f)
+{
+	struct nexthop *nh, knh;
+	__u32 nhid, d0;
+	__u16 plen;
+
+	if ((void *)(ip6 + 1) > data_end)
+		return count(STAT_PASS_MALFORMED, f->len, XDP_PASS);
+	if (ip6->version != 6)
+		return count(STAT_PASS_MALFORMED, f->len, XDP_PASS);
+	plen = bpf_ntohs(ip6->payload_len);
+	/* A zero payload length is a jumbogram (hop-by-hop option): counted below. */
+	if (plen && sizeof(*ip6) + plen > data_end - (void *)ip6)
+		return count(STAT_PASS_MALFORMED, f->len, XDP_PASS);
+	f->l3len = sizeof(*ip6) + plen;
+	/* Every router must process hop-by-hop options (router alert, jumbo): the kernel.
+	 * Other extension headers are for the destination: forwarded as they are. */
+	if (ip6->nexthdr == IPPROTO_HOPOPTS)
+		return count(STAT_PASS_HOP_BY_HOP, f->len, XDP_PASS);
+
+	d0 = bpf_ntohl(ip6->daddr.s6_addr32[0]);
+	if ((d0 >> 24) == 0xff)
+		return count(STAT_PASS_MULTICAST, f->len, XDP_PASS);
+	/* fe80::/10, and :: or ::1 (never valid as a forwarded destination). */
+	if ((d0 & 0xffc00000) == 0xfe800000 ||
+	    (!d0 && !ip6->daddr.s6_addr32[1] && !ip6->daddr.s6_addr32[2] &&
+	     (ip6->daddr.s6_addr32[3] & ~bpf_htonl(1)) == 0))
+		return count(STAT_PASS_LINK_LOCAL, f->len, XDP_PASS);
+	if (bpf_map_lookup_elem(&local_v6, &ip6->daddr))
+		return count(STAT_PASS_LOCAL, f->len, XDP_PASS);
+	if (ip6->hop_limit <= 1)
+		return count(STAT_PASS_TTL, f->len, XDP_PASS);
+
+	if (fib_backend == FIB_BACKEND_KERNEL) {
+		struct bpf_fib_lookup p = {};
+		int rc;
+
+		p.family = AF_INET6;
+		p.flowinfo = *(__be32 *)ip6 & bpf_htonl(0x0fffffff);
+		p.l4_protocol = ip6->nexthdr;
+		p.tot_len = f->l3len;
+		__builtin_memcpy(p.ipv6_src, &ip6->saddr, 16);
+		__builtin_memcpy(p.ipv6_dst, &ip6->daddr, 16);
+		p.ifindex = ctx->ingress_ifindex;
+		rc = kernel_failed(bpf_fib_lookup(ctx, &p, sizeof(p), 0), f);
+		if (rc)
+			return rc - 1;
+		nh = kernel_nexthop(&knh, &p);
 	} else {
-		eth->h_proto = bpf_htons(ETH_P_IP);
+		nhid = fib6_lookup(ip6->daddr.s6_addr32);
+		if (!nhid)
+			return count(STAT_PASS_NO_ROUTE, f->len, XDP_PASS);
+		if (nhid == FIB6_KERNEL)
+			return count(STAT_PASS_FIB_FULL, f->len, XDP_PASS);
+		nh = nh_ok(nhid);
+		if (!nh)
+			return count(STAT_PASS_UNRESOLVED, f->len, XDP_PASS);
 	}
-	ip_decrease_ttl(iph);
-	__builtin_memcpy(eth->h_dest, nh->dmac, ETH_ALEN);
-	__builtin_memcpy(eth->h_source, nh->smac, ETH_ALEN);
-	return count(STAT_FORWARDED, len, bpf_redirect_map(&tx_ports, nh->ifindex, 0));
+	return egress(ctx, nh, f);
+}
+
+SEC("xdp")
+int xdp_fwd(struct xdp_md *ctx)
+{
+	void *data_end = (void *)(long)ctx->data_end;
+	void *data = (void *)(long)ctx->data;
+	struct ethhdr *eth = data;
+	struct frame f = {.len = data_end - data};
+	struct vlan_hdr *vh;
+	__u32 l3off = ETH_HLEN;
+	__be16 proto;
+
+	if ((void *)(eth + 1) > data_end)
+		return count(STAT_PASS_MALFORMED, f.len, XDP_PASS);
+	proto = eth->h_proto;
+	if (proto == bpf_htons(ETH_P_8021AD))
+		return count(STAT_PASS_VLAN, f.len, XDP_PASS); /* QinQ: the kernel's */
+	if (proto == bpf_htons(ETH_P_8021Q)) {
+		vh = (void *)(eth + 1);
+		if ((void *)(vh + 1) > data_end)
+			return count(STAT_PASS_MALFORMED, f.len, XDP_PASS);
+		proto = vh->encap_proto;
+		if (proto == bpf_htons(ETH_P_8021Q) || proto == bpf_htons(ETH_P_8021AD))
+			return count(STAT_PASS_VLAN, f.len, XDP_PASS); /* double tagged */
+		f.in_tci = bpf_ntohs(vh->tci);
+		f.tagged = 1;
+		l3off = ETH_HLEN + VLAN_HLEN;
+	}
+	if (proto == bpf_htons(ETH_P_IP)) {
+		f.proto = ETH_P_IP;
+		return forward4(ctx, data + l3off, data_end, &f);
+	}
+	if (proto == bpf_htons(ETH_P_IPV6)) {
+		f.proto = ETH_P_IPV6;
+		return forward6(ctx, data + l3off, data_end, &f);
+	}
+	return count(STAT_PASS_NOT_IPV4, f.len, XDP_PASS);
 }
 
 char _license[] SEC("license") = "Dual BSD/GPL";

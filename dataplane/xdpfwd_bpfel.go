@@ -32,6 +32,29 @@ type xdpfwdFib4Row struct {
 	E [256]uint32
 }
 
+type xdpfwdFib6Bucket struct {
+	_       structs.HostLayout
+	Key     [5]uint64
+	Val     [5]uint32
+	Spilled uint32
+}
+
+type xdpfwdFib6LpmKey struct {
+	_         structs.HostLayout
+	Prefixlen uint32
+	Addr      [4]uint32
+}
+
+type xdpfwdFib6Row struct {
+	_ structs.HostLayout
+	E [256]uint32
+}
+
+type xdpfwdIn6Addr struct {
+	_      structs.HostLayout
+	S6Addr [16]uint8
+}
+
 type xdpfwdNexthop struct {
 	_       structs.HostLayout
 	Ifindex uint32
@@ -58,11 +81,16 @@ const (
 	xdpfwdMapFib4Nodes  = "fib4_nodes"
 	xdpfwdMapFib4Tbl24  = "fib4_tbl24"
 	xdpfwdMapFib4Tbl8   = "fib4_tbl8"
+	xdpfwdMapFib6Dir    = "fib6_dir"
+	xdpfwdMapFib6Long   = "fib6_long"
+	xdpfwdMapFib6Table  = "fib6_table"
 	xdpfwdMapLocalV4    = "local_v4"
+	xdpfwdMapLocalV6    = "local_v6"
 	xdpfwdMapNexthops   = "nexthops"
 	xdpfwdMapStats      = "stats"
 	xdpfwdMapTxPorts    = "tx_ports"
 	xdpfwdProgXdpFwd    = "xdp_fwd"
+	xdpfwdVarFib6Log2   = "fib6_log2"
 	xdpfwdVarFibBackend = "fib_backend"
 )
 
@@ -120,7 +148,11 @@ type xdpfwdMapSpecs struct {
 	Fib4Nodes *ebpf.MapSpec `ebpf:"fib4_nodes"`
 	Fib4Tbl24 *ebpf.MapSpec `ebpf:"fib4_tbl24"`
 	Fib4Tbl8  *ebpf.MapSpec `ebpf:"fib4_tbl8"`
+	Fib6Dir   *ebpf.MapSpec `ebpf:"fib6_dir"`
+	Fib6Long  *ebpf.MapSpec `ebpf:"fib6_long"`
+	Fib6Table *ebpf.MapSpec `ebpf:"fib6_table"`
 	LocalV4   *ebpf.MapSpec `ebpf:"local_v4"`
+	LocalV6   *ebpf.MapSpec `ebpf:"local_v6"`
 	Nexthops  *ebpf.MapSpec `ebpf:"nexthops"`
 	Stats     *ebpf.MapSpec `ebpf:"stats"`
 	TxPorts   *ebpf.MapSpec `ebpf:"tx_ports"`
@@ -130,6 +162,7 @@ type xdpfwdMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type xdpfwdVariableSpecs struct {
+	Fib6Log2   *ebpf.VariableSpec `ebpf:"fib6_log2"`
 	FibBackend *ebpf.VariableSpec `ebpf:"fib_backend"`
 }
 
@@ -158,7 +191,11 @@ type xdpfwdMaps struct {
 	Fib4Nodes *ebpf.Map `ebpf:"fib4_nodes"`
 	Fib4Tbl24 *ebpf.Map `ebpf:"fib4_tbl24"`
 	Fib4Tbl8  *ebpf.Map `ebpf:"fib4_tbl8"`
+	Fib6Dir   *ebpf.Map `ebpf:"fib6_dir"`
+	Fib6Long  *ebpf.Map `ebpf:"fib6_long"`
+	Fib6Table *ebpf.Map `ebpf:"fib6_table"`
 	LocalV4   *ebpf.Map `ebpf:"local_v4"`
+	LocalV6   *ebpf.Map `ebpf:"local_v6"`
 	Nexthops  *ebpf.Map `ebpf:"nexthops"`
 	Stats     *ebpf.Map `ebpf:"stats"`
 	TxPorts   *ebpf.Map `ebpf:"tx_ports"`
@@ -171,7 +208,11 @@ func (m *xdpfwdMaps) Close() error {
 		m.Fib4Nodes,
 		m.Fib4Tbl24,
 		m.Fib4Tbl8,
+		m.Fib6Dir,
+		m.Fib6Long,
+		m.Fib6Table,
 		m.LocalV4,
+		m.LocalV6,
 		m.Nexthops,
 		m.Stats,
 		m.TxPorts,
@@ -182,6 +223,7 @@ func (m *xdpfwdMaps) Close() error {
 //
 // It can be passed to loadXdpfwdObjects or ebpf.CollectionSpec.LoadAndAssign.
 type xdpfwdVariables struct {
+	Fib6Log2   *ebpf.Variable `ebpf:"fib6_log2"`
 	FibBackend *ebpf.Variable `ebpf:"fib_backend"`
 }
 

@@ -28,6 +28,10 @@ import (
 type Dataplane interface {
 	// V4Tables returns the IPv4 FIB arrays the program reads, mapped into this process.
 	V4Tables() (dataplane.V4Tables, error)
+	// V6Tables returns the IPv6 FIB arrays; SetLong6 and DeleteLong6 keep its routes
+	// longer than /48.
+	V6Tables() (dataplane.V6Tables, error)
+	longStore
 	SetNexthop(id uint32, nh dataplane.Nexthop) error
 	DeleteNexthop(id uint32) error
 }
@@ -74,6 +78,12 @@ type Stats struct {
 	// in use; DirFallback counts /16 blocks whose lookups read tbl24 because the node
 	// pool was full (slower, still correct).
 	DirNodes, DirLines, DirFallback int
+	// RoutesV4 and RoutesV6 split Routes by family.
+	RoutesV4, RoutesV6 int
+	// V6Keys are the IPv6 hash's live keys (routes expanded to its lengths) in
+	// V6Buckets buckets of five; V6Pending are keys that found no room (their /16
+	// passes to the kernel until they are placed); V6Long are routes longer than /48.
+	V6Keys, V6Pending, V6Long, V6Buckets int
 }
 
 type nexthop struct {
@@ -97,6 +107,7 @@ type FIB struct {
 	mu      sync.Mutex
 	routes  bart.Table[netip.Addr] // prefix -> BGP next hop
 	v4      *v4Table
+	v6      *v6Table
 	byGW    map[netip.Addr]*nexthop
 	byNeigh map[netip.Addr]map[*nexthop]struct{}
 	freeIDs []freedID
@@ -123,9 +134,17 @@ func New(dp Dataplane, res Resolver, log *slog.Logger) (*FIB, error) {
 	if len(t.Tbl24) != 1<<24 || len(t.Gen16) != 1<<16 || len(t.Tbl8)%256 != 0 || t.Groups() >= dataplane.FIB4Kernel {
 		return nil, fmt.Errorf("fib: IPv4 tables have the wrong shape (tbl24 %d, tbl8 %d, gen16 %d entries)", len(t.Tbl24), len(t.Tbl8), len(t.Gen16))
 	}
+	t6, err := dp.V6Tables()
+	if err != nil {
+		return nil, err
+	}
+	if len(t6.Dir) != 2<<16 || len(t6.Buckets) != 16<<t6.LogBuckets || t6.LogBuckets < 1 {
+		return nil, fmt.Errorf("fib: IPv6 tables have the wrong shape (dir %d, buckets %d words, 2^%d buckets)", len(t6.Dir), len(t6.Buckets), t6.LogBuckets)
+	}
 	return &FIB{
 		dp: dp, res: res, log: log,
 		v4:      newV4Table(t),
+		v6:      newV6Table(t6, dp),
 		byGW:    map[netip.Addr]*nexthop{},
 		byNeigh: map[netip.Addr]map[*nexthop]struct{}{},
 		nextID:  1,
@@ -167,6 +186,14 @@ func (f *FIB) Apply(batch []Update) error {
 // the nexthops the batch let go: only now can no lookup reach their ids.
 func (f *FIB) commit() {
 	f.v4.commit()
+	pending := len(f.v6.pending)
+	f.v6.commit()
+	if n := len(f.v6.pending); n != pending && n == 0 {
+		f.log.Info("IPv6 FIB: every key placed; all /16s forward in XDP again")
+	} else if n > pending {
+		f.log.Warn("IPv6 FIB hash has no room for some keys: their /16s pass to the kernel; raise fib.buckets_v6",
+			"pending", n, "buckets", len(f.v6.t.Buckets)/16)
+	}
 	now := time.Now()
 	for _, id := range f.released {
 		if err := f.dp.DeleteNexthop(id); err != nil {
@@ -180,8 +207,8 @@ func (f *FIB) commit() {
 
 func (f *FIB) apply(u Update) error {
 	p := u.Prefix.Masked()
-	if !p.Addr().Is4() {
-		return fmt.Errorf("fib: %s: only IPv4 is forwarded so far", p)
+	if !p.IsValid() || p.Addr().Is4In6() {
+		return fmt.Errorf("fib: %s: not an IPv4 or IPv6 prefix", u.Prefix)
 	}
 	old, had := f.routes.Get(p)
 	if u.Withdraw {
@@ -212,7 +239,20 @@ func (f *FIB) apply(u Update) error {
 		f.digest -= routeHash(p, old)
 	}
 	f.digest += routeHash(p, u.Nexthop)
-	if err := f.v4.add(p, nh.id); errors.Is(err, errGroupsFull) {
+	if p.Addr().Is6() {
+		if err := f.v6.set(p, nh.id); err != nil {
+			// Nothing changed in the dataplane: put the master table back.
+			f.digest -= routeHash(p, u.Nexthop)
+			if had {
+				f.routes.Insert(p, old)
+				f.digest += routeHash(p, old)
+			} else {
+				f.routes.Delete(p)
+			}
+			f.release(u.Nexthop)
+			return err
+		}
+	} else if err := f.v4.add(p, nh.id); errors.Is(err, errGroupsFull) {
 		f.refused++
 	}
 	if f.sync != nil {
@@ -226,6 +266,12 @@ func (f *FIB) apply(u Update) error {
 
 // withdraw removes p (already gone from the master table) from the compiled FIB.
 func (f *FIB) withdraw(p netip.Prefix) {
+	if p.Addr().Is6() {
+		if err := f.v6.del(p); err != nil {
+			f.log.Warn("withdraw IPv6 route", "prefix", p, "err", err)
+		}
+		return
+	}
 	repl, gw, ok := f.routes.LookupPrefixLPM(p)
 	var replID uint32
 	if ok {
@@ -445,6 +491,8 @@ func (f *FIB) Stats() Stats {
 	s := Stats{Routes: f.routes.Size(), Nexthops: len(f.byGW), Refused: f.refused,
 		KernelSlots: len(f.v4.kernel), Groups: f.v4.t.Groups(), GroupsUsed: f.v4.groupsInUse()}
 	s.DirNodes, s.DirLines, s.DirFallback = f.v4.dir.stats()
+	s.RoutesV4, s.RoutesV6 = f.routes.Size4(), f.routes.Size6()
+	s.V6Keys, s.V6Pending, s.V6Long, s.V6Buckets = f.v6.stats()
 	for _, nh := range f.byGW {
 		if !nh.res.Nexthop.Resolved {
 			s.UnresolvedNexthops++

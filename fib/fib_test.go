@@ -14,6 +14,8 @@ import (
 type fakeDP struct {
 	t        *testing.T
 	tables   dataplane.V4Tables
+	tables6  dataplane.V6Tables
+	long6    map[netip.Prefix]uint32
 	nexthops map[uint32]dataplane.Nexthop
 	nhWrites int
 }
@@ -24,13 +26,30 @@ func newFakeDP(t *testing.T, groups int) *fakeDP {
 
 // newFakeDPPools sizes the compressed level's node pool (in 64-byte lines) too.
 func newFakeDPPools(t *testing.T, groups, lines int) *fakeDP {
+	return newFakeDPv6(t, groups, lines, 10)
+}
+
+// newFakeDPv6 also sizes the IPv6 hash: 2^logBuckets buckets.
+func newFakeDPv6(t *testing.T, groups, lines, logBuckets int) *fakeDP {
 	return &fakeDP{t: t, nexthops: map[uint32]dataplane.Nexthop{}, tables: dataplane.V4Tables{
 		Tbl24: make([]uint32, 1<<24), Tbl8: make([]uint32, groups*256), Gen16: make([]uint32, 1<<16),
 		Dir: make([]uint32, 1<<16), Nodes: make([]uint32, 16*lines),
-	}}
+	}, tables6: dataplane.V6Tables{Dir: make([]uint32, 2<<16), Buckets: make([]uint32, 16<<logBuckets), LogBuckets: logBuckets},
+		long6: map[netip.Prefix]uint32{}}
 }
 
 func (d *fakeDP) V4Tables() (dataplane.V4Tables, error) { return d.tables, nil }
+func (d *fakeDP) V6Tables() (dataplane.V6Tables, error) { return d.tables6, nil }
+
+func (d *fakeDP) SetLong6(p netip.Prefix, id uint32) error {
+	d.long6[p] = id
+	return nil
+}
+
+func (d *fakeDP) DeleteLong6(p netip.Prefix) error {
+	delete(d.long6, p)
+	return nil
+}
 
 func (d *fakeDP) SetNexthop(id uint32, nh dataplane.Nexthop) error {
 	d.nexthops[id] = nh
@@ -55,6 +74,15 @@ func (r *fakeRes) Release(n netip.Addr) { r.released = append(r.released, n) }
 
 func (r *fakeRes) Resolve(gw netip.Addr) (Resolution, error) {
 	r.calls++
+	if gw.Is6() {
+		// IPv6 next hops: 2001:db8:ffff::/48 is on link (ifindex 1), MAC ..:last byte.
+		if !pfx("2001:db8:ffff::/48").Contains(gw) {
+			return Resolution{}, fmt.Errorf("no route to %s", gw)
+		}
+		b := gw.As16()
+		return Resolution{Nexthop: dataplane.Nexthop{Ifindex: 1, SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, MTU: 1500,
+			Resolved: true, DstMAC: net.HardwareAddr{2, 0, 0, 0, 6, b[15]}}, Neighbor: gw}, nil
+	}
 	b := gw.As4()
 	if b[0] != 10 {
 		return Resolution{}, fmt.Errorf("no route to %s", gw)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * The small subset of the kernel's UAPI (linux/bpf.h, linux/if_ether.h, linux/ip.h)
+ * The small subset of the kernel's UAPI (linux/bpf.h, linux/if_ether.h, linux/ip.h,
+ * linux/ipv6.h)
  * that the XDP program needs, written out so that `go generate` does not depend on
  * the build machine's kernel headers or on multiarch include paths. Values are ABI
  * and never change.
@@ -60,6 +61,8 @@ struct bpf_devmap_val {
 #define ETH_P_IP 0x0800
 #define ETH_P_8021Q 0x8100
 #define ETH_P_8021AD 0x88A8
+#define ETH_P_IPV6 0x86DD
+#define IPPROTO_HOPOPTS 0
 
 struct ethhdr {
 	unsigned char h_dest[ETH_ALEN];
@@ -82,6 +85,27 @@ struct iphdr {
 	__u16 check;
 	__be32 saddr;
 	__be32 daddr;
+};
+
+struct in6_addr {
+	union {
+		__u8 s6_addr[16];
+		__be32 s6_addr32[4];
+	};
+};
+
+struct ipv6hdr {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	__u8 priority : 4, version : 4;
+#else
+	__u8 version : 4, priority : 4;
+#endif
+	__u8 flow_lbl[3];
+	__be16 payload_len;
+	__u8 nexthdr;
+	__u8 hop_limit;
+	struct in6_addr saddr;
+	struct in6_addr daddr;
 };
 
 #define AF_INET 2
