@@ -243,15 +243,11 @@ func (d *Dataplane) Close() error {
 		errs = append(errs, d.Detach(n))
 	}
 	d.unmapTables()
-	for _, m := range []*ebpf.Map{d.objs.Fib4Tbl24, d.objs.Fib4Tbl8, d.objs.Fib4Gen16, d.objs.Fib4Dir, d.objs.Fib4Nodes,
-		d.objs.Nexthops, d.objs.TxPorts, d.objs.LocalV4, d.objs.Stats} {
-		if m != nil {
-			errs = append(errs, m.Unpin())
-		}
-	}
 	errs = append(errs, d.objs.Close())
-	if err := os.Remove(d.pinDir); err != nil && !os.IsNotExist(err) {
-		errs = append(errs, err)
+	// Every pin in the directory is one of ours: removing them unpins every map,
+	// whatever maps the program has grown.
+	if err := os.RemoveAll(d.pinDir); err != nil {
+		errs = append(errs, fmt.Errorf("dataplane: remove pins in %s: %w", d.pinDir, err))
 	}
 	return errors.Join(errs...)
 }

@@ -8,28 +8,21 @@
  *   - stride: a 2^16-entry first level, then 1 KiB nodes of 256 u32 per 8 bits;
  *   - compressed: the same trie Poptrie-style, 128-byte nodes of child and leaf
  *     bitmaps (popcount) with consecutive children and leaves;
- *   - hash: exact match on a few prefix lengths at once: a 2^16 first level, then
- *     each route expanded to the next of the lengths hlevels (controlled prefix
- *     expansion) in one hash table of 64-byte buckets; every length present under the
- *     /16 is probed before any answer is compared, so the memory reads overlap, and
- *     the longest length that matches wins;
- * and the references: a BPF LPM trie and bpf_fib_lookup(AF_INET6).
+ * and the references: a BPF LPM trie and bpf_fib_lookup(AF_INET6). The production
+ * lookup (fib6.h, the hash chosen) runs on a Dataplane's own maps.
  */
 #include "abi.h"
 #include "bpf_helpers.h"
 #include "bpf_endian.h"
 #include "probe_loop.h"
 #include "popcount.h"
+#include "fib6.h"
 
 #define V6_NODE 0x40000000u
 
 /* The candidates' strides: the first level's bits, then each node level's (0 after
  * the last; they sum to 64). Set by the loader. */
 const volatile __u32 strides[8] = {16, 8, 8, 8, 8, 8, 8};
-
-/* The hash candidate's lengths, ascending (0: unused), and its table's size. */
-const volatile __u32 hlevels[8] = {24, 32, 36, 40, 44, 48};
-const volatile __u32 hlog2 = 1;
 
 struct row {
 	__u32 e[256];
@@ -56,22 +49,6 @@ ARRAY(s6_nodes, struct row, 1);
 ARRAY(c6_dir, struct row, 256);
 ARRAY(c6_nodes, struct line, 1);
 ARRAY(c6_leaves, struct row, 1);
-
-/* One cache line: five keys (length << 56 | the address's top length bits; 0 is
- * empty), their values and a filter of the keys whose first choice is this bucket that
- * went to their second (h6_spillbit). */
-struct bucket {
-	__u64 key[5];
-	__u32 val[5];
-	__u32 spilled;
-};
-
-/* A value with H6_DEEPER: the /48 holds longer prefixes, ask the LPM trie. */
-#define H6_DEEPER 0x80000000u
-
-ARRAY(h6_dir, struct row, 512); /* per /16: the value of its routes up to /16, the mask of lengths below */
-ARRAY(h6_table, struct bucket, 1);
-
 
 struct lpm_key_v6 {
 	__u32 prefixlen;
@@ -179,102 +156,6 @@ static long step_compressed(__u32 i, void *data)
 	return 0;
 }
 
-static __always_inline __u32 h6_index(__u64 key, __u64 mul)
-{
-	return (key * mul) >> (64 - hlog2);
-}
-
-#define H6_MUL1 0x9e3779b97f4a7c15ULL
-#define H6_MUL2 0xc2b2ae3d27d4eb4fULL
-
-#define H6_MUL3 0xff51afd7ed558ccdULL
-
-/* A bucket's spilled word is a 32-bit Bloom filter of the keys whose first choice it
- * is and that live in their second: a key reads its second bucket only if its bit is
- * set there (a flag would send every miss in a crowded bucket to a second read). */
-static __always_inline __u32 h6_spillbit(__u64 key)
-{
-	return 1U << ((key * H6_MUL3) >> 59);
-}
-
-static __always_inline int h6_match(struct bucket *b, __u64 key, __u32 *v)
-{
-	int s;
-
-#pragma unroll
-	for (s = 0; s < 5; s++)
-		if (b->key[s] == key) {
-			*v = b->val[s];
-			return 1;
-		}
-	return 0;
-}
-
-static long step_hash(__u32 i, void *data)
-{
-	__u32 *res, *a = slot(data, i, &res), di, row, mask, v = 0, idx;
-	struct bucket *b[8];
-	__u64 h, key[8];
-	struct row *d;
-	int k;
-
-	if (!a)
-		return 1;
-	h = hi64(a);
-	di = h >> 48;
-	row = di >> 7;
-	d = bpf_map_lookup_elem(&h6_dir, &row);
-	if (!d)
-		return 1;
-	v = d->e[(di & 127) * 2];
-	mask = d->e[(di & 127) * 2 + 1];
-	/* First every bucket's address, then the comparisons: the reads overlap. */
-#pragma unroll
-	for (k = 0; k < 8; k++) {
-		__u32 t = hlevels[k];
-
-		b[k] = 0;
-		key[k] = 0;
-		if (!(mask & (1U << k)) || t == 0 || t > 63)
-			continue;
-		key[k] = (__u64)t << 56 | h >> (64 - t);
-		idx = h6_index(key[k], H6_MUL1);
-		b[k] = bpf_map_lookup_elem(&h6_table, &idx);
-	}
-#pragma unroll
-	for (k = 7; k >= 0; k--) {
-		__u32 hit;
-
-		if (!b[k])
-			continue;
-		if (h6_match(b[k], key[k], &hit))
-			goto found;
-		if (b[k]->spilled & h6_spillbit(key[k])) {
-			struct bucket *alt;
-
-			idx = h6_index(key[k], H6_MUL2);
-			alt = bpf_map_lookup_elem(&h6_table, &idx);
-			if (alt && h6_match(alt, key[k], &hit))
-				goto found;
-		}
-		continue;
-found:
-		v = hit;
-		break;
-	}
-	if (v & H6_DEEPER) {
-		struct lpm_key_v6 lk = {.prefixlen = 128};
-		__u32 *lv;
-
-		__builtin_memcpy(lk.addr, a, 16);
-		lv = bpf_map_lookup_elem(&probe6_lpm, &lk);
-		v = lv ? *lv : v & ~H6_DEEPER;
-	}
-	*res = v;
-	return 0;
-}
-
-
 /* The loop alone: reads the trace entry, writes its first word: the floor every other
  * mechanism's figure includes. */
 static long step_null(__u32 i, void *data)
@@ -323,8 +204,18 @@ int probe6_stride(struct xdp_md *ctx) { return run(ctx, step_stride); }
 SEC("xdp")
 int probe6_compressed(struct xdp_md *ctx) { return run(ctx, step_compressed); }
 
+static long step_fib6(__u32 i, void *data)
+{
+	__u32 *res, *a = slot(data, i, &res);
+
+	if (!a)
+		return 1;
+	*res = fib6_lookup(a);
+	return 0;
+}
+
 SEC("xdp")
-int probe6_hash(struct xdp_md *ctx) { return run(ctx, step_hash); }
+int probe6_fib(struct xdp_md *ctx) { return run(ctx, step_fib6); }
 
 SEC("xdp")
 int probe6_null(struct xdp_md *ctx) { return run(ctx, step_null); }

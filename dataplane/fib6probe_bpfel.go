@@ -13,11 +13,22 @@ import (
 	"github.com/cilium/ebpf"
 )
 
-type fib6probeBucket struct {
+type fib6probeFib6Bucket struct {
 	_       structs.HostLayout
 	Key     [5]uint64
 	Val     [5]uint32
 	Spilled uint32
+}
+
+type fib6probeFib6LpmKey struct {
+	_         structs.HostLayout
+	Prefixlen uint32
+	Addr      [4]uint32
+}
+
+type fib6probeFib6Row struct {
+	_ structs.HostLayout
+	E [256]uint32
 }
 
 type fib6probeLine struct {
@@ -49,8 +60,9 @@ const (
 	fib6probeMapC6Dir             = "c6_dir"
 	fib6probeMapC6Leaves          = "c6_leaves"
 	fib6probeMapC6Nodes           = "c6_nodes"
-	fib6probeMapH6Dir             = "h6_dir"
-	fib6probeMapH6Table           = "h6_table"
+	fib6probeMapFib6Dir           = "fib6_dir"
+	fib6probeMapFib6Long          = "fib6_long"
+	fib6probeMapFib6Table         = "fib6_table"
 	fib6probeMapProbe6Lpm         = "probe6_lpm"
 	fib6probeMapProbe6Result      = "probe6_result"
 	fib6probeMapProbe6Trace       = "probe6_trace"
@@ -58,13 +70,12 @@ const (
 	fib6probeMapS6Dir             = "s6_dir"
 	fib6probeMapS6Nodes           = "s6_nodes"
 	fib6probeProgProbe6Compressed = "probe6_compressed"
-	fib6probeProgProbe6Hash       = "probe6_hash"
+	fib6probeProgProbe6Fib        = "probe6_fib"
 	fib6probeProgProbe6KernelFib  = "probe6_kernel_fib"
 	fib6probeProgProbe6LpmTrie    = "probe6_lpm_trie"
 	fib6probeProgProbe6Null       = "probe6_null"
 	fib6probeProgProbe6Stride     = "probe6_stride"
-	fib6probeVarHlevels           = "hlevels"
-	fib6probeVarHlog2             = "hlog2"
+	fib6probeVarFib6Log2          = "fib6_log2"
 	fib6probeVarStrides           = "strides"
 )
 
@@ -111,7 +122,7 @@ type fib6probeSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type fib6probeProgramSpecs struct {
 	Probe6Compressed *ebpf.ProgramSpec `ebpf:"probe6_compressed"`
-	Probe6Hash       *ebpf.ProgramSpec `ebpf:"probe6_hash"`
+	Probe6Fib        *ebpf.ProgramSpec `ebpf:"probe6_fib"`
 	Probe6KernelFib  *ebpf.ProgramSpec `ebpf:"probe6_kernel_fib"`
 	Probe6LpmTrie    *ebpf.ProgramSpec `ebpf:"probe6_lpm_trie"`
 	Probe6Null       *ebpf.ProgramSpec `ebpf:"probe6_null"`
@@ -125,8 +136,9 @@ type fib6probeMapSpecs struct {
 	C6Dir        *ebpf.MapSpec `ebpf:"c6_dir"`
 	C6Leaves     *ebpf.MapSpec `ebpf:"c6_leaves"`
 	C6Nodes      *ebpf.MapSpec `ebpf:"c6_nodes"`
-	H6Dir        *ebpf.MapSpec `ebpf:"h6_dir"`
-	H6Table      *ebpf.MapSpec `ebpf:"h6_table"`
+	Fib6Dir      *ebpf.MapSpec `ebpf:"fib6_dir"`
+	Fib6Long     *ebpf.MapSpec `ebpf:"fib6_long"`
+	Fib6Table    *ebpf.MapSpec `ebpf:"fib6_table"`
 	Probe6Lpm    *ebpf.MapSpec `ebpf:"probe6_lpm"`
 	Probe6Result *ebpf.MapSpec `ebpf:"probe6_result"`
 	Probe6Trace  *ebpf.MapSpec `ebpf:"probe6_trace"`
@@ -139,9 +151,8 @@ type fib6probeMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type fib6probeVariableSpecs struct {
-	Hlevels *ebpf.VariableSpec `ebpf:"hlevels"`
-	Hlog2   *ebpf.VariableSpec `ebpf:"hlog2"`
-	Strides *ebpf.VariableSpec `ebpf:"strides"`
+	Fib6Log2 *ebpf.VariableSpec `ebpf:"fib6_log2"`
+	Strides  *ebpf.VariableSpec `ebpf:"strides"`
 }
 
 // fib6probeObjects contains all objects after they have been loaded into the kernel.
@@ -167,8 +178,9 @@ type fib6probeMaps struct {
 	C6Dir        *ebpf.Map `ebpf:"c6_dir"`
 	C6Leaves     *ebpf.Map `ebpf:"c6_leaves"`
 	C6Nodes      *ebpf.Map `ebpf:"c6_nodes"`
-	H6Dir        *ebpf.Map `ebpf:"h6_dir"`
-	H6Table      *ebpf.Map `ebpf:"h6_table"`
+	Fib6Dir      *ebpf.Map `ebpf:"fib6_dir"`
+	Fib6Long     *ebpf.Map `ebpf:"fib6_long"`
+	Fib6Table    *ebpf.Map `ebpf:"fib6_table"`
 	Probe6Lpm    *ebpf.Map `ebpf:"probe6_lpm"`
 	Probe6Result *ebpf.Map `ebpf:"probe6_result"`
 	Probe6Trace  *ebpf.Map `ebpf:"probe6_trace"`
@@ -182,8 +194,9 @@ func (m *fib6probeMaps) Close() error {
 		m.C6Dir,
 		m.C6Leaves,
 		m.C6Nodes,
-		m.H6Dir,
-		m.H6Table,
+		m.Fib6Dir,
+		m.Fib6Long,
+		m.Fib6Table,
 		m.Probe6Lpm,
 		m.Probe6Result,
 		m.Probe6Trace,
@@ -197,9 +210,8 @@ func (m *fib6probeMaps) Close() error {
 //
 // It can be passed to loadFib6probeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type fib6probeVariables struct {
-	Hlevels *ebpf.Variable `ebpf:"hlevels"`
-	Hlog2   *ebpf.Variable `ebpf:"hlog2"`
-	Strides *ebpf.Variable `ebpf:"strides"`
+	Fib6Log2 *ebpf.Variable `ebpf:"fib6_log2"`
+	Strides  *ebpf.Variable `ebpf:"strides"`
 }
 
 // fib6probePrograms contains all programs after they have been loaded into the kernel.
@@ -207,7 +219,7 @@ type fib6probeVariables struct {
 // It can be passed to loadFib6probeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type fib6probePrograms struct {
 	Probe6Compressed *ebpf.Program `ebpf:"probe6_compressed"`
-	Probe6Hash       *ebpf.Program `ebpf:"probe6_hash"`
+	Probe6Fib        *ebpf.Program `ebpf:"probe6_fib"`
 	Probe6KernelFib  *ebpf.Program `ebpf:"probe6_kernel_fib"`
 	Probe6LpmTrie    *ebpf.Program `ebpf:"probe6_lpm_trie"`
 	Probe6Null       *ebpf.Program `ebpf:"probe6_null"`
@@ -217,7 +229,7 @@ type fib6probePrograms struct {
 func (p *fib6probePrograms) Close() error {
 	return _Fib6probeClose(
 		p.Probe6Compressed,
-		p.Probe6Hash,
+		p.Probe6Fib,
 		p.Probe6KernelFib,
 		p.Probe6LpmTrie,
 		p.Probe6Null,

@@ -3,6 +3,7 @@ package dataplane
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"net/netip"
 	"slices"
 	"time"
@@ -26,12 +27,13 @@ const (
 	// Mech6Loop is the loop alone (answers: the address's first word): the floor
 	// included in every other figure.
 	Mech6Loop
-	// Mech6Hash is the hash candidate: exact match on a few lengths at once.
-	Mech6Hash
+	// Mech6FIB is fibfleet's IPv6 FIB (bpf/fib6.h), on a Dataplane's maps (answers:
+	// nexthop ids).
+	Mech6FIB
 )
 
 func (m Mechanism6) String() string {
-	return [...]string{"bpf_fib_lookup", "stride trie", "compressed trie (Poptrie-style)", "BPF LPM trie", "loop alone (floor)", "length hash"}[m]
+	return [...]string{"bpf_fib_lookup", "stride trie", "compressed trie (Poptrie-style)", "BPF LPM trie", "loop alone (floor)", "fibfleet FIB (length hash)"}[m]
 }
 
 // V6Node marks an IPv6 candidate entry that points at a node; others are leaf values.
@@ -46,21 +48,6 @@ type V6Image struct {
 	Dir, Nodes, Leaves []uint32
 }
 
-// V6Hash is the hash candidate: Levels (ascending prefix lengths, at most 8, each
-// 17 to 63), Dir (two u32 per /16: the value of its routes up to /16, the mask of the
-// Levels with keys under it), Buckets (16 u32 per 64-byte bucket: five u64 keys, five
-// values, the spilled flag; 2^LogBuckets buckets). Values with V6Deeper send the
-// lookup to the LPM trie.
-type V6Hash struct {
-	Levels     []int
-	LogBuckets int
-	Dir        []uint32
-	Buckets    []uint32
-}
-
-// V6Deeper marks a hash value whose /48 holds longer prefixes (H6_DEEPER).
-const V6Deeper = 0x80000000
-
 // Probe6 runs IPv6 lookups over a trace inside BPF (bpf_loop in BPF_PROG_TEST_RUN),
 // to compare IPv6 FIB structures, each timed the same way, loop included.
 type Probe6 struct {
@@ -69,10 +56,10 @@ type Probe6 struct {
 	mmaps         [][]byte
 }
 
-// NewProbe6 loads the probe for up to capacity addresses per Lookup with the stride,
-// compressed and hash images in its maps (the tries' first level: len(Dir) = 2^16 or
-// 2^24).
-func NewProbe6(capacity int, stride, compressed V6Image, hash V6Hash) (*Probe6, error) {
+// NewProbe6 loads the probe for up to capacity addresses per Lookup with the stride
+// and compressed images in its maps (their first level: len(Dir) = 2^16 or 2^24) and,
+// for Mech6FIB, d's IPv6 FIB maps (d may be nil: then Mech6FIB finds no route).
+func NewProbe6(capacity int, stride, compressed V6Image, d *Dataplane) (*Probe6, error) {
 	spec, err := loadFib6probe()
 	if err != nil {
 		return nil, err
@@ -95,24 +82,26 @@ func NewProbe6(capacity int, stride, compressed V6Image, hash V6Hash) (*Probe6, 
 	if err := spec.Variables["strides"].Set(strides); err != nil {
 		return nil, err
 	}
-	var levels [8]uint32
-	if len(hash.Levels) > 8 || len(hash.Dir) != 2<<16 || len(hash.Buckets) != 16<<hash.LogBuckets || hash.LogBuckets < 1 || hash.LogBuckets > 26 {
-		return nil, fmt.Errorf("dataplane: IPv6 hash candidate: %d levels, %d dir words, %d bucket words for 2^%d buckets: want at most 8 levels, 2^17 dir words, 16 words per bucket, 2 to 2^26 buckets",
-			len(hash.Levels), len(hash.Dir), len(hash.Buckets), hash.LogBuckets)
-	}
-	for i, l := range hash.Levels {
-		if l < 17 || l > 63 || i > 0 && l <= hash.Levels[i-1] {
-			return nil, fmt.Errorf("dataplane: IPv6 hash levels %v: want ascending lengths from 17 to 63", hash.Levels)
+	var fibMaps map[string]*ebpf.Map
+	if d != nil {
+		fibMaps = map[string]*ebpf.Map{"fib6_dir": d.objs.Fib6Dir, "fib6_table": d.objs.Fib6Table, "fib6_long": d.objs.Fib6Long}
+		log := bits.Len32(d.objs.Fib6Table.MaxEntries()) - 1
+		if err := spec.Variables["fib6_log2"].Set(uint32(log)); err != nil {
+			return nil, err
 		}
-		levels[i] = uint32(l)
+	} else {
+		spec.Maps["fib6_table"].MaxEntries = 2 // unused: no FIB to read
+		if err := spec.Variables["fib6_log2"].Set(uint32(1)); err != nil {
+			return nil, err
+		}
 	}
-	if err := spec.Variables["hlevels"].Set(levels); err != nil {
-		return nil, err
+	for name, m := range fibMaps {
+		spec.Maps[name].Pinning = ebpf.PinNone
+		spec.Maps[name].MaxEntries = m.MaxEntries()
 	}
-	if err := spec.Variables["hlog2"].Set(uint32(hash.LogBuckets)); err != nil {
-		return nil, err
+	for _, name := range []string{"fib6_dir", "fib6_table", "fib6_long"} {
+		spec.Maps[name].Pinning = ebpf.PinNone
 	}
-	spec.Maps["h6_table"].MaxEntries = 1 << hash.LogBuckets
 	rows := func(n, per int) uint32 { return uint32(max(1, (n+per-1)/per)) }
 	spec.Maps["probe6_trace"].MaxEntries = rows(capacity, 64)
 	spec.Maps["probe6_result"].MaxEntries = rows(capacity, 256)
@@ -122,7 +111,7 @@ func NewProbe6(capacity int, stride, compressed V6Image, hash V6Hash) (*Probe6, 
 	spec.Maps["c6_nodes"].MaxEntries = rows(len(compressed.Nodes), 16)
 	spec.Maps["c6_leaves"].MaxEntries = rows(len(compressed.Leaves), 256)
 	p := &Probe6{}
-	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
+	if err := spec.LoadAndAssign(&p.objs, &ebpf.CollectionOptions{MapReplacements: fibMaps}); err != nil {
 		return nil, fmt.Errorf("dataplane: load IPv6 lookup probe: %w", err)
 	}
 	fill := []struct {
@@ -133,7 +122,6 @@ func NewProbe6(capacity int, stride, compressed V6Image, hash V6Hash) (*Probe6, 
 		{p.objs.Probe6Trace, nil, &p.trace}, {p.objs.Probe6Result, nil, &p.result},
 		{p.objs.S6Dir, stride.Dir, nil}, {p.objs.S6Nodes, stride.Nodes, nil},
 		{p.objs.C6Dir, compressed.Dir, nil}, {p.objs.C6Nodes, compressed.Nodes, nil}, {p.objs.C6Leaves, compressed.Leaves, nil},
-		{p.objs.H6Dir, hash.Dir, nil}, {p.objs.H6Table, hash.Buckets, nil},
 	}
 	for _, f := range fill {
 		u, b, err := mmapU32(f.m)
@@ -189,7 +177,7 @@ func (p *Probe6) Lookup(m Mechanism6, addrs []netip.Addr, out []uint32) (time.Du
 		}
 	}
 	prog := map[Mechanism6]*ebpf.Program{Mech6Kernel: p.objs.Probe6KernelFib, Mech6Stride: p.objs.Probe6Stride,
-		Mech6Compressed: p.objs.Probe6Compressed, Mech6LPMTrie: p.objs.Probe6LpmTrie, Mech6Loop: p.objs.Probe6Null, Mech6Hash: p.objs.Probe6Hash}[m]
+		Mech6Compressed: p.objs.Probe6Compressed, Mech6LPMTrie: p.objs.Probe6LpmTrie, Mech6Loop: p.objs.Probe6Null, Mech6FIB: p.objs.Probe6Fib}[m]
 	total, err := runProbe(prog, p.objs.ProbeParams, len(addrs), m.String())
 	copy(out, p.result[:len(addrs)])
 	return total, err

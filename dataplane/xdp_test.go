@@ -84,6 +84,8 @@ func testDataplane(t testing.TB) *Dataplane {
 		{"203.0.113.0/24", 2}, {"203.0.113.128/25", 3}, {"192.0.2.64/26", FIB4Kernel},
 	})
 	must(d.AddLocal(localIP))
+	must(d.AddLocal(localIP6))
+	installRoutes6(t, d, testRoutes6)
 	return d
 }
 
@@ -309,7 +311,7 @@ func TestChecksumEdge(t *testing.T) {
 func TestPassReasons(t *testing.T) {
 	d := testDataplane(t)
 	arp := frame(frameOpts{ethType: 0x0806})
-	ipv6 := frame(frameOpts{ethType: 0x86dd})
+	lldp := frame(frameOpts{ethType: 0x88cc})
 	badVersion := frame(frameOpts{version: 6})
 	shortIHL := frame(frameOpts{ihl: 4})
 	tooLong := frame(frameOpts{})
@@ -320,7 +322,7 @@ func TestPassReasons(t *testing.T) {
 		reason Reason
 	}{
 		{"arp", arp, PassNotIPv4},
-		{"ipv6", ipv6, PassNotIPv4},
+		{"lldp", lldp, PassNotIPv4},
 		{"802.1ad (QinQ) outer tag", frame(frameOpts{tags: [][2]uint16{{0x88a8, 10}, {0x8100, 20}}}), PassVLAN},
 		{"double 802.1Q tag", frame(frameOpts{tags: [][2]uint16{{0x8100, 10}, {0x8100, 20}}}), PassVLAN},
 		{"tagged ARP", frame(frameOpts{ethType: 0x0806, tags: [][2]uint16{{0x8100, 10}}}), PassNotIPv4},
@@ -454,6 +456,9 @@ func classify(f []byte) Reason {
 			return PassVLAN
 		}
 		l3 = 18
+	}
+	if et == 0x86dd {
+		return classify6(f[l3:])
 	}
 	if et != 0x0800 {
 		return PassNotIPv4

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fibfleet/fibfleet/dataplane"
+	"github.com/fibfleet/fibfleet/fib"
 	"github.com/fibfleet/fibfleet/internal/lab"
 	"github.com/fibfleet/fibfleet/internal/table"
 )
@@ -20,25 +21,30 @@ func gw6For(v uint32) netip.Addr {
 	return netip.AddrFrom16(b)
 }
 
-// LookupSetup6 holds an IPv6 table loaded four ways: the two FIB candidates, a kernel
-// routing table in a namespace of its own (for bpf_fib_lookup) and a BPF LPM trie.
+// LookupSetup6 holds an IPv6 table loaded five ways: fibfleet's FIB (a dataplane and
+// the fib package, as a node has them), the two trie candidates, a kernel routing table
+// in a namespace of its own (for bpf_fib_lookup) and a BPF LPM trie.
 type LookupSetup6 struct {
 	Routes []table.Route
-	// StrideBytes, CompressedBytes and HashBytes are the candidates' sizes; Nodes the
-	// tries' node count.
-	StrideBytes, CompressedBytes, HashBytes, Nodes int
+	// StrideBytes and CompressedBytes are the candidates' sizes; Nodes their node
+	// count. FIB is the production FIB's state after the load.
+	StrideBytes, CompressedBytes, Nodes int
+	FIB                                 fib.Stats
 	// Load times, for the report.
-	BuildTime, KernelLoad, LPMLoad time.Duration
+	BuildTime, FIBLoad, KernelLoad, LPMLoad time.Duration
 
 	lab   *lab.Lab
 	ns    *lab.Netns
+	dp    *dataplane.Dataplane
+	fib   *fib.FIB
 	probe *dataplane.Probe6
+	// value maps the FIB's nexthop ids to the candidates' values.
+	value map[uint32]uint32
 }
 
 // NewLookupSetup6 loads routes up to /64 (and sizes the probe for traces of up to
-// traceLen), the tries with the given strides (see v6cand.go), the hash with the
-// given levels (v6hash.go).
-func NewLookupSetup6(all []table.Route, traceLen int, strides, levels []int) (s *LookupSetup6, err error) {
+// traceLen), the tries with the given strides (see v6cand.go).
+func NewLookupSetup6(all []table.Route, traceLen int, strides []int) (s *LookupSetup6, err error) {
 	s = &LookupSetup6{}
 	for _, r := range all {
 		if r.Prefix.Addr().Is6() && r.Prefix.Bits() <= 64 && !r.Prefix.Overlaps(labNet6) {
@@ -53,17 +59,38 @@ func NewLookupSetup6(all []table.Route, traceLen int, strides, levels []int) (s 
 	start := time.Now()
 	trie := buildV6Trie(s.Routes, v6Value, strides)
 	stride, comp := trie.Stride(), trie.Compressed()
-	hash, err := buildV6Hash(s.Routes, v6Value, levels)
-	if err != nil {
-		return nil, err
-	}
 	s.BuildTime = time.Since(start)
-	s.StrideBytes, s.CompressedBytes, s.HashBytes, s.Nodes = imageBytes(stride), imageBytes(comp), hashBytes(hash), trie.nodes
-	if s.probe, err = dataplane.NewProbe6(traceLen, stride, comp, hash); err != nil {
-		return nil, err
-	}
+	s.StrideBytes, s.CompressedBytes, s.Nodes = imageBytes(stride), imageBytes(comp), trie.nodes
 
 	if s.lab, err = lab.New(); err != nil {
+		return nil, err
+	}
+	if s.dp, err = dataplane.Load(dataplane.Config{NodeName: s.lab.Prefix + "-bench6", GroupsV4: 16}); err != nil {
+		return nil, err
+	}
+	if s.fib, err = fib.New(s.dp, Resolved{}, nil); err != nil {
+		return nil, err
+	}
+	start = time.Now()
+	batch := make([]fib.Update, 0, 10000)
+	for i, r := range s.Routes {
+		batch = append(batch, fib.Update{Prefix: r.Prefix, Nexthop: gw6For(v6Value(r))})
+		if len(batch) == cap(batch) || i == len(s.Routes)-1 {
+			if err = s.fib.Apply(batch); err != nil {
+				return nil, err
+			}
+			batch = batch[:0]
+		}
+	}
+	s.FIBLoad = time.Since(start)
+	s.FIB = s.fib.Stats()
+	s.value = map[uint32]uint32{}
+	for v := uint32(1); v <= 200; v++ {
+		if id, ok := s.fib.NexthopID(gw6For(v)); ok {
+			s.value[id] = v
+		}
+	}
+	if s.probe, err = dataplane.NewProbe6(traceLen, stride, comp, s.dp); err != nil {
 		return nil, err
 	}
 	if s.ns, err = s.lab.Netns("bench6"); err != nil {
@@ -103,13 +130,16 @@ func (s *LookupSetup6) Close() {
 	if s.probe != nil {
 		s.probe.Close()
 	}
+	if s.dp != nil {
+		s.dp.Close()
+	}
 	if s.lab != nil {
 		s.lab.Close()
 	}
 }
 
 // Mechanisms6 are compared in this order; the kernel's is the baseline.
-var Mechanisms6 = []dataplane.Mechanism6{dataplane.Mech6Kernel, dataplane.Mech6Stride, dataplane.Mech6Compressed, dataplane.Mech6Hash, dataplane.Mech6LPMTrie, dataplane.Mech6Loop}
+var Mechanisms6 = []dataplane.Mechanism6{dataplane.Mech6Kernel, dataplane.Mech6Stride, dataplane.Mech6Compressed, dataplane.Mech6FIB, dataplane.Mech6LPMTrie, dataplane.Mech6Loop}
 
 // Result6 is the median of one IPv6 mechanism on one trace.
 type Result6 struct {
@@ -120,8 +150,8 @@ type Result6 struct {
 }
 
 // Run measures every mechanism on every trace, runs times, interleaved, and checks
-// that the candidates and the trie give the same answer for every address and the
-// kernel finds a route exactly where they do.
+// that fibfleet's FIB, the candidates and the trie give the same answer for every
+// address and the kernel finds a route exactly where they do.
 func (s *LookupSetup6) Run(traces []Trace, runs int) ([]Result6, error) {
 	var results []Result6
 	for _, tr := range traces {
@@ -130,9 +160,9 @@ func (s *LookupSetup6) Run(traces []Trace, runs int) ([]Result6, error) {
 			return nil, err
 		}
 		for i := range tr.Addrs {
-			st, c, h, l, k := out[dataplane.Mech6Stride][i], out[dataplane.Mech6Compressed][i], out[dataplane.Mech6Hash][i], out[dataplane.Mech6LPMTrie][i], out[dataplane.Mech6Kernel][i]
+			st, c, h, l, k := out[dataplane.Mech6Stride][i], out[dataplane.Mech6Compressed][i], s.value[out[dataplane.Mech6FIB][i]], out[dataplane.Mech6LPMTrie][i], out[dataplane.Mech6Kernel][i]
 			if st != l || c != l || h != l || (l != 0) != (k != 0) {
-				return nil, fmt.Errorf("%s: %s: stride %d, compressed %d, hash %d, LPM trie %d, kernel ifindex %d disagree", tr.Name, tr.Addrs[i], st, c, h, l, k)
+				return nil, fmt.Errorf("%s: %s: stride %d, compressed %d, fibfleet %d, LPM trie %d, kernel ifindex %d disagree", tr.Name, tr.Addrs[i], st, c, h, l, k)
 			}
 		}
 		for _, m := range Mechanisms6 {

@@ -19,7 +19,7 @@ func BenchmarkLookup6(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := NewLookupSetup6(routes[:30_000], 1<<16, V6Layouts[0], V6HashLevels[0])
+	s, err := NewLookupSetup6(routes[:30_000], 1<<16, V6Layouts[0])
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -41,5 +41,5 @@ func BenchmarkLookup6(b *testing.B) {
 
 func shortName6(m dataplane.Mechanism6) string {
 	return map[dataplane.Mechanism6]string{dataplane.Mech6Kernel: "kernel", dataplane.Mech6Stride: "stride",
-		dataplane.Mech6Compressed: "compressed", dataplane.Mech6LPMTrie: "lpm", dataplane.Mech6Loop: "loop", dataplane.Mech6Hash: "hash"}[m]
+		dataplane.Mech6Compressed: "compressed", dataplane.Mech6LPMTrie: "lpm", dataplane.Mech6Loop: "loop", dataplane.Mech6FIB: "fibfleet"}[m]
 }

@@ -1,12 +1,10 @@
 package bench
 
 import (
-	"math/bits"
 	"math/rand/v2"
 	"net/netip"
 	"testing"
 
-	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/internal/table"
 )
 
@@ -53,36 +51,6 @@ func TestV6Candidates(t *testing.T) {
 			t.Fatal(err)
 		}
 		ref := newRefLPM6(routes, v6Value)
-		for _, levels := range V6HashLevels {
-			im, err := buildV6Hash(routes, v6Value, levels)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rng := rand.New(rand.NewPCG(2, 6))
-			deeper := 0
-			for i := 0; i < 300_000; i++ {
-				a := randomIn6(rng, routes[rng.IntN(len(routes))].Prefix)
-				if i%3 == 0 {
-					a = random2000(rng)
-				}
-				want, got := ref.lookup(a), hashLookup(im, a)
-				if got&dataplane.V6Deeper != 0 {
-					// The LPM trie answers (routes longer than the last level), or
-					// the value without the flag when none of them matches.
-					deeper++
-					continue
-				}
-				if got != want {
-					t.Fatalf("%s: hash levels %v: %s: %d, reference %d", c.name, levels, a, got, want)
-				}
-			}
-			spilled := 0
-			for b := 0; b < len(im.Buckets); b += 16 {
-				spilled += bits.OnesCount32(im.Buckets[b+15])
-			}
-			t.Logf("%s, hash levels %v: %.1f MiB (2^%d buckets, %d filter bits set), %d of 300k lookups sent to the LPM trie", c.name, levels,
-				float64(hashBytes(im))/(1<<20), im.LogBuckets, spilled, deeper)
-		}
 		for _, layout := range V6Layouts {
 			trie := buildV6Trie(routes, v6Value, layout)
 			stride, comp := trie.Stride(), trie.Compressed()

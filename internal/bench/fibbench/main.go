@@ -35,11 +35,10 @@ func main() {
 	v6 := flag.Bool("v6", false, "compare the IPv6 FIB candidates on the 2026 IPv6 table instead")
 	v6len := flag.Int("v6-trace-len", 0, "with -v6: draw trace destinations only from prefixes of this length (0: all), to see the cost per trie level")
 	v6layout := flag.Int("v6-layout", 0, "stride layout of the IPv6 tries: 0 (16,8,8,...), 1 (24,8,...) or 2 (16,16,8,...)")
-	v6levels := flag.Int("v6-levels", 0, "lengths of the IPv6 hash: 0 (24,32,36,40,44,48), 1 (32,36,40,44,48) or 2 (24,32,40,48)")
 	flag.Parse()
 	var err error
 	if *v6 {
-		err = run6(*n, *runs, *v6layout, *v6levels, *v6len)
+		err = run6(*n, *runs, *v6layout, *v6len)
 	} else if *conv {
 		err = runConvergence(*runs)
 	} else if *pps {
@@ -88,20 +87,17 @@ func run(which string, n, runs int, png string) error {
 	return nil
 }
 
-func run6(n, runs, layout, levelSet, traceLen int) error {
+func run6(n, runs, layout, traceLen int) error {
 	if layout < 0 || layout >= len(bench.V6Layouts) {
 		return fmt.Errorf("-v6-layout %d: use 0 to %d", layout, len(bench.V6Layouts)-1)
 	}
-	if levelSet < 0 || levelSet >= len(bench.V6HashLevels) {
-		return fmt.Errorf("-v6-levels %d: use 0 to %d", levelSet, len(bench.V6HashLevels)-1)
-	}
-	strides, levels := bench.V6Layouts[layout], bench.V6HashLevels[levelSet]
+	strides := bench.V6Layouts[layout]
 	routes, err := table.Real2026v6()
 	if err != nil {
 		return err
 	}
 	slog.Info("building the IPv6 candidates and loading the table into the kernel and an LPM trie", "routes", len(routes))
-	s, err := bench.NewLookupSetup6(routes, n, strides, levels)
+	s, err := bench.NewLookupSetup6(routes, n, strides)
 	if err != nil {
 		return err
 	}
@@ -123,14 +119,16 @@ func run6(n, runs, layout, levelSet, traceLen int) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("\n%d IPv6 prefixes (2026), tries with strides %v, hash with levels /16 %v, %d lookups per trace, median of %d interleaved runs, ns per lookup (loop included)\n\n", len(s.Routes), strides, levels, n, runs)
+	fmt.Printf("\n%d IPv6 prefixes (2026), tries with strides %v, %d lookups per trace, median of %d interleaved runs, ns per lookup (loop included)\n\n", len(s.Routes), strides, n, runs)
 	var rows []lookupRow
 	for _, r := range res {
 		rows = append(rows, lookupRow{r.Trace, r.Mechanism.String(), r.Mechanism == dataplane.Mech6Kernel, r.Median, r.Runs})
 	}
 	printLookupTable(rows)
-	fmt.Printf("\nMemory: stride %.1f MiB, compressed %.1f MiB (%d nodes), hash %.1f MiB. Build of the three %v; kernel table via batched netlink %v; LPM trie %v\n",
-		float64(s.StrideBytes)/(1<<20), float64(s.CompressedBytes)/(1<<20), s.Nodes, float64(s.HashBytes)/(1<<20), s.BuildTime.Round(1e6), s.KernelLoad.Round(1e6), s.LPMLoad.Round(1e6))
+	fmt.Printf("\nfibfleet FIB: %d keys in %d buckets of 64 bytes (%.1f MiB + 512 KiB first level), %d pending, loaded in %v\n",
+		s.FIB.V6Keys, s.FIB.V6Buckets, float64(64*s.FIB.V6Buckets)/(1<<20), s.FIB.V6Pending, s.FIBLoad.Round(1e6))
+	fmt.Printf("Memory: stride %.1f MiB, compressed %.1f MiB (%d nodes). Build of both %v; kernel table via batched netlink %v; LPM trie %v\n",
+		float64(s.StrideBytes)/(1<<20), float64(s.CompressedBytes)/(1<<20), s.Nodes, s.BuildTime.Round(1e6), s.KernelLoad.Round(1e6), s.LPMLoad.Round(1e6))
 	return nil
 }
 
