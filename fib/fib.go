@@ -117,9 +117,10 @@ type FIB struct {
 	refused  uint64
 	// sync, when set, mirrors route changes into a kernel table.
 	sync *KernelSync
-	// digest is the sum of routeHash over the master table: order-independent and
+	// digest is the sum of routeHash over the master table, per family (0: IPv4,
+	// 1: IPv6): order-independent and
 	// updated in O(1) per change, so nodes can compare tables without a walk.
-	digest uint64
+	digest [2]uint64
 }
 
 // New returns an empty FIB that writes to dp and resolves with res.
@@ -216,7 +217,7 @@ func (f *FIB) apply(u Update) error {
 			return nil
 		}
 		f.routes.Delete(p)
-		f.digest -= routeHash(p, old)
+		f.digest[family(p)] -= routeHash(p, old)
 		f.withdraw(p)
 		if f.sync != nil {
 			f.sync.routeChanged(p, old, Resolution{}, true)
@@ -236,16 +237,16 @@ func (f *FIB) apply(u Update) error {
 	}
 	f.routes.Insert(p, u.Nexthop)
 	if had {
-		f.digest -= routeHash(p, old)
+		f.digest[family(p)] -= routeHash(p, old)
 	}
-	f.digest += routeHash(p, u.Nexthop)
+	f.digest[family(p)] += routeHash(p, u.Nexthop)
 	if p.Addr().Is6() {
 		if err := f.v6.set(p, nh.id); err != nil {
 			// Nothing changed in the dataplane: put the master table back.
-			f.digest -= routeHash(p, u.Nexthop)
+			f.digest[family(p)] -= routeHash(p, u.Nexthop)
 			if had {
 				f.routes.Insert(p, old)
-				f.digest += routeHash(p, old)
+				f.digest[family(p)] += routeHash(p, old)
 			} else {
 				f.routes.Delete(p)
 			}
@@ -470,7 +471,21 @@ func routeHash(p netip.Prefix, gw netip.Addr) uint64 {
 func (f *FIB) Digest() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return fmt.Sprintf("%016x", f.digest)
+	return fmt.Sprintf("%016x", f.digest[0]+f.digest[1])
+}
+
+// Digests are the digests of the IPv4 and the IPv6 routes alone.
+func (f *FIB) Digests() (v4, v6 string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return fmt.Sprintf("%016x", f.digest[0]), fmt.Sprintf("%016x", f.digest[1])
+}
+
+func family(p netip.Prefix) int {
+	if p.Addr().Is6() {
+		return 1
+	}
+	return 0
 }
 
 // NexthopID returns the dataplane id of a next hop in use, as lookups answer it.

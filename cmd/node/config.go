@@ -47,6 +47,9 @@ type NeighborConfig struct {
 	ExpectedPrefixes uint32 `yaml:"expected_prefixes"`
 	Passive          bool   `yaml:"passive"`
 	MultihopTTL      uint8  `yaml:"multihop_ttl"`
+	// Families are the session's address families: ipv4-unicast (the default when
+	// empty) and ipv6-unicast.
+	Families []string `yaml:"families"`
 }
 
 // FIBConfig sizes the FIB.
@@ -54,6 +57,7 @@ type FIBConfig struct {
 	Backend       string        `yaml:"backend"`
 	GroupsV4      uint32        `yaml:"groups_v4"`
 	LinesV4       uint32        `yaml:"lines_v4"`
+	BucketsV6     uint32        `yaml:"buckets_v6"`
 	KernelSync    bool          `yaml:"kernel_sync"`
 	KernelTable   uint32        `yaml:"kernel_table"`
 	RetryInterval time.Duration `yaml:"retry_interval"`
@@ -68,7 +72,7 @@ func defaults() Config {
 		HTTPAddress: "127.0.0.1:9464",
 		LogLevel:    "info",
 		BGP:         BGPConfig{ListenPort: 179, GRPCAddress: "127.0.0.1:50051"},
-		FIB:         FIBConfig{Backend: string(dataplane.BackendCompiled), GroupsV4: 16384, LinesV4: 1 << 18, RetryInterval: time.Second, KernelSync: true, KernelTable: 254},
+		FIB:         FIBConfig{Backend: string(dataplane.BackendCompiled), GroupsV4: 16384, LinesV4: 1 << 18, BucketsV6: dataplane.DefaultBucketsV6, RetryInterval: time.Second, KernelSync: true, KernelTable: 254},
 	}
 }
 
@@ -166,6 +170,9 @@ func (c Config) validate() error {
 	if c.FIB.GroupsV4 < 1 || c.FIB.GroupsV4 > 1<<22 {
 		errs = append(errs, fmt.Errorf("fib.groups_v4 %d: use 1 to 4194304 second-level groups (1 KiB each; one per /24 holding prefixes longer than /24)", c.FIB.GroupsV4))
 	}
+	if b := c.FIB.BucketsV6; b < 2 || b > 1<<26 || b&(b-1) != 0 {
+		errs = append(errs, fmt.Errorf("fib.buckets_v6 %d: use a power of two from 2 to 67108864 (64 bytes each; the default 524288 holds about 1M keys, the 2026 table has 500,000)", b))
+	}
 	switch dataplane.Backend(c.FIB.Backend) {
 	case dataplane.BackendCompiled:
 	case dataplane.BackendKernel:
@@ -215,7 +222,12 @@ func (c Config) bgpConfig() (bgp.Config, error) {
 			errs = append(errs, fmt.Errorf("bgp.neighbors[%d].address %q is not an IP address", i, n.Address))
 			continue
 		}
-		out.Neighbors = append(out.Neighbors, bgp.Neighbor{Address: a, ASN: n.ASN, Port: n.Port, MaxPrefixes: n.MaxPrefixes, ExpectedPrefixes: n.ExpectedPrefixes, Passive: n.Passive, MultihopTTL: n.MultihopTTL})
+		var fams []bgp.Family
+		for _, f := range n.Families {
+			fams = append(fams, bgp.Family(f))
+		}
+		out.Neighbors = append(out.Neighbors, bgp.Neighbor{Address: a, ASN: n.ASN, Port: n.Port, MaxPrefixes: n.MaxPrefixes, ExpectedPrefixes: n.ExpectedPrefixes,
+			Passive: n.Passive, MultihopTTL: n.MultihopTTL, Families: fams})
 	}
 	if len(errs) == 0 {
 		if err := out.Validate(); err != nil {

@@ -63,7 +63,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	bgpCfg, _ := cfg.bgpConfig() // validated in loadConfig
 	bgpCfg.Logger = log
 
-	dp, err := dataplane.Load(dataplane.Config{NodeName: cfg.NodeName, BPFFS: cfg.BPFFS, GroupsV4: cfg.FIB.GroupsV4, LinesV4: cfg.FIB.LinesV4,
+	dp, err := dataplane.Load(dataplane.Config{NodeName: cfg.NodeName, BPFFS: cfg.BPFFS, GroupsV4: cfg.FIB.GroupsV4, LinesV4: cfg.FIB.LinesV4, BucketsV6: cfg.FIB.BucketsV6,
 		FIBBackend: dataplane.Backend(cfg.FIB.Backend), Logger: log})
 	if err != nil {
 		return err

@@ -28,6 +28,7 @@ type metrics struct {
 	routes, nexthops, refused   *prometheus.Desc
 	kernelSlots, groups, digest *prometheus.Desc
 	dir                         *prometheus.Desc
+	hash6                       *prometheus.Desc
 	ksyncRoutes, ksyncPending   *prometheus.Desc
 	sessions, peerUp, buildOK   *prometheus.Desc
 	loadReceived, loadExpected  *prometheus.Desc
@@ -54,6 +55,7 @@ func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.Kern
 		kernelSlots:   d("fib", "kernel_slots", "/24s passing to the kernel because the FIB had no free second-level group for them.", "family"),
 		groups:        d("fib", "groups", "Second-level groups of the compiled FIB, by state.", "family", "state"),
 		dir:           d("fib", "compressed", "The compressed first level lookups read: nodes and 64-byte lines in use, and /16 blocks read from the uncompressed table because the node pool was full (fallback_blocks, should be 0).", "family", "kind"),
+		hash6:         d("fib", "ipv6_hash", "The IPv6 FIB's hash: keys (routes expanded to its lengths), pending (keys that found no room: their /16 passes to the kernel, should be 0), long_routes (longer than /48, in the trie) and buckets (64 bytes, 5 keys each).", "kind"),
 		sessions:      d("bgp", "sessions", "BGP sessions by state.", "state"),
 		peerUp:        d("bgp", "peer_up", "1 when the session with the neighbour is established.", "neighbor", "peer_asn"),
 		buildOK:       d("", "build_info", "Build information.", "version"),
@@ -68,7 +70,7 @@ func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.Kern
 }
 
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.xdpPackets, m.xdpBytes, m.routes, m.nexthops, m.refused, m.kernelSlots, m.groups, m.digest, m.dir, m.ksyncRoutes, m.ksyncPending, m.sessions, m.peerUp, m.buildOK,
+	for _, d := range []*prometheus.Desc{m.xdpPackets, m.xdpBytes, m.routes, m.nexthops, m.refused, m.kernelSlots, m.groups, m.digest, m.dir, m.hash6, m.ksyncRoutes, m.ksyncPending, m.sessions, m.peerUp, m.buildOK,
 		m.loadReceived, m.loadExpected, m.loadRate, m.loadETA, m.loadDone, m.loadSeconds, m.loadLag} {
 		ch <- d
 	}
@@ -89,7 +91,8 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.NewInvalidMetric(m.xdpPackets, err)
 	}
 	fs := m.fib.Stats()
-	ch <- prometheus.MustNewConstMetric(m.routes, prometheus.GaugeValue, float64(fs.Routes), "ipv4")
+	ch <- prometheus.MustNewConstMetric(m.routes, prometheus.GaugeValue, float64(fs.RoutesV4), "ipv4")
+	ch <- prometheus.MustNewConstMetric(m.routes, prometheus.GaugeValue, float64(fs.RoutesV6), "ipv6")
 	ch <- prometheus.MustNewConstMetric(m.nexthops, prometheus.GaugeValue, float64(fs.Nexthops-fs.UnresolvedNexthops), "resolved")
 	ch <- prometheus.MustNewConstMetric(m.nexthops, prometheus.GaugeValue, float64(fs.UnresolvedNexthops), "unresolved")
 	ch <- prometheus.MustNewConstMetric(m.refused, prometheus.CounterValue, float64(fs.Refused), "ipv4")
@@ -99,13 +102,19 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(m.ksyncRoutes, prometheus.CounterValue, float64(k.Failed.Load()), "failed")
 		ch <- prometheus.MustNewConstMetric(m.ksyncPending, prometheus.GaugeValue, float64(k.Pending.Load()))
 	}
-	ch <- prometheus.MustNewConstMetric(m.digest, prometheus.GaugeValue, 1, "ipv4", m.fib.Digest())
+	d4, d6 := m.fib.Digests()
+	ch <- prometheus.MustNewConstMetric(m.digest, prometheus.GaugeValue, 1, "ipv4", d4)
+	ch <- prometheus.MustNewConstMetric(m.digest, prometheus.GaugeValue, 1, "ipv6", d6)
 	ch <- prometheus.MustNewConstMetric(m.kernelSlots, prometheus.GaugeValue, float64(fs.KernelSlots), "ipv4")
 	ch <- prometheus.MustNewConstMetric(m.groups, prometheus.GaugeValue, float64(fs.GroupsUsed), "ipv4", "used")
 	ch <- prometheus.MustNewConstMetric(m.groups, prometheus.GaugeValue, float64(fs.Groups-fs.GroupsUsed), "ipv4", "free")
 	ch <- prometheus.MustNewConstMetric(m.dir, prometheus.GaugeValue, float64(fs.DirNodes), "ipv4", "nodes")
 	ch <- prometheus.MustNewConstMetric(m.dir, prometheus.GaugeValue, float64(fs.DirLines), "ipv4", "lines")
 	ch <- prometheus.MustNewConstMetric(m.dir, prometheus.GaugeValue, float64(fs.DirFallback), "ipv4", "fallback_blocks")
+	ch <- prometheus.MustNewConstMetric(m.hash6, prometheus.GaugeValue, float64(fs.V6Keys), "keys")
+	ch <- prometheus.MustNewConstMetric(m.hash6, prometheus.GaugeValue, float64(fs.V6Pending), "pending")
+	ch <- prometheus.MustNewConstMetric(m.hash6, prometheus.GaugeValue, float64(fs.V6Long), "long_routes")
+	ch <- prometheus.MustNewConstMetric(m.hash6, prometheus.GaugeValue, float64(fs.V6Buckets), "buckets")
 
 	counts := map[string]int{}
 	for _, p := range m.speaker.Peers() {

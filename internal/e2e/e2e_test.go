@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -127,8 +128,10 @@ func testSkeleton(t *testing.T, backend string) {
 		t.Fatal(err)
 	}
 	wantForward := map[string]string{"compiled": "0", "kernel": "1"}[backend]
-	if out, err := sk.Router.Exec("sysctl", "-n", "net.ipv4.ip_forward"); err != nil || strings.TrimSpace(out) != wantForward {
-		t.Fatalf("router ip_forward=%q (%v), want %s with the %s backend", out, err, wantForward, backend)
+	for _, k := range []string{"net.ipv4.ip_forward", "net.ipv6.conf.all.forwarding"} {
+		if out, err := sk.Router.Exec("sysctl", "-n", k); err != nil || strings.TrimSpace(out) != wantForward {
+			t.Fatalf("router %s=%q (%v), want %s with the %s backend", k, out, err, wantForward, backend)
+		}
 	}
 	sink1, err := sk.Listen(sk.Sink1)
 	if err != nil {
@@ -140,17 +143,19 @@ func testSkeleton(t *testing.T, backend string) {
 	}
 	sinks := map[int]*lab.Sink{1: sink1, 2: sink2}
 
-	// waitRoutes waits for n routes, with the sinks' two nexthops (10.11.1.2, 10.11.2.2
-	// also behind 10.99.0.1) resolved and UnresolvedRoute's not.
+	// waitRoutes waits for n IPv4 routes and every IPv6 one, with the sinks' nexthops
+	// (10.11.1.2, 10.11.2.2 also behind 10.99.0.1; fd00:11:1::2, fd00:11:2::2 also
+	// behind fd00:99::1) resolved and UnresolvedRoute's not.
+	n6 := len(lab.SkeletonRoutes6)
 	waitRoutes := func(n int) {
 		t.Helper()
-		err := lab.WaitFor(ctx, 60*time.Second, fmt.Sprintf("%d routes, 3 nexthops of which 1 unresolved", n), func() (bool, error) {
+		err := lab.WaitFor(ctx, 60*time.Second, fmt.Sprintf("%d IPv4 and %d IPv6 routes, 7 nexthops of which 1 unresolved", n, n6), func() (bool, error) {
 			m, err := sk.Metrics()
 			if err != nil {
 				return false, err
 			}
-			return m[`fibfleet_fib_routes{family="ipv4"}`] == float64(n) && m[`fibfleet_fib_nexthops{state="unresolved"}`] == 1 &&
-				m[`fibfleet_fib_nexthops{state="resolved"}`] == 3, nil
+			return m[`fibfleet_fib_routes{family="ipv4"}`] == float64(n) && m[`fibfleet_fib_routes{family="ipv6"}`] == float64(n6) &&
+				m[`fibfleet_fib_nexthops{state="unresolved"}`] == 1 && m[`fibfleet_fib_nexthops{state="resolved"}`] == 6, nil
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -223,15 +228,28 @@ func testSkeleton(t *testing.T, backend string) {
 			Routes int    `json:"routes"`
 			Digest string `json:"digest"`
 		}
-		if err := json.Unmarshal(body, &st); err != nil || st.Routes != all || len(st.Digest) != 16 {
-			t.Fatalf("/api/v1/fib = %s (%v), want %d routes and a 16-digit digest", body, err, all)
+		if err := json.Unmarshal(body, &st); err != nil || st.Routes != all+n6 || len(st.Digest) != 16 {
+			t.Fatalf("/api/v1/fib = %s (%v), want %d routes and a 16-digit digest", body, err, all+n6)
 		}
 		m, err := sk.Metrics()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m[`fibfleet_fib_digest_info{digest="`+st.Digest+`",family="ipv4"}`] != 1 {
-			t.Errorf("the digest metric does not carry the API's digest %s", st.Digest)
+		// The API's digest covers both families; the metric has one per family, and
+		// digests add up (a sum of route hashes).
+		var d4, d6 uint64
+		for k := range m {
+			if x := regexp.MustCompile(`^fibfleet_fib_digest_info\{digest="([0-9a-f]{16})",family="ipv([46])"\}$`).FindStringSubmatch(k); x != nil {
+				v, _ := strconv.ParseUint(x[1], 16, 64)
+				if x[2] == "4" {
+					d4 = v
+				} else {
+					d6 = v
+				}
+			}
+		}
+		if d4 == 0 || d6 == 0 || fmt.Sprintf("%016x", d4+d6) != st.Digest {
+			t.Errorf("digest metrics ipv4 %016x + ipv6 %016x do not add up to the API's digest %s", d4, d6, st.Digest)
 		}
 		body, err = sk.Get("/api/v1/lookup?addr=100.64.1.77")
 		if err != nil {
@@ -251,6 +269,19 @@ func testSkeleton(t *testing.T, backend string) {
 		}
 		out, _ := sk.Router.Exec("ip", "-4", "route", "show", "proto", "bgp")
 		for _, want := range []string{"198.51.100.0/24 via 10.11.1.2", "100.64.1.0/24 via 10.11.2.2", "192.0.2.0/24 via 10.11.1.99"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("kernel table lacks %q:\n%s", want, out)
+			}
+		}
+		err = lab.WaitFor(ctx, 10*time.Second, "kernel sync of IPv6", func() (bool, error) {
+			out, err := sk.Router.Exec("ip", "-6", "route", "show", "proto", "bgp")
+			return err == nil && strings.Count(out, "\n") == n6, err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ = sk.Router.Exec("ip", "-6", "route", "show", "proto", "bgp")
+		for _, want := range []string{"2001:db8:100::/48 via fd00:11:1::2", "2001:db8:300::/40 via fd00:11:2::2", "2001:db8:400:1::/64 via fd00:11:1::2"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("kernel table lacks %q:\n%s", want, out)
 			}
@@ -288,6 +319,26 @@ func testSkeleton(t *testing.T, backend string) {
 	if n := sink1.Total() + sink2.Total(); n != perDst*len(lab.SkeletonRoutes) {
 		t.Errorf("sinks received %d datagrams, want %d", n, perDst*len(lab.SkeletonRoutes))
 	}
+
+	t.Run("UDP over IPv6 forwarded by XDP", func(t *testing.T) {
+		before := stats()
+		for _, r := range lab.SkeletonRoutes6 {
+			if err := sk.Send(r.Prefix.Addr().Next(), perDst); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, r := range lab.SkeletonRoutes6 {
+			dst := r.Prefix.Addr().Next()
+			waitCount(sinks[r.Sink], dst, perDst)
+			if other := sinks[3-r.Sink].Count(dst); other != 0 {
+				t.Errorf("%d datagrams to %s reached the wrong sink", other, dst)
+			}
+		}
+		after := stats()
+		if got, want := after[dataplane.ForwardedV6].Packets-before[dataplane.ForwardedV6].Packets, uint64(perDst*n6); got != want {
+			t.Errorf("XDP forwarded %d IPv6 frames, want exactly the %d sent", got, want)
+		}
+	})
 
 	t.Run("withdrawn prefix is no longer forwarded", func(t *testing.T) {
 		withdrawn := lab.SkeletonRoutes[1] // 203.0.113.0/24 via sink2

@@ -49,29 +49,46 @@ var SkeletonRoutes = []Route{
 // for: the node keeps its nexthop unresolved and XDP passes its packets to the kernel.
 var UnresolvedRoute = Route{netip.MustParsePrefix("192.0.2.0/24"), netip.MustParseAddr("10.11.1.99"), 0}
 
-// AllRoutes is everything BIRD announces.
+// AllRoutes is every IPv4 route BIRD announces.
 func AllRoutes() []Route { return append(append([]Route(nil), SkeletonRoutes...), UnresolvedRoute) }
+
+// SkeletonRoutes6 are the IPv6 prefixes BIRD announces over its IPv6 session: two
+// documentation prefixes and two real ones from the 2026-06-19 table (2a00:1450::/32
+// AS15169, 2620:fe::/48 AS19281), a /40 whose next hop (fd00:99::1) is reached through
+// a kernel route via sink2, and a /64 (longer than /48: the dataplane's long-route
+// trie).
+var SkeletonRoutes6 = []Route{
+	{netip.MustParsePrefix("2001:db8:100::/48"), netip.MustParseAddr("fd00:11:1::2"), 1},
+	{netip.MustParsePrefix("2001:db8:200::/48"), netip.MustParseAddr("fd00:11:2::2"), 2},
+	{netip.MustParsePrefix("2a00:1450::/32"), netip.MustParseAddr("fd00:11:1::2"), 1},
+	{netip.MustParsePrefix("2620:fe::/48"), netip.MustParseAddr("fd00:11:2::2"), 2},
+	{netip.MustParsePrefix("2001:db8:300::/40"), netip.MustParseAddr("fd00:99::1"), 2},
+	{netip.MustParsePrefix("2001:db8:400:1::/64"), netip.MustParseAddr("fd00:11:1::2"), 1},
+}
 
 // Addresses of the skeleton topology.
 const (
 	RouterASN   = 65000
 	UpstreamASN = 65001
-	// UpstreamAddr is BIRD's address, the node's neighbour.
-	UpstreamAddr = "10.12.0.2"
-	SinkPort     = 9999
-	MetricsAddr  = "127.0.0.1:9464" // inside the router namespace
-	GoBGPAddr    = "127.0.0.1:50051"
+	// UpstreamAddr is BIRD's address, the node's neighbour; UpstreamAddr6 that of its
+	// IPv6 session.
+	UpstreamAddr  = "10.12.0.2"
+	UpstreamAddr6 = "fd00:12::2"
+	SinkPort      = 9999
+	MetricsAddr   = "127.0.0.1:9464" // inside the router namespace
+	GoBGPAddr     = "127.0.0.1:50051"
 )
 
 // Skeleton is the walking-skeleton topology:
 //
-//	src (10.10.0.2) -- r0 [router] r1 -- sink1 (10.11.1.2)
-//	                           r2 -- sink2 (10.11.2.2)
-//	                           r3 -- upstream (10.12.0.2, BIRD, AS65001)
+//	src (10.10.0.2, fd00:10::2) -- r0 [router] r1 -- sink1 (10.11.1.2, fd00:11:1::2)
+//	                                       r2 -- sink2 (10.11.2.2, fd00:11:2::2)
+//	                                       r3 -- upstream (10.12.0.2, fd00:12::2: BIRD, AS65001)
 //
-// The router runs the node binary (AS65000) with XDP on r0-r3 and IPv4 forwarding
-// off, so a packet that reaches a sink was forwarded by XDP. BIRD announces
-// AllRoutes; the router's kernel has one static route, 10.99.0.0/24 via sink2.
+// The router runs the node binary (AS65000) with XDP on r0-r3 and IPv4 and IPv6
+// forwarding off, so a packet that reaches a sink was forwarded by XDP. BIRD announces
+// AllRoutes over an IPv4 session and SkeletonRoutes6 over an IPv6 one; the router's
+// kernel has two static routes, 10.99.0.0/24 and fd00:99::/64 via sink2.
 type Skeleton struct {
 	*Lab
 	Src, Router, Sink1, Sink2, Upstream *Netns
@@ -146,6 +163,17 @@ func (s *Skeleton) build(cfg SkeletonConfig) error {
 			return err
 		}
 	}
+	// IPv6 on the same links (nodad: usable at once).
+	for _, a := range []struct {
+		ns         *Netns
+		role, addr string
+	}{{s.Src, "s0", "fd00:10::2/64"}, {s.Router, "r0", "fd00:10::1/64"}, {s.Router, "r1", "fd00:11:1::1/64"},
+		{s.Sink1, "k1", "fd00:11:1::2/64"}, {s.Router, "r2", "fd00:11:2::1/64"}, {s.Sink2, "k2", "fd00:11:2::2/64"},
+		{s.Router, "r3", "fd00:12::1/64"}, {s.Upstream, "u0", "fd00:12::2/64"}} {
+		if _, err := a.ns.Exec("ip", "-6", "addr", "add", a.addr, "dev", s.If(a.role), "nodad"); err != nil {
+			return err
+		}
+	}
 	if err := disableTxChecksum(s.Src, s.If("s0")); err != nil {
 		return err
 	}
@@ -154,6 +182,9 @@ func (s *Skeleton) build(cfg SkeletonConfig) error {
 		forwarding = "1"
 	}
 	if err := s.Router.Sysctl("net.ipv4.ip_forward", forwarding); err != nil {
+		return err
+	}
+	if err := s.Router.Sysctl("net.ipv6.conf.all.forwarding", forwarding); err != nil {
 		return err
 	}
 	for _, sink := range []*Netns{s.Sink1, s.Sink2} {
@@ -174,8 +205,20 @@ func (s *Skeleton) build(cfg SkeletonConfig) error {
 			return err
 		}
 	}
-	// The recursive next hop 10.99.0.1 lies behind sink2.
+	for _, r := range SkeletonRoutes6 {
+		sink := map[int]*Netns{1: s.Sink1, 2: s.Sink2}[r.Sink]
+		if _, err := sink.Exec("ip", "-6", "route", "add", "local", r.Prefix.String(), "dev", "lo"); err != nil {
+			return err
+		}
+		if _, err := s.Src.Exec("ip", "-6", "route", "add", r.Prefix.String(), "via", "fd00:10::1"); err != nil {
+			return err
+		}
+	}
+	// The recursive next hops 10.99.0.1 and fd00:99::1 lie behind sink2.
 	if _, err := s.Router.Exec("ip", "route", "add", "10.99.0.0/24", "via", "10.11.2.2"); err != nil {
+		return err
+	}
+	if _, err := s.Router.Exec("ip", "-6", "route", "add", "fd00:99::/64", "via", "fd00:11:2::2"); err != nil {
 		return err
 	}
 	// veth drops XDP-redirected frames unless the receiving end runs XDP (or GRO).
@@ -236,6 +279,14 @@ func (s *Skeleton) startBird(extra []table.Route) error {
 	for i, r := range AllRoutes() {
 		fmt.Fprintf(b, "protocol static r%d { ipv4; route %s blackhole; }\n", i, r.Prefix)
 	}
+	for i, r := range SkeletonRoutes6 {
+		fmt.Fprintf(b, "protocol static r6_%d { ipv6; route %s blackhole; }\n", i, r.Prefix)
+	}
+	fmt.Fprintf(b, "protocol bgp node6 {\n  local %s as %d;\n  neighbor fd00:12::1 as %d;\n  ipv6 {\n    import all;\n    export filter {\n", UpstreamAddr6, UpstreamASN, RouterASN)
+	for _, r := range SkeletonRoutes6 {
+		fmt.Fprintf(b, "      if net = %s then { bgp_next_hop = %s; accept; }\n", r.Prefix, r.Nexthop)
+	}
+	b.WriteString("      reject;\n    };\n  };\n}\n")
 	if len(extra) > 0 {
 		b.WriteString("protocol static fulltable {\n  ipv4;\n")
 		for _, r := range extra {
@@ -313,6 +364,11 @@ func StaticProtocol(r Route) string {
 			return fmt.Sprintf("r%d", i)
 		}
 	}
+	for i, a := range SkeletonRoutes6 {
+		if a == r {
+			return fmt.Sprintf("r6_%d", i)
+		}
+	}
 	return ""
 }
 
@@ -344,7 +400,11 @@ bgp:
       asn: %d
       max_prefixes: %d
       expected_prefixes: %d
-`, s.NodeName, s.If("r0"), s.If("r1"), s.If("r2"), s.If("r3"), xdpMode, MetricsAddr, backend, RouterASN, GoBGPAddr, UpstreamASN, maxPrefixes, expected)
+    - address: %s
+      asn: %d
+      families: [ipv6-unicast]
+`, s.NodeName, s.If("r0"), s.If("r1"), s.If("r2"), s.If("r3"), xdpMode, MetricsAddr, backend, RouterASN, GoBGPAddr, UpstreamASN, maxPrefixes, expected,
+		UpstreamAddr6, UpstreamASN)
 }
 
 func (s *Skeleton) startNode(cfg SkeletonConfig) error {
@@ -461,7 +521,7 @@ func (s *Skeleton) Listen(ns *Netns) (*Sink, error) {
 	k := &Sink{got: map[netip.Addr]int{}}
 	err := ns.Do(func() error {
 		var err error
-		k.conn, err = net.ListenUDP("udp4", &net.UDPAddr{Port: SinkPort})
+		k.conn, err = net.ListenUDP("udp", &net.UDPAddr{Port: SinkPort}) // IPv4 and IPv6
 		return err
 	})
 	if err != nil {
@@ -510,9 +570,13 @@ func (k *Sink) Total() int {
 // fail later sends.
 func (s *Skeleton) Send(dst netip.Addr, n int) error {
 	var conn *net.UDPConn
+	network := "udp4"
+	if dst.Is6() {
+		network = "udp6"
+	}
 	err := s.Src.Do(func() error {
 		var err error
-		conn, err = net.ListenUDP("udp4", nil)
+		conn, err = net.ListenUDP(network, nil)
 		return err
 	})
 	if err != nil {
