@@ -579,6 +579,7 @@ func BenchmarkXDP(b *testing.B) {
 		{"pass_no_route", frame(frameOpts{dst: netip.MustParseAddr("8.8.8.8")})},
 		{"forwarded_tbl24", frame(frameOpts{})},
 		{"forwarded_tbl8", frame(frameOpts{dst: netip.MustParseAddr("203.0.113.200")})},
+		{"forwarded_v6_48", frame6(frame6Opts{})},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
