@@ -55,8 +55,8 @@ func (k *KernelRoutes) msg(typ, flags int, p netip.Prefix, gw netip.Addr, ifinde
 	if p.Addr().Is6() {
 		family = unix.AF_INET6
 	}
-	if gw.IsValid() && gw.Is6() != p.Addr().Is6() {
-		return fmt.Errorf("fib: kernel route %s via %s: the next hop must be of the prefix's family", p, gw)
+	if gw.IsValid() && gw.Is4() && p.Addr().Is6() {
+		return fmt.Errorf("fib: kernel route %s via %s: an IPv6 route needs an IPv6 next hop", p, gw)
 	}
 	req := nl.NewNetlinkRequest(typ, flags)
 	m := nl.NewRtMsg()
@@ -67,7 +67,13 @@ func (k *KernelRoutes) msg(typ, flags int, p netip.Prefix, gw netip.Addr, ifinde
 	req.AddData(m)
 	req.AddData(nl.NewRtAttr(unix.RTA_DST, p.Masked().Addr().AsSlice()))
 	req.AddData(nl.NewRtAttr(unix.RTA_TABLE, binary.NativeEndian.AppendUint32(nil, k.table)))
-	if gw.IsValid() {
+	switch {
+	case gw.IsValid() && gw.Is6() && !p.Addr().Is6():
+		// An IPv4 route via an IPv6 next hop (RFC 8950): RTA_VIA, struct rtvia (the
+		// family, then the address), Linux 5.2 and later.
+		via := binary.NativeEndian.AppendUint16(nil, unix.AF_INET6)
+		req.AddData(nl.NewRtAttr(unix.RTA_VIA, append(via, gw.AsSlice()...)))
+	case gw.IsValid():
 		req.AddData(nl.NewRtAttr(unix.RTA_GATEWAY, gw.AsSlice()))
 	}
 	if ifindex > 0 {

@@ -40,7 +40,7 @@ func LabTable(all []table.Route) []table.Route {
 	var out []table.Route
 	for _, r := range all {
 		overlaps := false
-		for _, s := range lab.AllRoutes() {
+		for _, s := range append(lab.AllRoutes(), lab.ExtendedNexthopRoute) {
 			overlaps = overlaps || r.Prefix.Overlaps(s.Prefix)
 		}
 		if !overlaps {
@@ -76,7 +76,7 @@ func MeasureConvergence(ctx context.Context, nodeBin, dir string, routes []table
 	}); err != nil {
 		return c, err
 	}
-	total := float64(len(routes) + len(lab.AllRoutes()))
+	total := float64(len(routes) + lab.Routes4())
 	var established, fibDone time.Time
 	secs := func(v float64) time.Duration { return time.Duration(v * float64(time.Second)) }
 	err = lab.WaitFor(ctx, 5*time.Minute, "the node's FIB and kernel sync", func() (bool, error) {

@@ -155,7 +155,7 @@ func testSkeleton(t *testing.T, backend string) {
 				return false, err
 			}
 			return m[`fibfleet_fib_routes{family="ipv4"}`] == float64(n) && m[`fibfleet_fib_routes{family="ipv6"}`] == float64(n6) &&
-				m[`fibfleet_fib_nexthops{state="unresolved"}`] == 1 && m[`fibfleet_fib_nexthops{state="resolved"}`] == 6, nil
+				m[`fibfleet_fib_nexthops{state="unresolved"}`] == 1 && m[`fibfleet_fib_nexthops{state="resolved"}`] == lab.ResolvedNexthops, nil
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -179,8 +179,8 @@ func testSkeleton(t *testing.T, backend string) {
 			t.Fatalf("%v: got %d", err, k.Count(dst))
 		}
 	}
-	all := len(lab.AllRoutes())
-	waitRoutes(all)
+	all, v4 := len(lab.AllRoutes()), lab.Routes4() // BIRD's IPv4 session's; the node's IPv4 routes
+	waitRoutes(v4)
 
 	t.Run("initial load reported", func(t *testing.T) {
 		// BIRD ends its dump with End-of-RIB; the node reports the dump complete only
@@ -228,8 +228,8 @@ func testSkeleton(t *testing.T, backend string) {
 			Routes int    `json:"routes"`
 			Digest string `json:"digest"`
 		}
-		if err := json.Unmarshal(body, &st); err != nil || st.Routes != all+n6 || len(st.Digest) != 16 {
-			t.Fatalf("/api/v1/fib = %s (%v), want %d routes and a 16-digit digest", body, err, all+n6)
+		if err := json.Unmarshal(body, &st); err != nil || st.Routes != v4+n6 || len(st.Digest) != 16 {
+			t.Fatalf("/api/v1/fib = %s (%v), want %d routes and a 16-digit digest", body, err, v4+n6)
 		}
 		m, err := sk.Metrics()
 		if err != nil {
@@ -262,13 +262,14 @@ func testSkeleton(t *testing.T, backend string) {
 	t.Run("kernel table mirrors the FIB", func(t *testing.T) {
 		err := lab.WaitFor(ctx, 10*time.Second, "kernel sync", func() (bool, error) {
 			out, err := sk.Router.Exec("ip", "-4", "route", "show", "proto", "bgp")
-			return err == nil && strings.Count(out, "\n") == all, err
+			return err == nil && strings.Count(out, "\n") == v4, err
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		out, _ := sk.Router.Exec("ip", "-4", "route", "show", "proto", "bgp")
-		for _, want := range []string{"198.51.100.0/24 via 10.11.1.2", "100.64.1.0/24 via 10.11.2.2", "192.0.2.0/24 via 10.11.1.99"} {
+		for _, want := range []string{"198.51.100.0/24 via 10.11.1.2", "100.64.1.0/24 via 10.11.2.2", "192.0.2.0/24 via 10.11.1.99",
+			"198.18.0.0/24 via inet6 fd00:11:2::2"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("kernel table lacks %q:\n%s", want, out)
 			}
@@ -320,6 +321,17 @@ func testSkeleton(t *testing.T, backend string) {
 		t.Errorf("sinks received %d datagrams, want %d", n, perDst*len(lab.SkeletonRoutes))
 	}
 
+	t.Run("IPv4 via an IPv6 next hop (RFC 8950) forwarded by XDP", func(t *testing.T) {
+		r := lab.ExtendedNexthopRoute
+		dst, before := r.Prefix.Addr().Next(), stats()
+		if err := sk.Send(dst, perDst); err != nil {
+			t.Fatal(err)
+		}
+		waitCount(sinks[r.Sink], dst, perDst)
+		if got := stats()[dataplane.Forwarded].Packets - before[dataplane.Forwarded].Packets; got != perDst {
+			t.Errorf("XDP forwarded %d frames, want the %d sent", got, perDst)
+		}
+	})
 	t.Run("UDP over IPv6 forwarded by XDP", func(t *testing.T) {
 		before := stats()
 		for _, r := range lab.SkeletonRoutes6 {
@@ -345,7 +357,7 @@ func testSkeleton(t *testing.T, backend string) {
 		if _, err := sk.Birdc("disable", lab.StaticProtocol(withdrawn)); err != nil {
 			t.Fatal(err)
 		}
-		waitRoutes(all - 1)
+		waitRoutes(v4 - 1)
 		err := lab.WaitFor(ctx, 10*time.Second, "the kernel table to drop the route", func() (bool, error) {
 			out, err := sk.Router.Exec("ip", "-4", "route", "show", withdrawn.Prefix.String(), "proto", "bgp")
 			return err == nil && strings.TrimSpace(out) == "", err
@@ -378,7 +390,7 @@ func testSkeleton(t *testing.T, backend string) {
 		if _, err := sk.Birdc("enable", lab.StaticProtocol(withdrawn)); err != nil {
 			t.Fatal(err)
 		}
-		waitRoutes(all)
+		waitRoutes(v4)
 		base = sink2.Count(dst)
 		if err := sk.Send(dst, 20); err != nil {
 			t.Fatal(err)

@@ -52,6 +52,19 @@ var UnresolvedRoute = Route{netip.MustParsePrefix("192.0.2.0/24"), netip.MustPar
 // AllRoutes is every IPv4 route BIRD announces.
 func AllRoutes() []Route { return append(append([]Route(nil), SkeletonRoutes...), UnresolvedRoute) }
 
+// ExtendedNexthopRoute is an IPv4 prefix BIRD announces over its IPv6 session with an
+// IPv6 next hop (RFC 8950, extended next hop): the node resolves it through neighbour
+// discovery and XDP forwards IPv4 to it.
+var ExtendedNexthopRoute = Route{netip.MustParsePrefix("198.18.0.0/24"), netip.MustParseAddr("fd00:11:2::2"), 2}
+
+// Routes4 is how many IPv4 routes the node learns: AllRoutes over the IPv4 session and
+// ExtendedNexthopRoute over the IPv6 one.
+func Routes4() int { return len(AllRoutes()) + 1 }
+
+// ResolvedNexthops is how many next hops of the skeleton resolve: the sinks' addresses
+// of both families and the two recursive ones (UnresolvedRoute's does not).
+const ResolvedNexthops = 6
+
 // SkeletonRoutes6 are the IPv6 prefixes BIRD announces over its IPv6 session: two
 // documentation prefixes and two real ones from the 2026-06-19 table (2a00:1450::/32
 // AS15169, 2620:fe::/48 AS19281), a /40 whose next hop (fd00:99::1) is reached through
@@ -205,12 +218,16 @@ func (s *Skeleton) build(cfg SkeletonConfig) error {
 			return err
 		}
 	}
-	for _, r := range SkeletonRoutes6 {
+	for _, r := range append(SkeletonRoutes6, ExtendedNexthopRoute) {
 		sink := map[int]*Netns{1: s.Sink1, 2: s.Sink2}[r.Sink]
-		if _, err := sink.Exec("ip", "-6", "route", "add", "local", r.Prefix.String(), "dev", "lo"); err != nil {
+		fam, via := "-6", "fd00:10::1"
+		if r.Prefix.Addr().Is4() {
+			fam, via = "-4", "10.10.0.1"
+		}
+		if _, err := sink.Exec("ip", fam, "route", "add", "local", r.Prefix.String(), "dev", "lo"); err != nil {
 			return err
 		}
-		if _, err := s.Src.Exec("ip", "-6", "route", "add", r.Prefix.String(), "via", "fd00:10::1"); err != nil {
+		if _, err := s.Src.Exec("ip", fam, "route", "add", r.Prefix.String(), "via", via); err != nil {
 			return err
 		}
 	}
@@ -282,11 +299,13 @@ func (s *Skeleton) startBird(extra []table.Route) error {
 	for i, r := range SkeletonRoutes6 {
 		fmt.Fprintf(b, "protocol static r6_%d { ipv6; route %s blackhole; }\n", i, r.Prefix)
 	}
+	fmt.Fprintf(b, "protocol static r8950 { ipv4; route %s blackhole; }\n", ExtendedNexthopRoute.Prefix)
 	fmt.Fprintf(b, "protocol bgp node6 {\n  local %s as %d;\n  neighbor fd00:12::1 as %d;\n  ipv6 {\n    import all;\n    export filter {\n", UpstreamAddr6, UpstreamASN, RouterASN)
 	for _, r := range SkeletonRoutes6 {
 		fmt.Fprintf(b, "      if net = %s then { bgp_next_hop = %s; accept; }\n", r.Prefix, r.Nexthop)
 	}
-	b.WriteString("      reject;\n    };\n  };\n}\n")
+	fmt.Fprintf(b, "      reject;\n    };\n  };\n  ipv4 {\n    extended next hop on;\n    import none;\n    export filter { if proto = \"r8950\" then { bgp_next_hop = %s; accept; } reject; };\n  };\n}\n",
+		ExtendedNexthopRoute.Nexthop)
 	if len(extra) > 0 {
 		b.WriteString("protocol static fulltable {\n  ipv4;\n")
 		for _, r := range extra {
@@ -402,7 +421,7 @@ bgp:
       expected_prefixes: %d
     - address: %s
       asn: %d
-      families: [ipv6-unicast]
+      families: [ipv6-unicast, ipv4-unicast]
 `, s.NodeName, s.If("r0"), s.If("r1"), s.If("r2"), s.If("r3"), xdpMode, MetricsAddr, backend, RouterASN, GoBGPAddr, UpstreamASN, maxPrefixes, expected,
 		UpstreamAddr6, UpstreamASN)
 }

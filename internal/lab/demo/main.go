@@ -66,8 +66,9 @@ func run(duration time.Duration, nodeBin, mode string, rate int, hold bool) erro
 	slog.Info("lab up", "prefix", sk.Prefix, "node_log", sk.NodeLog, "bird_socket", sk.BirdSock)
 	err = lab.WaitFor(ctx, 60*time.Second, "the node to learn the routes from BIRD", func() (bool, error) {
 		m, err := sk.Metrics()
-		return err == nil && m[`fibfleet_fib_routes{family="ipv4"}`] == float64(len(lab.AllRoutes())) &&
-			m[`fibfleet_fib_nexthops{state="resolved"}`] == 3, err
+		return err == nil && m[`fibfleet_fib_routes{family="ipv4"}`] == float64(lab.Routes4()) &&
+			m[`fibfleet_fib_routes{family="ipv6"}`] == float64(len(lab.SkeletonRoutes6)) &&
+			m[`fibfleet_fib_nexthops{state="resolved"}`] == lab.ResolvedNexthops, err
 	})
 	if err != nil {
 		return err
@@ -78,8 +79,8 @@ func run(duration time.Duration, nodeBin, mode string, rate int, hold bool) erro
 			return err
 		}
 	}
-	fmt.Printf("\nThe node learned %d routes from BIRD (%s has a next hop nobody answers for:\n"+
-		"its packets pass to the kernel, counted as unresolved). Try, in another shell:\n", len(lab.AllRoutes()), lab.UnresolvedRoute.Prefix)
+	fmt.Printf("\nThe node learned %d IPv4 and %d IPv6 routes from BIRD (%s has a next hop nobody answers for:\n"+
+		"its packets pass to the kernel, counted as unresolved). Try, in another shell:\n", lab.Routes4(), len(lab.SkeletonRoutes6), lab.UnresolvedRoute.Prefix)
 	fmt.Printf("  sudo nsenter --net=/run/netns/%s go tool gobgp global rib\n", sk.Router.Name)
 	fmt.Printf("  sudo nsenter --net=/run/netns/%s curl -s %s/metrics | grep fibfleet_xdp\n", sk.Router.Name, lab.MetricsAddr)
 	fmt.Printf("  sudo bpftool map dump pinned %s/stats\n\n", dataplane.PinDir("", sk.NodeName))
@@ -92,7 +93,7 @@ func run(duration time.Duration, nodeBin, mode string, rate int, hold bool) erro
 	defer tick.Stop()
 	for {
 		if !hold {
-			for _, r := range lab.AllRoutes() {
+			for _, r := range append(append(lab.AllRoutes(), lab.ExtendedNexthopRoute), lab.SkeletonRoutes6...) {
 				if err := sk.Send(r.Prefix.Addr().Next(), rate); err != nil {
 					return err
 				}
@@ -109,14 +110,14 @@ func run(duration time.Duration, nodeBin, mode string, rate int, hold bool) erro
 		}
 		w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintf(w, "%s\tdestination\tBGP next hop\tsink\treceived\n", time.Now().Format("15:04:05"))
-		for _, r := range lab.SkeletonRoutes {
+		for _, r := range append(append(append([]lab.Route(nil), lab.SkeletonRoutes...), lab.ExtendedNexthopRoute), lab.SkeletonRoutes6...) {
 			dst := r.Prefix.Addr().Next()
 			fmt.Fprintf(w, "\t%s (%s)\t%s\tsink%d\t%d\n", dst, r.Prefix, r.Nexthop, r.Sink, sinks[r.Sink].Count(dst))
 		}
 		fmt.Fprintf(w, "\t%s (%s)\t%s\t-\t(unresolved)\n", lab.UnresolvedRoute.Prefix.Addr().Next(), lab.UnresolvedRoute.Prefix, lab.UnresolvedRoute.Nexthop)
-		fmt.Fprintf(w, "\tXDP forwarded\t\t\t%d\n", st[dataplane.Forwarded].Packets)
+		fmt.Fprintf(w, "\tXDP forwarded (IPv4, IPv6)\t\t\t%d, %d\n", st[dataplane.Forwarded].Packets, st[dataplane.ForwardedV6].Packets)
 		for _, r := range dataplane.Reasons() {
-			if r != dataplane.Forwarded && st[r].Packets > 0 {
+			if r.Action() != "redirect" && st[r].Packets > 0 {
 				fmt.Fprintf(w, "\tpassed to the kernel: %s\t\t\t%d\n", r, st[r].Packets)
 			}
 		}
