@@ -82,7 +82,7 @@ func top(h uint64, l int) uint64 {
 
 // set installs or replaces a route; del removes one.
 func (v *v6Table) set(p netip.Prefix, id uint32) error { return v.change(p, id) }
-func (v *v6Table) del(p netip.Prefix) error           { return v.change(p, 0) }
+func (v *v6Table) del(p netip.Prefix) error            { return v.change(p, 0) }
 
 func (v *v6Table) change(p netip.Prefix, id uint32) error {
 	l, h := p.Bits(), dataplane.Hi64(p.Addr())
