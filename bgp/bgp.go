@@ -83,6 +83,9 @@ type Change struct {
 	// the global one (RFC 2545): the address to resolve on a shared link.
 	LinkLocal netip.Addr
 	Withdraw  bool
+	// Peer is the neighbour the best path came from (a link-local next hop is on the
+	// link towards it).
+	Peer netip.Addr
 }
 
 // Event is one item of the stream from Events, in the order GoBGP emitted it.
@@ -466,7 +469,7 @@ func toChange(p *apiutil.Path) (Change, bool) {
 	if !ok {
 		return Change{}, false
 	}
-	c := Change{Prefix: nlri.Prefix.Masked()}
+	c := Change{Prefix: nlri.Prefix.Masked(), Peer: p.PeerAddress}
 	if p.Withdrawal {
 		c.Withdraw = true
 		return c, true

@@ -452,6 +452,7 @@ func (f *FIB) Lookup(a netip.Addr) (netip.Prefix, netip.Addr, bool) {
 // such as ifindex or MACs) with FNV-1a and a final avalanche, so that the sum of the
 // hashes of a table is a good order-independent digest.
 func routeHash(p netip.Prefix, gw netip.Addr) uint64 {
+	gw = gw.WithZone("") // a link-local next hop's interface name is the node's own
 	h := fnv.New64a()
 	b, _ := p.MarshalBinary()
 	h.Write(b)

@@ -44,6 +44,24 @@ func usable(state int) bool {
 	return state&(netlink.NUD_REACHABLE|netlink.NUD_STALE|netlink.NUD_DELAY|netlink.NUD_PROBE|netlink.NUD_PERMANENT|netlink.NUD_NOARP) != 0
 }
 
+// LinkTowards returns the interface the kernel reaches an address through (its zone,
+// if it has one): a link-local next hop a BGP peer sends is on the link towards that
+// peer.
+func (k *Kernel) LinkTowards(a netip.Addr) (string, error) {
+	if z := a.Zone(); z != "" {
+		return z, nil
+	}
+	routes, err := k.h.RouteGet(a.AsSlice())
+	if err != nil || len(routes) == 0 {
+		return "", fmt.Errorf("no kernel route to %s: %w", a, err)
+	}
+	link, err := k.h.LinkByIndex(routes[0].LinkIndex)
+	if err != nil {
+		return "", fmt.Errorf("link %d towards %s: %w", routes[0].LinkIndex, a, err)
+	}
+	return link.Attrs().Name, nil
+}
+
 // Resolve implements Resolver. An IPv6 link-local next hop must carry its interface
 // as its zone (fe80::1%eth0): the address means nothing without it. The neighbour is
 // kept without the zone; it is on the resolution's interface.

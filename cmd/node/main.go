@@ -141,13 +141,13 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	ready.Store(true)
 	log.Info("node running", "node", cfg.NodeName, "interfaces", cfg.Interfaces, "asn", cfg.BGP.ASN,
 		"http", cfg.HTTPAddress, "gobgp_api", cfg.BGP.GRPCAddress, "version", version)
-	return consume(ctx, speaker, table, m, log, httpErr)
+	return consume(ctx, speaker, table, m, newLinkZones(kernel.LinkTowards, log), log, httpErr)
 }
 
 // consume applies best-path changes to the FIB until ctx ends, and follows each
 // neighbour's initial dump: progress with rate and ETA while it arrives, and when the
 // dataplane holds all of it.
-func consume(ctx context.Context, speaker *bgp.Speaker, table *fib.FIB, m *metrics, log *slog.Logger, httpErr <-chan error) error {
+func consume(ctx context.Context, speaker *bgp.Speaker, table *fib.FIB, m *metrics, zones *linkZones, log *slog.Logger, httpErr <-chan error) error {
 	tick := time.NewTicker(5 * time.Second)
 	defer tick.Stop()
 	for {
@@ -161,7 +161,7 @@ func consume(ctx context.Context, speaker *bgp.Speaker, table *fib.FIB, m *metri
 			return errors.New("BGP speaker stopped")
 		case ev := <-speaker.Events():
 			if len(ev.Changes) > 0 {
-				apply(table, m, ev.Changes, log)
+				apply(table, m, ev.Changes, zones, log)
 			}
 			if ev.EndOfRIB.IsValid() {
 				// Every change of the dump came before this event and is applied.
@@ -185,10 +185,10 @@ func consume(ctx context.Context, speaker *bgp.Speaker, table *fib.FIB, m *metri
 	}
 }
 
-func apply(table *fib.FIB, m *metrics, changes []bgp.Change, log *slog.Logger) {
+func apply(table *fib.FIB, m *metrics, changes []bgp.Change, zones *linkZones, log *slog.Logger) {
 	updates := make([]fib.Update, len(changes))
 	for i, c := range changes {
-		updates[i] = fib.Update{Prefix: c.Prefix, Nexthop: c.Nexthop, Withdraw: c.Withdraw}
+		updates[i] = fib.Update{Prefix: c.Prefix, Nexthop: zones.of(c), Withdraw: c.Withdraw}
 		if c.Withdraw {
 			m.withdrawals.Inc()
 		} else {

@@ -15,7 +15,8 @@ import (
 // TestResolveIPv6 resolves IPv6 next hops through the kernel's neighbour discovery in
 // a namespace pair (never linked to the host): a global next hop on the link, a
 // recursive one behind it, and a link-local one with its interface as the zone, each
-// to the peer's MAC; a link-local one without a zone is refused, saying what to write.
+// to the peer's MAC; a link-local one without a zone is refused, saying what to write;
+// the link towards a peer is found for the zone of the link-local next hops it sends.
 func TestResolveIPv6(t *testing.T) {
 	need(t, os.Geteuid() == 0, "needs root for namespaces (CI runs as root)")
 	l, err := lab.New()
@@ -96,6 +97,15 @@ func TestResolveIPv6(t *testing.T) {
 		}
 		if _, err := k.Resolve(peerLL); err == nil {
 			t.Errorf("a link-local next hop without its interface resolved")
+		}
+		// The link towards a BGP peer, which a link-local next hop it sends is on.
+		for _, peer := range []netip.Addr{netip.MustParseAddr("2001:db8:a::2"), netip.MustParseAddr("2001:db8:99::1"), peerLL.WithZone(l.If("a0"))} {
+			if got, err := k.LinkTowards(peer); err != nil || got != l.If("a0") {
+				t.Errorf("link towards %s: %q (%v), want %s", peer, got, err, l.If("a0"))
+			}
+		}
+		if got, err := k.LinkTowards(netip.MustParseAddr("2001:db8:77::1")); err == nil {
+			t.Errorf("link towards an address with no route: %q, want an error", got)
 		}
 		return nil
 	})
