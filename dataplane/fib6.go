@@ -11,12 +11,18 @@ import (
 )
 
 // The IPv6 FIB's layout, as in bpf/fib6.h: a first level of two u32 per /16 (the value
-// of the routes up to /16, the mask of FIB6Levels with keys under the /16), and one
+// of the routes up to /16; bits 0-2: /24, /32 and /48 keys exist under the /16), and one
 // hash of every route from /17 to /48 expanded to the next of FIB6Levels, in buckets
-// of five keys, five values and a filter of keys living in their second bucket.
+// of five keys, five values and a filter of keys living in their second bucket; a /32
+// key flags the longer lengths with keys under it.
 const (
 	// FIB6Deeper marks a /48 key under which fib6_long holds longer routes.
 	FIB6Deeper = 0x80000000
+	// FIB6BelowShift places a /32 key's flags of the longer lengths with keys under
+	// it: bit FIB6BelowShift+i for FIB6Levels[2+i] (36, 40, 44, 48).
+	FIB6BelowShift = 24
+	// FIB6IDMask is the nexthop id part of a value.
+	FIB6IDMask = 0x00ffffff
 	// FIB6Kernel is a first-level value: the /16's packets pass to the kernel.
 	FIB6Kernel = 0x00ffffff
 	// FIB6Tomb is the key of a removed slot, reusable after a grace period.
@@ -53,7 +59,8 @@ func Hi64(a netip.Addr) uint64 {
 // V6Tables are the IPv6 FIB's arrays, mapped into this process. Write a value with
 // one atomic 32-bit store and a key with one atomic 64-bit store (after its value).
 type V6Tables struct {
-	// Dir has two entries per /16: Dir[2i] the value, Dir[2i+1] the level mask.
+	// Dir has two entries per /16: Dir[2i] the value, Dir[2i+1] the mask of /24, /32
+	// and /48 keys under it.
 	Dir []uint32
 	// Buckets has 16 u32 per bucket: keys (u64) in 0-9, values in 10-14, filter 15.
 	Buckets    []uint32

@@ -20,24 +20,22 @@ var testRoutes6 = []testRoute{
 }
 
 // installRoutes6 writes routes straight into the IPv6 tables, the simple way (no
-// overlapping routes, first free slot of the first bucket): enough for packet tests.
-// The fib package compiles the real thing and is tested against a reference.
+// overlapping routes, first free slot of the first bucket), with the /32 keys that
+// flag the longer lengths under them: enough for packet tests. The fib package
+// compiles the real thing and is tested against a reference.
 func installRoutes6(t testing.TB, d *Dataplane, routes []testRoute) {
 	t.Helper()
 	tb, err := d.V6Tables()
 	if err != nil {
 		t.Fatal(err)
 	}
-	put := func(key uint64, val uint32) {
-		b1, _ := FIB6Buckets(key, tb.LogBuckets)
-		w := tb.Buckets[16*b1 : 16*b1+16]
-		for s := range 5 {
-			if w[2*s] == 0 && w[2*s+1] == 0 {
-				w[10+s], w[2*s], w[2*s+1] = val, uint32(key), uint32(key>>32)
-				return
-			}
+	keys := map[uint64]uint32{}
+	mark := func(h uint64, li int) {
+		keys[FIB6Key(h, 32)] |= 1 << (FIB6BelowShift + li - 2)
+		tb.Dir[2*(h>>48)+1] |= 2
+		if li == len(FIB6Levels)-1 {
+			tb.Dir[2*(h>>48)+1] |= 4
 		}
-		t.Fatalf("test IPv6 FIB: bucket %d full", b1)
 	}
 	for _, r := range routes {
 		p := netip.MustParsePrefix(r.prefix)
@@ -54,15 +52,32 @@ func installRoutes6(t testing.TB, d *Dataplane, routes []testRoute) {
 			}
 			lv := FIB6Levels[li]
 			for k := h >> (64 - l) << (lv - l); k < (h>>(64-l)+1)<<(lv-l); k++ {
-				put(uint64(lv)<<56|k, r.nh)
+				keys[uint64(lv)<<56|k] |= r.nh
+				if li >= 2 {
+					mark(k<<(64-lv), li)
+				}
 			}
-			tb.Dir[2*(h>>48)+1] |= 1 << li
+			tb.Dir[2*(h>>48)+1] |= 1 << min(li, 1)
 		default:
 			if err := d.SetLong6(p, r.nh); err != nil {
 				t.Fatal(err)
 			}
-			put(FIB6Key(h, 48), FIB6Deeper)
-			tb.Dir[2*(h>>48)+1] |= 1 << (len(FIB6Levels) - 1)
+			keys[FIB6Key(h, 48)] |= FIB6Deeper
+			mark(h, len(FIB6Levels)-1)
+		}
+	}
+	for key, val := range keys {
+		b1, _ := FIB6Buckets(key, tb.LogBuckets)
+		w := tb.Buckets[16*b1 : 16*b1+16]
+		placed := false
+		for s := 0; s < 5 && !placed; s++ {
+			if w[2*s] == 0 && w[2*s+1] == 0 {
+				w[10+s], w[2*s], w[2*s+1] = val, uint32(key), uint32(key>>32)
+				placed = true
+			}
+		}
+		if !placed {
+			t.Fatalf("test IPv6 FIB: bucket %d full", b1)
 		}
 	}
 	tb.Dir[2*0x2c00] = FIB6Kernel

@@ -39,8 +39,12 @@ type v6Table struct {
 	longPer48  map[uint64]int
 	// slots holds every live key's slot (bucket*5 + position).
 	slots map[uint64]int32
-	// levelKeys counts live or pending keys per /16 and level (index /16*levels+level).
+	// levelKeys counts live or pending keys per /16 and level (index /16*levels+level);
+	// the first level's mask says which of /24 and /32 have any.
 	levelKeys []uint32
+	// below counts, per /32 (its top 32 bits), the keys of each longer level under it:
+	// the /32's key flags the levels that have some, so lookups read only those.
+	below map[uint64]*[nLevels6 - 2]uint32
 	pending   map[uint64]uint32
 	pending16 map[uint32]int
 	// spill counts, per first bucket and filter bit, the keys living in their second.
@@ -59,7 +63,7 @@ const nLevels6 = len(dataplane.FIB6Levels)
 
 func newV6Table(t dataplane.V6Tables, long longStore) *v6Table {
 	v := &v6Table{t: t, long: long, longRoutes: map[netip.Prefix]uint32{}, longPer48: map[uint64]int{},
-		slots: map[uint64]int32{}, levelKeys: make([]uint32, nLevels6<<16), pending: map[uint64]uint32{},
+		slots: map[uint64]int32{}, levelKeys: make([]uint32, nLevels6<<16), below: map[uint64]*[nLevels6 - 2]uint32{}, pending: map[uint64]uint32{},
 		pending16: map[uint32]int{}, spill: map[uint32]*[32]uint16{}, now: time.Now, grace: groupGrace}
 	for l := range v.routes {
 		v.routes[l] = map[uint64]uint32{}
@@ -151,6 +155,15 @@ func (v *v6Table) refresh(li int, k uint64) {
 	if li == nLevels6-1 && v.longPer48[k] > 0 {
 		val |= dataplane.FIB6Deeper
 	}
+	if li == 1 {
+		if c := v.below[k]; c != nil {
+			for i, n := range c {
+				if n > 0 {
+					val |= 1 << (dataplane.FIB6BelowShift + i)
+				}
+			}
+		}
+	}
 	key := uint64(t)<<56 | k
 	if val != 0 {
 		v.put(li, key, val)
@@ -187,6 +200,7 @@ func (v *v6Table) put(li int, key uint64, val uint32) {
 	if v.levelKeys[int(b16)*nLevels6+li]++; v.levelKeys[int(b16)*nLevels6+li] == 1 {
 		v.writeMask(b16)
 	}
+	v.addBelow(li, key, 1) // the /32's flag before the key
 	if !v.insert(key, val) {
 		v.pending[key] = val
 		if v.pending16[b16]++; v.pending16[b16] == 1 {
@@ -211,6 +225,29 @@ func (v *v6Table) drop(li int, key uint64) {
 	}
 	if v.levelKeys[int(b16)*nLevels6+li]--; v.levelKeys[int(b16)*nLevels6+li] == 0 {
 		v.writeMask(b16)
+	}
+	v.addBelow(li, key, -1) // the /32's flag after the key
+}
+
+// addBelow counts a key of a level longer than /32 under its /32, and rewrites the
+// /32's key when the level's count turns from or to zero.
+func (v *v6Table) addBelow(li int, key uint64, d int) {
+	if li < 2 {
+		return
+	}
+	t := dataplane.FIB6Levels[li]
+	k32 := (key & (1<<56 - 1)) >> (t - 32)
+	c := v.below[k32]
+	if c == nil {
+		c = &[nLevels6 - 2]uint32{}
+		v.below[k32] = c
+	}
+	c[li-2] = uint32(int(c[li-2]) + d)
+	if c[li-2] == 0 || c[li-2] == 1 && d > 0 {
+		if *c == ([nLevels6 - 2]uint32{}) {
+			delete(v.below, k32)
+		}
+		v.refresh(1, k32)
 	}
 }
 
@@ -288,9 +325,10 @@ func (v *v6Table) writeDir(b16 uint32) {
 
 func (v *v6Table) writeMask(b16 uint32) {
 	var mask uint32
-	for li := range nLevels6 {
+	// /24, /32 and /48 (bits 0-2); /36 to /44 are flagged by their /32's key.
+	for bit, li := range [3]int{0, 1, nLevels6 - 1} {
 		if v.levelKeys[int(b16)*nLevels6+li] > 0 {
-			mask |= 1 << li
+			mask |= 1 << bit
 		}
 	}
 	atomic.StoreUint32(&v.t.Dir[2*b16+1], mask)
@@ -366,33 +404,60 @@ func (v *v6Table) lookup(a netip.Addr) uint32 {
 	if v0 == dataplane.FIB6Kernel {
 		return v0
 	}
-	for li := nLevels6 - 1; li >= 0; li-- {
-		if mask&(1<<li) == 0 {
-			continue
-		}
-		key := dataplane.FIB6Key(h, dataplane.FIB6Levels[li])
-		b1, b2 := dataplane.FIB6Buckets(key, v.t.LogBuckets)
-		for n, b := range [2]uint32{b1, b2} {
-			if n == 1 && v.t.Buckets[16*b1+15]&dataplane.FIB6SpillBit(key) == 0 {
-				break
+	var v24, v32 uint32
+	if mask&2 != 0 {
+		v32, _ = v.find(h, 1)
+	}
+	if mask&1 != 0 {
+		v24, _ = v.find(h, 0)
+	}
+	below := v32 >> dataplane.FIB6BelowShift & 0xf
+	if mask&4 != 0 {
+		below |= 1 << (nLevels6 - 3) // /48 is read in the first round, whatever the /32 says
+	}
+	if below != 0 {
+		for li := nLevels6 - 1; li >= 2; li-- {
+			if below&(1<<(li-2)) == 0 {
+				continue
 			}
-			for s := int32(0); s < 5; s++ {
-				if slot := int32(b)*5 + s; *v.keyAt(slot) == key {
-					val := *v.valAt(slot)
-					if val&dataplane.FIB6Deeper != 0 {
-						if id, ok := v.longMatch(a); ok {
-							return id
-						}
-						val &^= dataplane.FIB6Deeper
-					}
-					if val != 0 {
-						return val
-					}
+			val, ok := v.find(h, li)
+			if !ok {
+				continue
+			}
+			if val&dataplane.FIB6Deeper != 0 {
+				if id, ok := v.longMatch(a); ok {
+					return id
 				}
+			}
+			if val&dataplane.FIB6IDMask != 0 {
+				return val & dataplane.FIB6IDMask
 			}
 		}
 	}
+	switch {
+	case v32&dataplane.FIB6IDMask != 0:
+		return v32 & dataplane.FIB6IDMask
+	case v24 != 0:
+		return v24
+	}
 	return v0
+}
+
+// find reads the key of level li for the top 64 bits h, as the BPF lookup does.
+func (v *v6Table) find(h uint64, li int) (uint32, bool) {
+	key := dataplane.FIB6Key(h, dataplane.FIB6Levels[li])
+	b1, b2 := dataplane.FIB6Buckets(key, v.t.LogBuckets)
+	for n, b := range [2]uint32{b1, b2} {
+		if n == 1 && v.t.Buckets[16*b1+15]&dataplane.FIB6SpillBit(key) == 0 {
+			break
+		}
+		for s := int32(0); s < 5; s++ {
+			if slot := int32(b)*5 + s; *v.keyAt(slot) == key {
+				return *v.valAt(slot), true
+			}
+		}
+	}
+	return 0, false
 }
 
 func (v *v6Table) longMatch(a netip.Addr) (uint32, bool) {

@@ -8,25 +8,31 @@
 /*
  * fib6_dir has two u32 per /16 (2^16 of them, as 512 rows of 256 u32): the nexthop id
  * of the longest route up to /16 covering it (0: none; FIB6_KERNEL: some key under the
- * /16 found no room, so its packets pass to the kernel), and the mask of the lengths
- * FIB6_LEVELS that have keys under it.
+ * /16 found no room, so its packets pass to the kernel), and which of /24, /32 and /48
+ * (bits 0, 1, 2) have keys under it.
  *
  * fib6_table is one hash of every route from /17 to /48 expanded to the next of
  * FIB6_LEVELS (a /44 is 16 /48 keys): buckets of one cache line, five keys
  * (length << 56 | the top length bits), their values, and a 32-bit filter of the keys
  * whose first bucket this is that live in their second (two-choice placement).
- * A value is a nexthop id, optionally with FIB6_DEEPER: (only at /48) fib6_long holds
- * longer routes in this /48. A key with no route of its own at its length but longer
- * ones has the value FIB6_DEEPER alone.
+ * A value is a nexthop id (below 2^16) with flags: at /32, FIB6_BELOW(l) for each
+ * longer length l (36, 40, 44, 48) with keys under the /32, so a lookup reads only the
+ * lengths that exist below its /32 (a /32 with keys below has a key, with or without a
+ * route of its own); at /48, FIB6_DEEPER: fib6_long holds longer routes in this /48.
+ * The lookup is at most two rounds of reads issued together: /48, /32 and /24 (a /48
+ * match ends it), then the lengths between that its /32 names.
  *
  * Userspace writes through mmap: a value with one atomic 32-bit store, a key with one
  * atomic 64-bit store after its value, a removed key becomes FIB6_TOMB, and its slot is
  * reused only after a grace period, so a lookup sees an old or a new answer, never a
- * mix.
+ * mix. A /32's flag for a length is set before the first key of that length below it
+ * and cleared after the last.
  */
 #define FIB6_LEVELS {24, 32, 36, 40, 44, 48}
 #define FIB6_NLEVELS 6
 #define FIB6_DEEPER 0x80000000u
+#define FIB6_BELOW_SHIFT 24 /* FIB6_BELOW(level index 2..5) = 1 << (24 + index - 2) */
+#define FIB6_ID_MASK 0x00ffffffu
 #define FIB6_KERNEL 0x00ffffffu
 #define FIB6_MUL1 0x9e3779b97f4a7c15ULL
 #define FIB6_MUL2 0xc2b2ae3d27d4eb4fULL
@@ -102,24 +108,18 @@ static __always_inline int fib6_match(struct fib6_bucket *b, __u64 key, __u32 *v
 	return 0;
 }
 
-/* fib6_lookup returns the nexthop id for a destination (four network-order words),
- * 0 for no route, FIB6_KERNEL when the kernel must decide. */
-static __always_inline __u32 fib6_lookup(const __u32 *daddr)
+/* fib6_probe reads the buckets of the lengths in mask (bit k: FIB6_LEVELS[k]), all
+ * issued before any is compared, and returns the value of the longest that matches
+ * (0: none). With routes_only, a key without a route of its own does not count (once
+ * the long-route trie, if its key says so, has had its say): the next length does. */
+static __always_inline __u32 fib6_probe(__u64 h, __u32 mask, const __u32 *daddr, int routes_only)
 {
 	const __u32 levels[FIB6_NLEVELS] = FIB6_LEVELS;
-	__u64 h = (__u64)bpf_ntohl(daddr[0]) << 32 | bpf_ntohl(daddr[1]), key[FIB6_NLEVELS];
 	struct fib6_bucket *b[FIB6_NLEVELS];
-	__u32 di = h >> 48, row = di >> 7, v0, mask, idx, v;
-	struct fib6_row *d = bpf_map_lookup_elem(&fib6_dir, &row);
+	__u64 key[FIB6_NLEVELS];
+	__u32 idx, v;
 	int k;
 
-	if (!d)
-		return 0;
-	v0 = d->e[(di & 127) * 2];
-	mask = d->e[(di & 127) * 2 + 1];
-	if (v0 == FIB6_KERNEL)
-		return FIB6_KERNEL;
-	/* Every length's bucket first, then the comparisons: the reads overlap. */
 #pragma unroll
 	for (k = 0; k < FIB6_NLEVELS; k++) {
 		b[k] = 0;
@@ -143,6 +143,8 @@ static __always_inline __u32 fib6_lookup(const __u32 *daddr)
 			if (!alt || !fib6_match(alt, key[k], &v))
 				continue;
 		}
+		if (!routes_only)
+			return v;
 		if (v & FIB6_DEEPER) {
 			struct fib6_lpm_key lk = {.prefixlen = 128};
 			__u32 *lv;
@@ -151,11 +153,44 @@ static __always_inline __u32 fib6_lookup(const __u32 *daddr)
 			lv = bpf_map_lookup_elem(&fib6_long, &lk);
 			if (lv)
 				return *lv;
-			v &= ~FIB6_DEEPER;
-			if (!v)
-				continue; /* only longer routes here, none matched: shorter lengths */
 		}
-		return v;
+		if (v & FIB6_ID_MASK)
+			return v & FIB6_ID_MASK;
 	}
+	return 0;
+}
+
+/* fib6_lookup returns the nexthop id for a destination (four network-order words),
+ * 0 for no route, FIB6_KERNEL when the kernel must decide. */
+static __always_inline __u32 fib6_lookup(const __u32 *daddr)
+{
+	__u64 h = (__u64)bpf_ntohl(daddr[0]) << 32 | bpf_ntohl(daddr[1]);
+	__u32 di = h >> 48, row = di >> 7, v0, mask, v24, v32, v, below;
+	struct fib6_row *d = bpf_map_lookup_elem(&fib6_dir, &row);
+
+	if (!d)
+		return 0;
+	v0 = d->e[(di & 127) * 2];
+	mask = d->e[(di & 127) * 2 + 1];
+	if (v0 == FIB6_KERNEL)
+		return FIB6_KERNEL;
+	/* Round one: /48 (the longest, and the most common route) and /32 (and /24,
+	 * rare), read together. */
+	v = mask & 4 ? fib6_probe(h, 1 << (FIB6_NLEVELS - 1), daddr, 1) : 0;
+	v32 = mask & 2 ? fib6_probe(h, 2, daddr, 0) : 0;
+	v24 = mask & 1 ? fib6_probe(h, 1, daddr, 0) : 0;
+	if (v)
+		return v;
+	below = (v32 >> FIB6_BELOW_SHIFT) & 0x7; /* /36, /40, /44: /48 is read already */
+	if (below) {
+		/* Round two: the lengths between that exist under this /32. */
+		v = fib6_probe(h, below << 2, daddr, 1);
+		if (v)
+			return v;
+	}
+	if (v32 & FIB6_ID_MASK)
+		return v32 & FIB6_ID_MASK;
+	if (v24)
+		return v24;
 	return v0;
 }
