@@ -44,7 +44,7 @@ type v6Table struct {
 	levelKeys []uint32
 	// below counts, per /32 (its top 32 bits), the keys of each longer level under it:
 	// the /32's key flags the levels that have some, so lookups read only those.
-	below map[uint64]*[nLevels6 - 2]uint32
+	below     map[uint64]*[nLevels6 - 2]uint32
 	pending   map[uint64]uint32
 	pending16 map[uint32]int
 	// spill counts, per first bucket and filter bit, the keys living in their second.
