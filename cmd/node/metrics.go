@@ -59,7 +59,7 @@ func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.Kern
 		sessions:      d("bgp", "sessions", "BGP sessions by state.", "state"),
 		peerUp:        d("bgp", "peer_up", "1 when the session with the neighbour is established.", "neighbor", "peer_asn"),
 		buildOK:       d("", "build_info", "Build information.", "version"),
-		loadReceived:  d("bgp", "load_received_prefixes", "IPv4 prefixes the neighbour announced in this session, as received.", "neighbor"),
+		loadReceived:  d("bgp", "load_received_prefixes", "Prefixes (IPv4 and IPv6) the neighbour announced in this session, as received.", "neighbor"),
 		loadExpected:  d("bgp", "load_expected_prefixes", "Size of the neighbour's dump: the last completed one, else the configured expected_prefixes (0: unknown).", "neighbor"),
 		loadRate:      d("bgp", "load_prefixes_per_second", "Prefixes received per second over the last progress interval (5s).", "neighbor"),
 		loadETA:       d("bgp", "load_eta_seconds", "Estimated time until the neighbour's dump is complete; present only while it loads and the estimate is known.", "neighbor"),

@@ -143,11 +143,12 @@ func testSkeleton(t *testing.T, backend string) {
 	}
 	sinks := map[int]*lab.Sink{1: sink1, 2: sink2}
 
-	// waitRoutes waits for n IPv4 routes and every IPv6 one, with the sinks' nexthops
+	// waitRoutes46 waits for n IPv4 and n6 IPv6 routes, with the sinks' nexthops
 	// (10.11.1.2, 10.11.2.2 also behind 10.99.0.1; fd00:11:1::2, fd00:11:2::2 also
-	// behind fd00:99::1) resolved and UnresolvedRoute's not.
+	// behind fd00:99::1) resolved and UnresolvedRoute's not; waitRoutes for every IPv6
+	// route.
 	n6 := len(lab.SkeletonRoutes6)
-	waitRoutes := func(n int) {
+	waitRoutes46 := func(n, n6 int) {
 		t.Helper()
 		err := lab.WaitFor(ctx, 60*time.Second, fmt.Sprintf("%d IPv4 and %d IPv6 routes, 7 nexthops of which 1 unresolved", n, n6), func() (bool, error) {
 			m, err := sk.Metrics()
@@ -160,6 +161,10 @@ func testSkeleton(t *testing.T, backend string) {
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+	waitRoutes := func(n int) {
+		t.Helper()
+		waitRoutes46(n, len(lab.SkeletonRoutes6))
 	}
 	stats := func() dataplane.Stats {
 		t.Helper()
@@ -350,6 +355,37 @@ func testSkeleton(t *testing.T, backend string) {
 		if got, want := after[dataplane.ForwardedV6].Packets-before[dataplane.ForwardedV6].Packets, uint64(perDst*n6); got != want {
 			t.Errorf("XDP forwarded %d IPv6 frames, want exactly the %d sent", got, want)
 		}
+	})
+	t.Run("withdrawn IPv6 prefix is no longer forwarded", func(t *testing.T) {
+		withdrawn := lab.SkeletonRoutes6[1] // 2001:db8:200::/48 via sink2
+		if _, err := sk.Birdc("disable", lab.StaticProtocol(withdrawn)); err != nil {
+			t.Fatal(err)
+		}
+		waitRoutes46(v4, n6-1)
+		dst, marker := withdrawn.Prefix.Addr().Next(), lab.SkeletonRoutes6[3].Prefix.Addr().Next() // 2620:fe::1, also via sink2
+		base, markerBase, s0 := sink2.Count(dst), sink2.Count(marker), stats()
+		const n = 50
+		if err := sk.Send(dst, n); err != nil {
+			t.Fatal(err)
+		}
+		if err := sk.Send(marker, 10); err != nil {
+			t.Fatal(err)
+		}
+		waitCount(sink2, marker, markerBase+10)
+		if got := sink2.Count(dst) - base; got != 0 {
+			t.Errorf("%d datagrams to withdrawn %s still reached the sink", got, withdrawn.Prefix)
+		}
+		s1 := stats()
+		if got := s1[dataplane.PassNoRoute].Packets - s0[dataplane.PassNoRoute].Packets; got != n {
+			t.Errorf("no_route counter rose by %d, want exactly the %d datagrams sent to the withdrawn prefix", got, n)
+		}
+		if got := s1[dataplane.ForwardedV6].Packets - s0[dataplane.ForwardedV6].Packets; got != 10 {
+			t.Errorf("forwarded_v6 counter rose by %d, want the 10 marker datagrams", got)
+		}
+		if _, err := sk.Birdc("enable", lab.StaticProtocol(withdrawn)); err != nil {
+			t.Fatal(err)
+		}
+		waitRoutes(v4)
 	})
 
 	t.Run("withdrawn prefix is no longer forwarded", func(t *testing.T) {
