@@ -170,9 +170,10 @@ func TestBestPathStream(t *testing.T) {
 		st.apply(c)
 	}
 	feeder.announce("198.51.100.0/24", "10.1.9.2")
-	st.expect(Change{Prefix: netip.MustParsePrefix("198.51.100.0/24"), Nexthop: netip.MustParseAddr("10.1.9.2")})
+	from := netip.MustParseAddr("127.0.0.2") // each change names the peer it came from
+	st.expect(Change{Prefix: netip.MustParsePrefix("198.51.100.0/24"), Nexthop: netip.MustParseAddr("10.1.9.2"), Peer: from})
 	feeder.withdraw("203.0.113.0/25", "10.1.1.2")
-	st.expect(Change{Prefix: netip.MustParsePrefix("203.0.113.0/25"), Withdraw: true})
+	st.expect(Change{Prefix: netip.MustParsePrefix("203.0.113.0/25"), Withdraw: true, Peer: from})
 
 	// Export is deny-by-default: the node holds two best paths from the feeder and
 	// would announce them to the observer without the policy. GoBGP lists them in the
@@ -233,8 +234,9 @@ func TestMaxPrefixes(t *testing.T) {
 	st := newStream(t, node)
 	feeder.announce("198.51.100.0/24", "10.1.0.2")
 	feeder.announce("198.51.101.0/24", "10.1.0.2")
-	st.expect(Change{Prefix: netip.MustParsePrefix("198.51.100.0/24"), Nexthop: netip.MustParseAddr("10.1.0.2")})
-	st.expect(Change{Prefix: netip.MustParsePrefix("198.51.101.0/24"), Nexthop: netip.MustParseAddr("10.1.0.2")})
+	from := netip.MustParseAddr("127.0.0.4")
+	st.expect(Change{Prefix: netip.MustParsePrefix("198.51.100.0/24"), Nexthop: netip.MustParseAddr("10.1.0.2"), Peer: from})
+	st.expect(Change{Prefix: netip.MustParsePrefix("198.51.101.0/24"), Nexthop: netip.MustParseAddr("10.1.0.2"), Peer: from})
 	feeder.announce("198.51.102.0/24", "10.1.0.2")
 	// Over the limit the session is torn down and its routes withdrawn.
 	for len(st.state) > 0 {
@@ -318,10 +320,11 @@ func TestIPv6Family(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	from := netip.MustParseAddr("127.0.0.6")
 	want := map[netip.Prefix]Change{
-		netip.MustParsePrefix("198.51.100.0/24"): {Prefix: netip.MustParsePrefix("198.51.100.0/24"), Nexthop: netip.MustParseAddr("10.1.0.2")},
-		netip.MustParsePrefix("2001:db8:1::/48"): {Prefix: netip.MustParsePrefix("2001:db8:1::/48"), Nexthop: netip.MustParseAddr("2001:db8::2")},
-		netip.MustParsePrefix("2001:db8:2::/48"): {Prefix: netip.MustParsePrefix("2001:db8:2::/48"), Nexthop: netip.MustParseAddr("2001:db8::3")},
+		netip.MustParsePrefix("198.51.100.0/24"): {Prefix: netip.MustParsePrefix("198.51.100.0/24"), Nexthop: netip.MustParseAddr("10.1.0.2"), Peer: from},
+		netip.MustParsePrefix("2001:db8:1::/48"): {Prefix: netip.MustParsePrefix("2001:db8:1::/48"), Nexthop: netip.MustParseAddr("2001:db8::2"), Peer: from},
+		netip.MustParsePrefix("2001:db8:2::/48"): {Prefix: netip.MustParsePrefix("2001:db8:2::/48"), Nexthop: netip.MustParseAddr("2001:db8::3"), Peer: from},
 	}
 	got := map[netip.Prefix]Change{}
 	deadline := time.After(20 * time.Second)
