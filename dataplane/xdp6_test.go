@@ -169,11 +169,7 @@ func TestPassReasonsV6(t *testing.T) {
 	d := testDataplane(t)
 	tooLong := frame6(frame6Opts{})
 	binary.BigEndian.PutUint16(tooLong[18:], 1400) // payload length beyond the frame
-	cases := []struct {
-		name   string
-		frame  []byte
-		reason Reason
-	}{
+	cases := []passCase{
 		{"version 4 in the IPv6 ethertype", frame6(frame6Opts{version: 4}), PassMalformed},
 		{"header truncated", frame6(frame6Opts{})[:40], PassMalformed},
 		{"payload length beyond the frame", tooLong, PassMalformed},
@@ -195,34 +191,8 @@ func TestPassReasonsV6(t *testing.T) {
 		{"a /16 the FIB had no room for", frame6(frame6Opts{dst: "2c00:1::1"}), PassFIBFull},
 	}
 	cases[5].frame[14+7] = 0 // hop limit 0
-	want := Stats{}
-	for i, c := range cases {
-		n := i + 1
-		for j := 0; j < n; j++ {
-			ret, out := run(t, d, c.frame)
-			if ret != xdpPass {
-				t.Fatalf("%s: action %d, want XDP_PASS", c.name, ret)
-			}
-			if !bytes.Equal(out[:len(c.frame)], c.frame) {
-				t.Fatalf("%s: a passed frame was modified", c.name)
-			}
-		}
-		want[c.reason].Packets += uint64(n)
-		want[c.reason].Bytes += uint64(n * len(c.frame))
-	}
 	// The largest frame that fits the small MTU is still forwarded.
-	fits := frame6(frame6Opts{dst: "2001:db8:30f::1", payload: 576 - 48})
-	if ret, _ := run(t, d, fits); ret != xdpRedirect {
-		t.Errorf("a frame of exactly the egress MTU: action %d, want redirect", ret)
-	}
-	want[ForwardedV6] = Counter{1, uint64(len(fits))}
-	if got := stats(t, d); got != want {
-		for r := range Reasons() {
-			if got[r] != want[r] {
-				t.Errorf("counter %s = %+v, want %+v", Reason(r), got[r], want[r])
-			}
-		}
-	}
+	checkPassed(t, d, cases, frame6(frame6Opts{dst: "2001:db8:30f::1", payload: 576 - 48}), ForwardedV6)
 }
 
 // TestVLANv6 pushes, rewrites and pops tags on IPv6 frames: the ethertype after the

@@ -138,7 +138,8 @@ func randomIn(rng *rand.Rand, p netip.Prefix) netip.Addr {
 	return netip.AddrFrom4([4]byte{byte(x >> 24), byte(x >> 16), byte(x >> 8), byte(x)})
 }
 
-func randomIn6(rng *rand.Rand, p netip.Prefix) netip.Addr {
+// RandomIn6 is a random address inside an IPv6 prefix.
+func RandomIn6(rng *rand.Rand, p netip.Prefix) netip.Addr {
 	b := p.Addr().As16()
 	for i := p.Bits(); i < 128; i++ {
 		if rng.IntN(2) == 1 {
@@ -157,7 +158,7 @@ func Traces(routes []table.Route, n int, seed uint64) []Trace {
 
 // Traces6 returns the same two traces for an IPv6 table.
 func Traces6(routes []table.Route, n int, seed uint64) []Trace {
-	return traces(rand.New(rand.NewPCG(seed, 6)), routes, n, randomIn6)
+	return traces(rand.New(rand.NewPCG(seed, 6)), routes, n, RandomIn6)
 }
 
 func traces(rng *rand.Rand, routes []table.Route, n int, in func(*rand.Rand, netip.Prefix) netip.Addr) []Trace {

@@ -60,7 +60,7 @@ func TestV6Candidates(t *testing.T) {
 				if i%3 == 0 {
 					a = random2000(rng)
 				} else {
-					a = randomIn6(rng, routes[rng.IntN(len(routes))].Prefix)
+					a = RandomIn6(rng, routes[rng.IntN(len(routes))].Prefix)
 				}
 				want := ref.lookup(a)
 				if got := trie.lookup(a); got != want {

@@ -356,63 +356,40 @@ func testSkeleton(t *testing.T, backend string) {
 			t.Errorf("XDP forwarded %d IPv6 frames, want exactly the %d sent", got, want)
 		}
 	})
-	t.Run("withdrawn IPv6 prefix is no longer forwarded", func(t *testing.T) {
-		withdrawn := lab.SkeletonRoutes6[1] // 2001:db8:200::/48 via sink2
+	// withdraw disables the BIRD protocol of a route via sink2 and checks that its
+	// packets stop (counted no_route) while a marker route's, sent after them on the
+	// same path, still arrive (counted fwd); that the kernel table drops it; and that it
+	// forwards again once re-announced.
+	withdraw := func(t *testing.T, withdrawn, marker lab.Route, fwd dataplane.Reason) {
+		v6 := withdrawn.Prefix.Addr().Is6()
+		n4, n6 := v4, len(lab.SkeletonRoutes6)
 		if _, err := sk.Birdc("disable", lab.StaticProtocol(withdrawn)); err != nil {
 			t.Fatal(err)
 		}
-		waitRoutes46(v4, n6-1)
-		dst, marker := withdrawn.Prefix.Addr().Next(), lab.SkeletonRoutes6[3].Prefix.Addr().Next() // 2620:fe::1, also via sink2
-		base, markerBase, s0 := sink2.Count(dst), sink2.Count(marker), stats()
-		const n = 50
-		if err := sk.Send(dst, n); err != nil {
-			t.Fatal(err)
+		if v6 {
+			n6--
+		} else {
+			n4--
 		}
-		if err := sk.Send(marker, 10); err != nil {
-			t.Fatal(err)
-		}
-		waitCount(sink2, marker, markerBase+10)
-		if got := sink2.Count(dst) - base; got != 0 {
-			t.Errorf("%d datagrams to withdrawn %s still reached the sink", got, withdrawn.Prefix)
-		}
-		s1 := stats()
-		if got := s1[dataplane.PassNoRoute].Packets - s0[dataplane.PassNoRoute].Packets; got != n {
-			t.Errorf("no_route counter rose by %d, want exactly the %d datagrams sent to the withdrawn prefix", got, n)
-		}
-		if got := s1[dataplane.ForwardedV6].Packets - s0[dataplane.ForwardedV6].Packets; got != 10 {
-			t.Errorf("forwarded_v6 counter rose by %d, want the 10 marker datagrams", got)
-		}
-		if _, err := sk.Birdc("enable", lab.StaticProtocol(withdrawn)); err != nil {
-			t.Fatal(err)
-		}
-		waitRoutes(v4)
-	})
-
-	t.Run("withdrawn prefix is no longer forwarded", func(t *testing.T) {
-		withdrawn := lab.SkeletonRoutes[1] // 203.0.113.0/24 via sink2
-		if _, err := sk.Birdc("disable", lab.StaticProtocol(withdrawn)); err != nil {
-			t.Fatal(err)
-		}
-		waitRoutes(v4 - 1)
+		waitRoutes46(n4, n6)
 		err := lab.WaitFor(ctx, 10*time.Second, "the kernel table to drop the route", func() (bool, error) {
-			out, err := sk.Router.Exec("ip", "-4", "route", "show", withdrawn.Prefix.String(), "proto", "bgp")
+			out, err := sk.Router.Exec("ip", "route", "show", withdrawn.Prefix.String(), "proto", "bgp")
 			return err == nil && strings.TrimSpace(out) == "", err
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		dst := withdrawn.Prefix.Addr().Next()
-		marker := lab.SkeletonRoutes[3].Prefix.Addr().Next() // 9.9.9.1, also via sink2
-		base, markerBase, s0 := sink2.Count(dst), sink2.Count(marker), stats()
+		dst, mdst := withdrawn.Prefix.Addr().Next(), marker.Prefix.Addr().Next()
+		base, markerBase, s0 := sink2.Count(dst), sink2.Count(mdst), stats()
 		const n = 50
 		if err := sk.Send(dst, n); err != nil {
 			t.Fatal(err)
 		}
 		// Datagrams sent after them on the same path arrive: so would theirs have.
-		if err := sk.Send(marker, 10); err != nil {
+		if err := sk.Send(mdst, 10); err != nil {
 			t.Fatal(err)
 		}
-		waitCount(sink2, marker, markerBase+10)
+		waitCount(sink2, mdst, markerBase+10)
 		if got := sink2.Count(dst) - base; got != 0 {
 			t.Errorf("%d datagrams to withdrawn %s still reached the sink", got, withdrawn.Prefix)
 		}
@@ -420,8 +397,8 @@ func testSkeleton(t *testing.T, backend string) {
 		if got := s1[dataplane.PassNoRoute].Packets - s0[dataplane.PassNoRoute].Packets; got != n {
 			t.Errorf("no_route counter rose by %d, want exactly the %d datagrams sent to the withdrawn prefix", got, n)
 		}
-		if got := s1[dataplane.Forwarded].Packets - s0[dataplane.Forwarded].Packets; got != 10 {
-			t.Errorf("forwarded counter rose by %d, want the 10 marker datagrams", got)
+		if got := s1[fwd].Packets - s0[fwd].Packets; got != 10 {
+			t.Errorf("%s counter rose by %d, want the 10 marker datagrams", fwd, got)
 		}
 		if _, err := sk.Birdc("enable", lab.StaticProtocol(withdrawn)); err != nil {
 			t.Fatal(err)
@@ -432,6 +409,12 @@ func testSkeleton(t *testing.T, backend string) {
 			t.Fatal(err)
 		}
 		waitCount(sink2, dst, base+20)
+	}
+	t.Run("withdrawn IPv6 prefix is no longer forwarded", func(t *testing.T) {
+		withdraw(t, lab.SkeletonRoutes6[1], lab.SkeletonRoutes6[3], dataplane.ForwardedV6) // 2001:db8:200::/48, 2620:fe::/48 via sink2
+	})
+	t.Run("withdrawn prefix is no longer forwarded", func(t *testing.T) {
+		withdraw(t, lab.SkeletonRoutes[1], lab.SkeletonRoutes[3], dataplane.Forwarded) // 203.0.113.0/24, 9.9.9.0/24 via sink2
 	})
 
 	t.Run("unresolved next hop passes to the kernel", func(t *testing.T) {

@@ -34,16 +34,6 @@ func gw6For(as uint32) netip.Addr {
 	return netip.AddrFrom16([16]byte{0xfd, 0, 0xff, 0xff, 14: byte(as % 61 >> 8), 15: byte(1 + as%61)})
 }
 
-func randomIn6(rng *rand.Rand, p netip.Prefix) netip.Addr {
-	b := p.Addr().As16()
-	for i := p.Bits(); i < 128; i++ {
-		if rng.IntN(2) == 1 {
-			b[i/8] |= 0x80 >> (i % 8)
-		}
-	}
-	return netip.AddrFrom16(b)
-}
-
 // verify6 runs the addresses through the BPF lookup (the production fib6_lookup, on
 // the dataplane's maps) and compares every answer with the reference.
 func verify6(t *testing.T, f *fib.FIB, p *dataplane.Probe6, ref *ref6, addrs []netip.Addr, stage string) {
@@ -165,7 +155,7 @@ func TestRealTablesDifferentialV6(t *testing.T) {
 						b[0] = 0x20 | b[0]&0x1f
 						out[i] = netip.AddrFrom16(b)
 					} else {
-						out[i] = randomIn6(rng, all[rng.IntN(len(all))])
+						out[i] = bench.RandomIn6(rng, all[rng.IntN(len(all))])
 					}
 				}
 				return out
@@ -189,7 +179,7 @@ func TestRealTablesDifferentialV6(t *testing.T) {
 			}
 			for i := 0; i < 20000; i++ {
 				base := routes[rng.IntN(len(routes))].Prefix
-				p := netip.PrefixFrom(randomIn6(rng, base), 16+rng.IntN(113)).Masked()
+				p := netip.PrefixFrom(bench.RandomIn6(rng, base), 16+rng.IntN(113)).Masked()
 				gw := gw6For(rng.Uint32())
 				batch = append(batch, fib.Update{Prefix: p, Nexthop: gw})
 				ref[p.Bits()][p] = gw
