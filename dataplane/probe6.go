@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/bits"
 	"net/netip"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -60,6 +61,34 @@ type Probe6 struct {
 // and compressed images in its maps (their first level: len(Dir) = 2^16 or 2^24) and,
 // for Mech6FIB, d's IPv6 FIB maps (d may be nil: then Mech6FIB finds no route).
 func NewProbe6(capacity int, stride, compressed V6Image, d *Dataplane) (*Probe6, error) {
+	var fibMaps map[string]*ebpf.Map
+	if d != nil {
+		fibMaps = map[string]*ebpf.Map{"fib6_dir": d.objs.Fib6Dir, "fib6_table": d.objs.Fib6Table, "fib6_long": d.objs.Fib6Long}
+	}
+	return newProbe6(capacity, stride, compressed, fibMaps)
+}
+
+// NewPinnedProbe6 loads the probe (Mech6FIB only) on the IPv6 FIB maps a running node
+// pinned, to look up what its XDP program would answer from outside its process.
+func NewPinnedProbe6(bpffs, node string, capacity int) (*Probe6, error) {
+	maps := map[string]*ebpf.Map{}
+	defer func() {
+		for _, m := range maps {
+			m.Close() // the probe's program holds its own references
+		}
+	}()
+	for _, name := range []string{"fib6_dir", "fib6_table", "fib6_long"} {
+		m, err := ebpf.LoadPinnedMap(filepath.Join(PinDir(bpffs, node), name), nil)
+		if err != nil {
+			return nil, fmt.Errorf("dataplane: open pinned %s of node %q (is it running?): %w", name, node, err)
+		}
+		maps[name] = m
+	}
+	none := V6Image{Strides: []int{16, 8, 8, 8, 8, 8, 8}}
+	return newProbe6(capacity, none, none, maps)
+}
+
+func newProbe6(capacity int, stride, compressed V6Image, fibMaps map[string]*ebpf.Map) (*Probe6, error) {
 	spec, err := loadFib6probe()
 	if err != nil {
 		return nil, err
@@ -82,10 +111,8 @@ func NewProbe6(capacity int, stride, compressed V6Image, d *Dataplane) (*Probe6,
 	if err := spec.Variables["strides"].Set(strides); err != nil {
 		return nil, err
 	}
-	var fibMaps map[string]*ebpf.Map
-	if d != nil {
-		fibMaps = map[string]*ebpf.Map{"fib6_dir": d.objs.Fib6Dir, "fib6_table": d.objs.Fib6Table, "fib6_long": d.objs.Fib6Long}
-		log := bits.Len32(d.objs.Fib6Table.MaxEntries()) - 1
+	if t := fibMaps["fib6_table"]; t != nil {
+		log := bits.Len32(t.MaxEntries()) - 1
 		if err := spec.Variables["fib6_log2"].Set(uint32(log)); err != nil {
 			return nil, err
 		}
@@ -95,12 +122,11 @@ func NewProbe6(capacity int, stride, compressed V6Image, d *Dataplane) (*Probe6,
 			return nil, err
 		}
 	}
-	for name, m := range fibMaps {
-		spec.Maps[name].Pinning = ebpf.PinNone
-		spec.Maps[name].MaxEntries = m.MaxEntries()
-	}
 	for _, name := range []string{"fib6_dir", "fib6_table", "fib6_long"} {
 		spec.Maps[name].Pinning = ebpf.PinNone
+		if m := fibMaps[name]; m != nil {
+			spec.Maps[name].MaxEntries = m.MaxEntries()
+		}
 	}
 	rows := func(n, per int) uint32 { return uint32(max(1, (n+per-1)/per)) }
 	spec.Maps["probe6_trace"].MaxEntries = rows(capacity, 64)

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/internal/bench"
@@ -70,4 +71,99 @@ func TestFullTableBGP(t *testing.T) {
 		c.NodeBGP, c.NodeFIB, c.NodeLag, c.NodeKernel, c.NodeRSS)
 	t.Logf("BIRD 2: imported %v after Established, kernel table %v, peak RSS %s", c.BirdImport, c.BirdKernel, c.BirdRSS)
 	t.Logf("node FIB / BIRD kernel = %.2fx", c.Ratio())
+}
+
+// TestFullTableBGPv6 has BIRD 2 send the whole real 2026 IPv6 table to the node over
+// an IPv6 session and checks that every prefix is in the XDP dataplane (looked up
+// through the node's pinned maps by the BPF probe running the production IPv6
+// lookup), and that the node reports the load complete with the time it took.
+func TestFullTableBGPv6(t *testing.T) {
+	need(t, os.Geteuid() == 0, "needs root for namespaces and XDP (CI runs as root)")
+	need(t, have("bird") && have("birdc"), "needs BIRD 2 (make test installs bird2)")
+	all, err := table.Real2026v6()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var routes []table.Route
+	for _, r := range all {
+		overlaps := false
+		for _, s := range lab.SkeletonRoutes6 {
+			overlaps = overlaps || r.Prefix.Overlaps(s.Prefix)
+		}
+		if !overlaps {
+			routes = append(routes, r)
+		}
+	}
+	sk, err := lab.StartSkeleton(lab.SkeletonConfig{NodeBinary: build(t, "github.com/fibfleet/fibfleet/cmd/node", "fibfleet-node"),
+		Dir: t.TempDir(), Table6: routes})
+	if sk != nil {
+		t.Cleanup(func() {
+			if t.Failed() {
+				if b, err := os.ReadFile(sk.NodeLog); err == nil {
+					t.Logf("--- node log (last 3000 bytes)\n%s", b[max(0, len(b)-3000):])
+				}
+			}
+			if err := sk.Close(); err != nil {
+				t.Errorf("tear down the lab: %v", err)
+			}
+		})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := float64(len(routes) + len(lab.SkeletonRoutes6))
+	peer := `{neighbor="` + lab.UpstreamAddr6 + `"}`
+	var m map[string]float64
+	err = lab.WaitFor(context.Background(), 3*time.Minute, "the node to report BIRD's IPv6 dump complete", func() (bool, error) {
+		var err error
+		m, err = sk.Metrics()
+		return err == nil && m[`fibfleet_bgp_load_complete`+peer] == 1, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m[`fibfleet_fib_routes{family="ipv6"}`]; got != total {
+		t.Fatalf("dump complete with %v IPv6 routes in the FIB, want %v", got, total)
+	}
+	t.Logf("IPv6 table of %d prefixes: End-of-RIB in GoBGP %.2f s after Established, dataplane complete %.2f s (lag %.6f s); %v keys, %v pending",
+		len(routes), m[`fibfleet_bgp_load_duration_seconds{neighbor="`+lab.UpstreamAddr6+`",stage="bgp"}`],
+		m[`fibfleet_bgp_load_duration_seconds{neighbor="`+lab.UpstreamAddr6+`",stage="dataplane"}`], m[`fibfleet_fib_load_lag_seconds`+peer],
+		m[`fibfleet_fib_ipv6_hash{kind="keys"}`], m[`fibfleet_fib_ipv6_hash{kind="pending"}`])
+	// A key that found both buckets full is placed by the node's retry tick.
+	err = lab.WaitFor(context.Background(), 30*time.Second, "no pending IPv6 keys", func() (bool, error) {
+		m, err := sk.Metrics()
+		return err == nil && m[`fibfleet_fib_ipv6_hash{kind="pending"}`] == 0, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe, err := dataplane.NewPinnedProbe6("", sk.NodeName, len(routes)+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close()
+	rng := rand.New(rand.NewPCG(3, 4))
+	addrs := []netip.Addr{lab.SkeletonRoutes6[0].Prefix.Addr().Next()} // via fd00:11:1::2, like the table
+	for _, r := range routes {
+		addrs = append(addrs, bench.RandomIn6(rng, r.Prefix))
+	}
+	out := make([]uint32, len(addrs))
+	if _, err := probe.Lookup(dataplane.Mech6FIB, addrs, out); err != nil {
+		t.Fatal(err)
+	}
+	if out[0] == 0 {
+		t.Fatalf("%s has no route in the dataplane", addrs[0])
+	}
+	bad := 0
+	for i, id := range out {
+		if id != out[0] {
+			if bad++; bad <= 5 {
+				t.Errorf("%s: dataplane answers %#x, want nexthop %d (fd00:11:1::2)", addrs[i], id, out[0])
+			}
+		}
+	}
+	if bad > 0 {
+		t.Fatalf("%d of %d table prefixes wrong in the dataplane", bad, len(routes))
+	}
+	t.Logf("every one of the %d IPv6 table prefixes answers nexthop %d in the dataplane", len(routes), out[0])
 }

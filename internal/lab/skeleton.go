@@ -134,6 +134,10 @@ type SkeletonConfig struct {
 	// Table, when set, is announced by BIRD too (static protocol "fulltable"), every route
 	// with sink1 (10.11.1.2) as next hop. Leave out prefixes that overlap AllRoutes.
 	Table []table.Route
+	// Table6, when set, is announced over the IPv6 session too (static protocol
+	// "fulltable6"), every route with sink1 (fd00:11:1::2) as next hop. Leave out
+	// prefixes that overlap SkeletonRoutes6.
+	Table6 []table.Route
 }
 
 // StartSkeleton builds the topology and starts BIRD and the node. On error, the caller
@@ -248,7 +252,7 @@ func (s *Skeleton) build(cfg SkeletonConfig) error {
 	if err := s.CheckIsolated(); err != nil {
 		return err
 	}
-	if err := s.startBird(cfg.Table); err != nil {
+	if err := s.startBird(cfg.Table, cfg.Table6); err != nil {
 		return err
 	}
 	if len(cfg.Table) > 0 {
@@ -285,7 +289,7 @@ func (s *Skeleton) attachPass(ns *Netns, ifname string) error {
 	return nil
 }
 
-func (s *Skeleton) startBird(extra []table.Route) error {
+func (s *Skeleton) startBird(extra, extra6 []table.Route) error {
 	conf := filepath.Join(s.Dir, "bird.conf")
 	f, err := os.Create(conf)
 	if err != nil {
@@ -300,10 +304,18 @@ func (s *Skeleton) startBird(extra []table.Route) error {
 		fmt.Fprintf(b, "protocol static r6_%d { ipv6; route %s blackhole; }\n", i, r.Prefix)
 	}
 	fmt.Fprintf(b, "protocol static r8950 { ipv4; route %s blackhole; }\n", ExtendedNexthopRoute.Prefix)
+	if len(extra6) > 0 {
+		b.WriteString("protocol static fulltable6 {\n  ipv6;\n")
+		for _, r := range extra6 {
+			fmt.Fprintf(b, "  route %s blackhole;\n", r.Prefix)
+		}
+		b.WriteString("}\n")
+	}
 	fmt.Fprintf(b, "protocol bgp node6 {\n  local %s as %d;\n  neighbor fd00:12::1 as %d;\n  ipv6 {\n    import all;\n    export filter {\n", UpstreamAddr6, UpstreamASN, RouterASN)
 	for _, r := range SkeletonRoutes6 {
 		fmt.Fprintf(b, "      if net = %s then { bgp_next_hop = %s; accept; }\n", r.Prefix, r.Nexthop)
 	}
+	b.WriteString("      if proto = \"fulltable6\" then { bgp_next_hop = fd00:11:1::2; accept; }\n")
 	fmt.Fprintf(b, "      reject;\n    };\n  };\n  ipv4 {\n    extended next hop on;\n    import none;\n    export filter { if proto = \"r8950\" then { bgp_next_hop = %s; accept; } reject; };\n  };\n}\n",
 		ExtendedNexthopRoute.Nexthop)
 	if len(extra) > 0 {
@@ -397,7 +409,7 @@ func (s *Skeleton) Birdc(args ...string) (string, error) {
 }
 
 // NodeConfig is the node's YAML config in the skeleton.
-func (s *Skeleton) NodeConfig(xdpMode, backend string, maxPrefixes, expected int) string {
+func (s *Skeleton) NodeConfig(xdpMode, backend string, maxPrefixes, expected, expected6 int) string {
 	if xdpMode == "" {
 		xdpMode = "native"
 	}
@@ -422,13 +434,15 @@ bgp:
     - address: %s
       asn: %d
       families: [ipv6-unicast, ipv4-unicast]
+      expected_prefixes: %d
 `, s.NodeName, s.If("r0"), s.If("r1"), s.If("r2"), s.If("r3"), xdpMode, MetricsAddr, backend, RouterASN, GoBGPAddr, UpstreamASN, maxPrefixes, expected,
-		UpstreamAddr6, UpstreamASN)
+		UpstreamAddr6, UpstreamASN, expected6)
 }
 
 func (s *Skeleton) startNode(cfg SkeletonConfig) error {
 	conf := filepath.Join(s.Dir, "node.yaml")
-	if err := os.WriteFile(conf, []byte(s.NodeConfig(cfg.XDPMode, cfg.FIBBackend, len(AllRoutes())+len(cfg.Table)+1000, len(AllRoutes())+len(cfg.Table))), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte(s.NodeConfig(cfg.XDPMode, cfg.FIBBackend, len(AllRoutes())+len(cfg.Table)+1000, len(AllRoutes())+len(cfg.Table),
+		len(SkeletonRoutes6)+1+len(cfg.Table6))), 0o644); err != nil {
 		return err
 	}
 	s.NodeLog = filepath.Join(s.Dir, "node.log")
