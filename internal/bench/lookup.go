@@ -29,6 +29,36 @@ func (Resolved) Resolve(gw netip.Addr) (fib.Resolution, error) {
 }
 func (Resolved) Release(netip.Addr) {}
 
+// LoadFIB applies routes (next hop gw(route)) in batches of 10,000, as the BGP stream
+// delivers a dump.
+func LoadFIB(f *fib.FIB, routes []table.Route, gw func(table.Route) netip.Addr) error {
+	batch := make([]fib.Update, 0, 10000)
+	for i, r := range routes {
+		batch = append(batch, fib.Update{Prefix: r.Prefix, Nexthop: gw(r)})
+		if len(batch) == cap(batch) || i == len(routes)-1 {
+			if err := f.Apply(batch); err != nil {
+				return err
+			}
+			batch = batch[:0]
+		}
+	}
+	return nil
+}
+
+// SettleFIB retries, as the node's retry tick does, until no IPv6 key is pending (a
+// key that found both its buckets full waits, its /16 passing to the kernel, for the
+// neighbour moved out of its way to clear the grace period).
+func SettleFIB(f *fib.FIB, timeout time.Duration) error {
+	for deadline := time.Now().Add(timeout); f.Stats().V6Pending > 0 && time.Now().Before(deadline); {
+		time.Sleep(200 * time.Millisecond)
+		f.RetryUnresolved()
+	}
+	if n := f.Stats().V6Pending; n > 0 {
+		return fmt.Errorf("IPv6 FIB: %d keys still pending after %v", n, timeout)
+	}
+	return nil
+}
+
 // LookupSetup holds one table loaded three ways: fibfleet's FIB, a kernel routing
 // table in a namespace of its own (for bpf_fib_lookup) and a BPF LPM trie.
 type LookupSetup struct {
@@ -79,15 +109,8 @@ func NewLookupSetup(routes []table.Route, traceLen int) (s *LookupSetup, err err
 	}
 
 	start := time.Now()
-	batch := make([]fib.Update, 0, 10000)
-	for i, r := range routes {
-		batch = append(batch, fib.Update{Prefix: r.Prefix, Nexthop: gwFor(r.OriginAS)})
-		if len(batch) == cap(batch) || i == len(routes)-1 {
-			if err = s.fib.Apply(batch); err != nil {
-				return nil, err
-			}
-			batch = batch[:0]
-		}
+	if err = LoadFIB(s.fib, routes, func(r table.Route) netip.Addr { return gwFor(r.OriginAS) }); err != nil {
+		return nil, err
 	}
 	s.FIBLoad = time.Since(start)
 

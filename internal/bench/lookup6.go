@@ -72,28 +72,14 @@ func NewLookupSetup6(all []table.Route, traceLen int, strides []int) (s *LookupS
 		return nil, err
 	}
 	start = time.Now()
-	batch := make([]fib.Update, 0, 10000)
-	for i, r := range s.Routes {
-		batch = append(batch, fib.Update{Prefix: r.Prefix, Nexthop: gw6For(v6Value(r))})
-		if len(batch) == cap(batch) || i == len(s.Routes)-1 {
-			if err = s.fib.Apply(batch); err != nil {
-				return nil, err
-			}
-			batch = batch[:0]
-		}
+	if err = LoadFIB(s.fib, s.Routes, func(r table.Route) netip.Addr { return gw6For(v6Value(r)) }); err != nil {
+		return nil, err
 	}
-	// A key that found both its buckets full waits (its /16 passing to the kernel)
-	// for the neighbour moved out of its way to clear the grace period, as the node's
-	// retry tick does.
-	for s.fib.Stats().V6Pending > 0 && time.Since(start) < time.Minute {
-		time.Sleep(200 * time.Millisecond)
-		s.fib.RetryUnresolved()
+	if err = SettleFIB(s.fib, time.Minute); err != nil {
+		return nil, err
 	}
 	s.FIBLoad = time.Since(start)
 	s.FIB = s.fib.Stats()
-	if s.FIB.V6Pending > 0 {
-		return nil, fmt.Errorf("IPv6 FIB: %d keys still pending a minute after the load", s.FIB.V6Pending)
-	}
 	s.value = map[uint32]uint32{}
 	for v := uint32(1); v <= 200; v++ {
 		if id, ok := s.fib.NexthopID(gw6For(v)); ok {

@@ -109,27 +109,18 @@ func TestRealTablesDifferentialV6(t *testing.T) {
 				batch = batch[:0]
 			}
 			settle := func() {
-				// Pending keys (both buckets full) are placed once the neighbour moved
-				// out of their way clears the grace period, as the node's retry tick does.
-				for deadline := time.Now().Add(30 * time.Second); f.Stats().V6Pending > 0 && time.Now().Before(deadline); {
-					time.Sleep(200 * time.Millisecond)
-					f.RetryUnresolved()
-				}
-				if s := f.Stats(); s.V6Pending > 0 {
-					t.Fatalf("%d IPv6 keys still pending", s.V6Pending)
+				if err := bench.SettleFIB(f, 30*time.Second); err != nil {
+					t.Fatal(err)
 				}
 			}
 			start := time.Now()
-			for _, r := range routes {
-				gw := gw6For(r.OriginAS)
-				batch = append(batch, fib.Update{Prefix: r.Prefix, Nexthop: gw})
-				ref[r.Prefix.Bits()][r.Prefix] = gw
-				if len(batch) == cap(batch) {
-					flush()
-				}
+			if err := bench.LoadFIB(f, routes, func(r table.Route) netip.Addr { return gw6For(r.OriginAS) }); err != nil {
+				t.Fatal(err)
 			}
-			flush()
 			loaded := time.Since(start)
+			for _, r := range routes {
+				ref[r.Prefix.Bits()][r.Prefix] = gw6For(r.OriginAS)
+			}
 			settle()
 			s := f.Stats()
 			t.Logf("loaded %d routes in %v (all keys placed after %v): %d keys in %d buckets, %d routes longer than /48",
