@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* The IPv6 FIB maps and lookup (xdp_fwd.c). Chosen by measurement on the real table
- * (docs/BENCHMARKS.md, "IPv6 FIB"): a trie pays one dependent DRAM miss per level, and
- * a /48 sits five levels down; here every length is one exact match and the reads of
- * all lengths are issued before any is compared. */
+/* The IPv6 FIB maps and lookup (xdp_fwd.c, fib6_probe.c). Chosen by measurement on the
+ * real table (docs/BENCHMARKS.md, "IPv6 FIB"): a trie pays one dependent DRAM miss per
+ * level, and a /48 sits five levels down; here every length is one exact match, and
+ * the reads of a round are issued before any is compared. */
 #pragma once
 
 /*
@@ -15,10 +15,10 @@
  * FIB6_LEVELS (a /44 is 16 /48 keys): buckets of one cache line, five keys
  * (length << 56 | the top length bits), their values, and a 32-bit filter of the keys
  * whose first bucket this is that live in their second (two-choice placement).
- * A value is a nexthop id (below 2^16) with flags: at /32, FIB6_BELOW(l) for each
- * longer length l (36, 40, 44, 48) with keys under the /32, so a lookup reads only the
- * lengths that exist below its /32 (a /32 with keys below has a key, with or without a
- * route of its own); at /48, FIB6_DEEPER: fib6_long holds longer routes in this /48.
+ * A value is a nexthop id (below 2^16) with flags: at /32, bit FIB6_BELOW_SHIFT + i for
+ * each longer length FIB6_LEVELS[2 + i] (36, 40, 44, 48) with keys under the /32, so a
+ * lookup reads only the lengths that exist below its /32 (a /32 with keys below has a
+ * key, with or without a route of its own); at /48, FIB6_DEEPER: fib6_long holds longer routes in this /48.
  * The lookup is at most two rounds of reads issued together: /48, /32 and /24 (a /48
  * match ends it), then the lengths between that its /32 names.
  *
@@ -31,9 +31,9 @@
 #define FIB6_LEVELS {24, 32, 36, 40, 44, 48}
 #define FIB6_NLEVELS 6
 #define FIB6_DEEPER 0x80000000u
-#define FIB6_BELOW_SHIFT 24 /* FIB6_BELOW(level index 2..5) = 1 << (24 + index - 2) */
+#define FIB6_BELOW_SHIFT 24
 #define FIB6_ID_MASK 0x00ffffffu
-#define FIB6_KERNEL 0x00ffffffu
+#define FIB6_KERNEL 0x00ffffffu /* a first-level value only */
 #define FIB6_MUL1 0x9e3779b97f4a7c15ULL
 #define FIB6_MUL2 0xc2b2ae3d27d4eb4fULL
 #define FIB6_MUL3 0xff51afd7ed558ccdULL
