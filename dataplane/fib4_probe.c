@@ -6,13 +6,14 @@
  * to compare the production lookup (fib4.h, the same code xdp_fwd.c runs) with a
  * reference at millions of addresses; benchmarks use it to time per-lookup cost of
  * fibfleet's FIB, the kernel's FIB (bpf_fib_lookup) and a BPF LPM trie the same way,
- * loop overhead included.
+ * loop overhead included; and each of them behind the destination cache (dcache.h).
  */
 #include "abi.h"
 #include "bpf_helpers.h"
 #include "bpf_endian.h"
 #include "probe_loop.h"
 #include "fib4.h"
+#include "dcache.h"
 
 /* Destinations (network order) and answers, 256 per row; sized by the loader. */
 struct {
@@ -48,10 +49,15 @@ struct {
 static __always_inline __be32 *slot(struct loop_ctx *c, __u32 i, __u32 **res)
 {
 	__u32 idx = c->start + i, row = idx >> 8;
-	struct fib4_row *t = bpf_map_lookup_elem(&probe_trace, &row);
-	struct fib4_row *r = bpf_map_lookup_elem(&probe_result, &row);
+	struct fib4_row *t, *r;
 
-	if (!t || !r)
+	/* Each pointer checked right after its lookup, so clang cannot compute an address
+	 * from one before its check (the verifier refuses that). */
+	t = bpf_map_lookup_elem(&probe_trace, &row);
+	if (!t)
+		return 0;
+	r = bpf_map_lookup_elem(&probe_result, &row);
+	if (!r)
 		return 0;
 	*res = &r->e[idx & 0xff];
 	return &t->e[idx & 0xff];
@@ -90,38 +96,84 @@ static long step_tbl24(__u32 i, void *data)
 	return 0;
 }
 
+static __always_inline __u32 lpm_answer(__be32 a)
+{
+	struct lpm_key_v4 key = {.prefixlen = 32, .addr = a};
+	__u32 *nh = bpf_map_lookup_elem(&probe_lpm, &key);
+
+	return nh ? *nh : 0;
+}
+
+static __always_inline __u32 kernel_answer(struct loop_ctx *c, __be32 a)
+{
+	struct bpf_fib_lookup p = {};
+	long rc;
+
+	p.family = AF_INET;
+	p.ipv4_dst = a;
+	p.ifindex = c->xdp->ingress_ifindex;
+	/* Route lookup only, as fib4_lookup: neighbours are resolved elsewhere in both. */
+	rc = bpf_fib_lookup(c->xdp, &p, sizeof(p), BPF_FIB_LOOKUP_SKIP_NEIGH);
+	return rc == BPF_FIB_LKUP_RET_SUCCESS ? p.ifindex : 0;
+}
+
 static long step_lpm(__u32 i, void *data)
 {
-	struct lpm_key_v4 key = {.prefixlen = 32};
-	__u32 *res, *nh;
+	__u32 *res;
 	__be32 *a = slot(data, i, &res);
 
 	if (!a)
 		return 1;
-	key.addr = *a;
-	nh = bpf_map_lookup_elem(&probe_lpm, &key);
-	*res = nh ? *nh : 0;
+	*res = lpm_answer(*a);
 	return 0;
 }
 
 static long step_kernel(__u32 i, void *data)
 {
-	struct loop_ctx *c = data;
-	struct bpf_fib_lookup p = {};
 	__u32 *res;
-	__be32 *a = slot(c, i, &res);
-	long rc;
+	__be32 *a = slot(data, i, &res);
 
 	if (!a)
 		return 1;
-	p.family = AF_INET;
-	p.ipv4_dst = *a;
-	p.ifindex = c->xdp->ingress_ifindex;
-	/* Route lookup only, as fib4_lookup: neighbours are resolved elsewhere in both. */
-	rc = bpf_fib_lookup(c->xdp, &p, sizeof(p), BPF_FIB_LOOKUP_SKIP_NEIGH);
-	*res = rc == BPF_FIB_LKUP_RET_SUCCESS ? p.ifindex : 0;
+	*res = kernel_answer(data, *a);
 	return 0;
 }
+
+/* The same three behind the destination cache: a fresh entry answers, otherwise the
+ * FIB does and its answer is cached. */
+#define MECH_FIB4 0
+#define MECH_LPM 1
+#define MECH_KERNEL 2
+
+static __always_inline long step_cached(__u32 i, void *data, int mech)
+{
+	__u32 *res, zero = 0, ans, gen, a4;
+	__be32 *a = slot(data, i, &res);
+	struct dc_config *ctl = bpf_map_lookup_elem(&dc_ctl, &zero);
+	struct dc4_set *set;
+
+	if (!a || !ctl)
+		return 1;
+	a4 = bpf_ntohl(*a);
+	gen = dc4_gen(a4);
+	ans = dc4_lookup(a4, ctl, gen, &set);
+	if (!ans) {
+		if (mech == MECH_FIB4)
+			ans = fib4_lookup(*a);
+		else if (mech == MECH_LPM)
+			ans = lpm_answer(*a);
+		else
+			ans = kernel_answer(data, *a);
+		if (ans && set)
+			dc4_insert(set, a4, ans, gen, ctl->epoch);
+	}
+	*res = ans;
+	return 0;
+}
+
+static long step_fib4_cached(__u32 i, void *data) { return step_cached(i, data, MECH_FIB4); }
+static long step_lpm_cached(__u32 i, void *data) { return step_cached(i, data, MECH_LPM); }
+static long step_kernel_cached(__u32 i, void *data) { return step_cached(i, data, MECH_KERNEL); }
 
 SEC("xdp")
 int probe_fib4(struct xdp_md *ctx) { return run(ctx, step_fib4); }
@@ -134,5 +186,14 @@ int probe_lpm_trie(struct xdp_md *ctx) { return run(ctx, step_lpm); }
 
 SEC("xdp")
 int probe_kernel_fib(struct xdp_md *ctx) { return run(ctx, step_kernel); }
+
+SEC("xdp")
+int probe_fib4_cached(struct xdp_md *ctx) { return run(ctx, step_fib4_cached); }
+
+SEC("xdp")
+int probe_lpm_cached(struct xdp_md *ctx) { return run(ctx, step_lpm_cached); }
+
+SEC("xdp")
+int probe_kernel_cached(struct xdp_md *ctx) { return run(ctx, step_kernel_cached); }
 
 char _license[] SEC("license") = "Dual BSD/GPL";

@@ -13,6 +13,25 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type fib4probeDc4Set struct {
+	_ structs.HostLayout
+	W [4]struct {
+		_      structs.HostLayout
+		Key    uint32
+		Answer uint32
+		Gen    uint32
+		Epoch  uint32
+	}
+}
+
+type fib4probeDcConfig struct {
+	_     structs.HostLayout
+	Mask4 uint32
+	Sets4 uint32
+	Epoch uint32
+	Pad   uint32
+}
+
 type fib4probeFib4Line struct {
 	_ structs.HostLayout
 	E [16]uint32
@@ -39,19 +58,25 @@ type fib4probeProbeArgs struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	fib4probeMapFib4Dir         = "fib4_dir"
-	fib4probeMapFib4Gen16       = "fib4_gen16"
-	fib4probeMapFib4Nodes       = "fib4_nodes"
-	fib4probeMapFib4Tbl24       = "fib4_tbl24"
-	fib4probeMapFib4Tbl8        = "fib4_tbl8"
-	fib4probeMapProbeLpm        = "probe_lpm"
-	fib4probeMapProbeParams     = "probe_params"
-	fib4probeMapProbeResult     = "probe_result"
-	fib4probeMapProbeTrace      = "probe_trace"
-	fib4probeProgProbeFib4      = "probe_fib4"
-	fib4probeProgProbeKernelFib = "probe_kernel_fib"
-	fib4probeProgProbeLpmTrie   = "probe_lpm_trie"
-	fib4probeProgProbeTbl24     = "probe_tbl24"
+	fib4probeMapDcCtl              = "dc_ctl"
+	fib4probeMapDcStats            = "dc_stats"
+	fib4probeMapDcache4            = "dcache4"
+	fib4probeMapFib4Dir            = "fib4_dir"
+	fib4probeMapFib4Gen16          = "fib4_gen16"
+	fib4probeMapFib4Nodes          = "fib4_nodes"
+	fib4probeMapFib4Tbl24          = "fib4_tbl24"
+	fib4probeMapFib4Tbl8           = "fib4_tbl8"
+	fib4probeMapProbeLpm           = "probe_lpm"
+	fib4probeMapProbeParams        = "probe_params"
+	fib4probeMapProbeResult        = "probe_result"
+	fib4probeMapProbeTrace         = "probe_trace"
+	fib4probeProgProbeFib4         = "probe_fib4"
+	fib4probeProgProbeFib4Cached   = "probe_fib4_cached"
+	fib4probeProgProbeKernelCached = "probe_kernel_cached"
+	fib4probeProgProbeKernelFib    = "probe_kernel_fib"
+	fib4probeProgProbeLpmCached    = "probe_lpm_cached"
+	fib4probeProgProbeLpmTrie      = "probe_lpm_trie"
+	fib4probeProgProbeTbl24        = "probe_tbl24"
 )
 
 // loadFib4probe returns the embedded CollectionSpec for fib4probe.
@@ -96,16 +121,22 @@ type fib4probeSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type fib4probeProgramSpecs struct {
-	ProbeFib4      *ebpf.ProgramSpec `ebpf:"probe_fib4"`
-	ProbeKernelFib *ebpf.ProgramSpec `ebpf:"probe_kernel_fib"`
-	ProbeLpmTrie   *ebpf.ProgramSpec `ebpf:"probe_lpm_trie"`
-	ProbeTbl24     *ebpf.ProgramSpec `ebpf:"probe_tbl24"`
+	ProbeFib4         *ebpf.ProgramSpec `ebpf:"probe_fib4"`
+	ProbeFib4Cached   *ebpf.ProgramSpec `ebpf:"probe_fib4_cached"`
+	ProbeKernelCached *ebpf.ProgramSpec `ebpf:"probe_kernel_cached"`
+	ProbeKernelFib    *ebpf.ProgramSpec `ebpf:"probe_kernel_fib"`
+	ProbeLpmCached    *ebpf.ProgramSpec `ebpf:"probe_lpm_cached"`
+	ProbeLpmTrie      *ebpf.ProgramSpec `ebpf:"probe_lpm_trie"`
+	ProbeTbl24        *ebpf.ProgramSpec `ebpf:"probe_tbl24"`
 }
 
 // fib4probeMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type fib4probeMapSpecs struct {
+	DcCtl       *ebpf.MapSpec `ebpf:"dc_ctl"`
+	DcStats     *ebpf.MapSpec `ebpf:"dc_stats"`
+	Dcache4     *ebpf.MapSpec `ebpf:"dcache4"`
 	Fib4Dir     *ebpf.MapSpec `ebpf:"fib4_dir"`
 	Fib4Gen16   *ebpf.MapSpec `ebpf:"fib4_gen16"`
 	Fib4Nodes   *ebpf.MapSpec `ebpf:"fib4_nodes"`
@@ -143,6 +174,9 @@ func (o *fib4probeObjects) Close() error {
 //
 // It can be passed to loadFib4probeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type fib4probeMaps struct {
+	DcCtl       *ebpf.Map `ebpf:"dc_ctl"`
+	DcStats     *ebpf.Map `ebpf:"dc_stats"`
+	Dcache4     *ebpf.Map `ebpf:"dcache4"`
 	Fib4Dir     *ebpf.Map `ebpf:"fib4_dir"`
 	Fib4Gen16   *ebpf.Map `ebpf:"fib4_gen16"`
 	Fib4Nodes   *ebpf.Map `ebpf:"fib4_nodes"`
@@ -156,6 +190,9 @@ type fib4probeMaps struct {
 
 func (m *fib4probeMaps) Close() error {
 	return _Fib4probeClose(
+		m.DcCtl,
+		m.DcStats,
+		m.Dcache4,
 		m.Fib4Dir,
 		m.Fib4Gen16,
 		m.Fib4Nodes,
@@ -178,16 +215,22 @@ type fib4probeVariables struct {
 //
 // It can be passed to loadFib4probeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type fib4probePrograms struct {
-	ProbeFib4      *ebpf.Program `ebpf:"probe_fib4"`
-	ProbeKernelFib *ebpf.Program `ebpf:"probe_kernel_fib"`
-	ProbeLpmTrie   *ebpf.Program `ebpf:"probe_lpm_trie"`
-	ProbeTbl24     *ebpf.Program `ebpf:"probe_tbl24"`
+	ProbeFib4         *ebpf.Program `ebpf:"probe_fib4"`
+	ProbeFib4Cached   *ebpf.Program `ebpf:"probe_fib4_cached"`
+	ProbeKernelCached *ebpf.Program `ebpf:"probe_kernel_cached"`
+	ProbeKernelFib    *ebpf.Program `ebpf:"probe_kernel_fib"`
+	ProbeLpmCached    *ebpf.Program `ebpf:"probe_lpm_cached"`
+	ProbeLpmTrie      *ebpf.Program `ebpf:"probe_lpm_trie"`
+	ProbeTbl24        *ebpf.Program `ebpf:"probe_tbl24"`
 }
 
 func (p *fib4probePrograms) Close() error {
 	return _Fib4probeClose(
 		p.ProbeFib4,
+		p.ProbeFib4Cached,
+		p.ProbeKernelCached,
 		p.ProbeKernelFib,
+		p.ProbeLpmCached,
 		p.ProbeLpmTrie,
 		p.ProbeTbl24,
 	)

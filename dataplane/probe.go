@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/netip"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -27,10 +28,16 @@ const (
 	// MechTbl24 is fibfleet's FIB read as plain DIR-24-8 (tbl24, not the compressed
 	// first level that MechFIB4 reads), for comparison.
 	MechTbl24
+	// MechFIB4Cached, MechLPMCached and MechKernelCached are MechFIB4, MechLPMTrie and
+	// MechKernel behind the destination cache (bpf/dcache.h; SetCache sizes it).
+	MechFIB4Cached
+	MechLPMCached
+	MechKernelCached
 )
 
 func (m Mechanism) String() string {
-	return [...]string{"fibfleet FIB", "BPF LPM trie", "bpf_fib_lookup", "DIR-24-8 (tbl24 read directly)"}[m]
+	return [...]string{"fibfleet FIB", "BPF LPM trie", "bpf_fib_lookup", "DIR-24-8 (tbl24 read directly)",
+		"fibfleet FIB + cache", "BPF LPM trie + cache", "bpf_fib_lookup + cache"}[m]
 }
 
 // Probe runs lookups over a trace inside BPF (bpf_loop in BPF_PROG_TEST_RUN), against
@@ -80,6 +87,7 @@ func newProbe(fibMaps map[string]*ebpf.Map, capacity int) (*Probe, error) {
 	rows := uint32((capacity + 255) / 256)
 	spec.Maps["probe_trace"].MaxEntries = rows
 	spec.Maps["probe_result"].MaxEntries = rows
+	spec.Maps["dcache4"].MaxEntries = MaxCacheEntries / 4
 	for name, m := range fibMaps {
 		spec.Maps[name].Pinning = ebpf.PinNone
 		spec.Maps[name].MaxEntries = m.MaxEntries() // pools are sized by the loader
@@ -144,15 +152,82 @@ func (p *Probe) Lookup(m Mechanism, addrs []netip.Addr, out []uint32) (time.Dura
 		b := a.As4()
 		p.trace[i] = binary.NativeEndian.Uint32(b[:])
 	}
-	prog := map[Mechanism]*ebpf.Program{MechFIB4: p.objs.ProbeFib4, MechLPMTrie: p.objs.ProbeLpmTrie, MechKernel: p.objs.ProbeKernelFib, MechTbl24: p.objs.ProbeTbl24}[m]
+	prog := map[Mechanism]*ebpf.Program{MechFIB4: p.objs.ProbeFib4, MechLPMTrie: p.objs.ProbeLpmTrie, MechKernel: p.objs.ProbeKernelFib, MechTbl24: p.objs.ProbeTbl24,
+		MechFIB4Cached: p.objs.ProbeFib4Cached, MechLPMCached: p.objs.ProbeLpmCached, MechKernelCached: p.objs.ProbeKernelCached}[m]
 	total, err := runProbe(prog, p.objs.ProbeParams, len(addrs), m.String())
 	copy(out, p.result[:len(addrs)])
 	return total, err
 }
 
+// MaxCacheEntries bounds the probe's destination cache (4 ways per set).
+const MaxCacheEntries = 1 << 18
+
+// SetCache sizes the probe's destination cache (entries: a power of two from 4 to
+// MaxCacheEntries; 0 turns it off) and empties it.
+func (p *Probe) SetCache(entries int) error {
+	if entries != 0 && (entries < 4 || entries > MaxCacheEntries || entries&(entries-1) != 0) {
+		return fmt.Errorf("dataplane: cache of %d entries: use a power of two from 4 to %d, or 0 for off", entries, MaxCacheEntries)
+	}
+	var c fib4probeDcConfig
+	if err := p.objs.DcCtl.Lookup(uint32(0), &c); err != nil {
+		return err
+	}
+	c.Sets4 = uint32(entries / 4)
+	c.Mask4 = max(c.Sets4, 1) - 1
+	c.Epoch++ // every entry of the old geometry is stale
+	return p.objs.DcCtl.Put(uint32(0), &c)
+}
+
+// FlushCache bumps the cache's epoch: every entry is stale at once, nothing walked.
+func (p *Probe) FlushCache() error {
+	var c fib4probeDcConfig
+	if err := p.objs.DcCtl.Lookup(uint32(0), &c); err != nil {
+		return err
+	}
+	c.Epoch++
+	return p.objs.DcCtl.Put(uint32(0), &c)
+}
+
+// CacheStats are the destination cache's counters, summed over CPUs.
+type CacheStats struct {
+	Hits, Misses, Stale, Inserts, Evictions uint64
+}
+
+// CacheStats reads the probe's cache counters.
+func (p *Probe) CacheStats() (CacheStats, error) {
+	var out [5]uint64
+	for i := range out {
+		var per []uint64
+		if err := p.objs.DcStats.Lookup(uint32(i), &per); err != nil {
+			return CacheStats{}, fmt.Errorf("dataplane: read cache stat %d: %w", i, err)
+		}
+		for _, v := range per {
+			out[i] += v
+		}
+	}
+	return CacheStats{Hits: out[0], Misses: out[1], Stale: out[2], Inserts: out[3], Evictions: out[4]}, nil
+}
+
 // runProbe runs a probe program over n trace entries in chunks (probe_loop.h) and
 // returns the time the kernel measured.
 func runProbe(prog *ebpf.Program, params *ebpf.Map, n int, name string) (time.Duration, error) {
+	// One CPU for the whole run: the destination cache is per CPU, and a run that
+	// hops between CPUs would find a cold cache on each.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var old unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &old); err == nil {
+		var one unix.CPUSet
+		for c := 0; c < 1024; c++ {
+			if old.IsSet(c) {
+				one.Set(c)
+				break
+			}
+		}
+		if unix.SchedSetaffinity(0, &one) == nil {
+			defer unix.SchedSetaffinity(0, &old)
+		}
+	}
 	frame := make([]byte, 64)
 	var total time.Duration
 	for start := 0; start < n; start += probeChunk {
