@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
@@ -33,6 +34,35 @@ func BenchmarkLookup(b *testing.B) {
 		if i == b.N-1 {
 			for _, r := range res {
 				b.ReportMetric(r.Median, "ns/lookup-"+r.Trace+"-"+shortName(r.Mechanism))
+			}
+		}
+	}
+}
+
+// BenchmarkCache runs the destination cache comparison small: the first 50,000 routes,
+// two destination counts, 64k packets: the full run is `fibbench -cache`.
+func BenchmarkCache(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("needs root for BPF and namespaces")
+	}
+	routes, err := table.Real2026()
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := NewLookupSetup(routes[:50_000], 1<<16)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		rows, err := s.RunCache([]int{100, 100_000}, []int{512, 1 << 14}, 1<<16, 1, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if i == b.N-1 {
+			for _, r := range rows {
+				b.ReportMetric(r.Cached[1]/r.Off, fmt.Sprintf("cached16k/off-%s-D%d", shortName(r.Backend), r.Dests))
 			}
 		}
 	}

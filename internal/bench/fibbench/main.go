@@ -35,9 +35,13 @@ func main() {
 	v6 := flag.Bool("v6", false, "compare the IPv6 FIB candidates on the 2026 IPv6 table instead")
 	v6len := flag.Int("v6-trace-len", 0, "with -v6: draw trace destinations only from prefixes of this length (0: all), to see the cost per trie level")
 	v6layout := flag.Int("v6-layout", 0, "stride layout of the IPv6 tries: 0 (16,8,8,...), 1 (24,8,...) or 2 (16,16,8,...)")
+	cache := flag.Bool("cache", false, "measure the destination cache (off vs fixed sizes) in front of each IPv4 FIB over flows to D destinations instead")
+	zipf := flag.Float64("zipf", 0, "with -cache: destinations of flows drawn by Zipf with this exponent (> 1; 0: uniform)")
 	flag.Parse()
 	var err error
-	if *v6 {
+	if *cache {
+		err = runCache(*which, *n, *runs, *zipf)
+	} else if *v6 {
 		err = run6(*n, *runs, *v6layout, *v6len)
 	} else if *conv {
 		err = runConvergence(*runs)
@@ -308,5 +312,42 @@ func runConvergence(runs int) error {
 	}
 	fmt.Printf("| median | %.1f s | %.1f s | %.3f ms | %.1f s | | %.1f s | %.1f s | | %.2fx |\n", bench.Median(nodeB), bench.Median(node_), bench.Median(lag)*1000, bench.Median(nodeK),
 		bench.Median(birdI), bench.Median(birdK), bench.Median(ratio))
+	return nil
+}
+
+// runCache prints the destination cache's cost table (issue 5).
+func runCache(which string, n, runs int, zipf float64) error {
+	load := map[string]func() ([]table.Route, error){"2026": table.Real2026, "caida2016": table.CAIDA2016}[which]
+	if load == nil {
+		return fmt.Errorf("unknown table %q: use 2026 or caida2016", which)
+	}
+	routes, err := load()
+	if err != nil {
+		return err
+	}
+	slog.Info("loading the table three ways", "routes", len(routes))
+	s, err := bench.NewLookupSetup(routes, n)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	dests := []int{1, 2, 15, 100, 500, 1000, 2000, 4000, 8000, 100_000, 1_000_000}
+	sizes := []int{512, 1 << 14}
+	rows, err := s.RunCache(dests, sizes, n, runs, zipf)
+	if err != nil {
+		return err
+	}
+	dist := "uniform"
+	if zipf > 1 {
+		dist = fmt.Sprintf("Zipf s=%.2f", zipf)
+	}
+	fmt.Printf("\n%d prefixes (%s), flows of 8-10 packets (16 interleaved) to D destinations (%s), %d packets per run, median of %d interleaved runs, each cached run from a cold cache; ns per packet (loop included), cached / off\n\n",
+		len(routes), which, dist, n, runs)
+	fmt.Println("| D | FIB | off | 512 entries | hit | 16k entries | hit |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	for _, r := range rows {
+		fmt.Printf("| %d | %s | %.1f | %.1f (%.2fx) | %.0f%% | %.1f (%.2fx) | %.0f%% |\n", r.Dests, r.Backend, r.Off,
+			r.Cached[0], r.Cached[0]/r.Off, 100*r.HitRate[0], r.Cached[1], r.Cached[1]/r.Off, 100*r.HitRate[1])
+	}
 	return nil
 }
