@@ -25,11 +25,18 @@ type fib4probeDc4Set struct {
 }
 
 type fib4probeDcConfig struct {
-	_     structs.HostLayout
-	Mask4 uint32
-	Sets4 uint32
-	Epoch uint32
-	Pad   uint32
+	_        structs.HostLayout
+	Mask4    uint32
+	Sets4    uint32
+	Epoch    uint32
+	AgeEvery uint32
+}
+
+type fib4probeDcFreq struct {
+	_        structs.HostLayout
+	W        [5120]uint32
+	Accesses uint32
+	Cursor   uint32
 }
 
 type fib4probeFib4Line struct {
@@ -59,6 +66,7 @@ type fib4probeProbeArgs struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	fib4probeMapDcCtl              = "dc_ctl"
+	fib4probeMapDcFreq             = "dc_freq"
 	fib4probeMapDcStats            = "dc_stats"
 	fib4probeMapDcache4            = "dcache4"
 	fib4probeMapFib4Dir            = "fib4_dir"
@@ -135,6 +143,7 @@ type fib4probeProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type fib4probeMapSpecs struct {
 	DcCtl       *ebpf.MapSpec `ebpf:"dc_ctl"`
+	DcFreq      *ebpf.MapSpec `ebpf:"dc_freq"`
 	DcStats     *ebpf.MapSpec `ebpf:"dc_stats"`
 	Dcache4     *ebpf.MapSpec `ebpf:"dcache4"`
 	Fib4Dir     *ebpf.MapSpec `ebpf:"fib4_dir"`
@@ -175,6 +184,7 @@ func (o *fib4probeObjects) Close() error {
 // It can be passed to loadFib4probeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type fib4probeMaps struct {
 	DcCtl       *ebpf.Map `ebpf:"dc_ctl"`
+	DcFreq      *ebpf.Map `ebpf:"dc_freq"`
 	DcStats     *ebpf.Map `ebpf:"dc_stats"`
 	Dcache4     *ebpf.Map `ebpf:"dcache4"`
 	Fib4Dir     *ebpf.Map `ebpf:"fib4_dir"`
@@ -191,6 +201,7 @@ type fib4probeMaps struct {
 func (m *fib4probeMaps) Close() error {
 	return _Fib4probeClose(
 		m.DcCtl,
+		m.DcFreq,
 		m.DcStats,
 		m.Dcache4,
 		m.Fib4Dir,

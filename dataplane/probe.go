@@ -174,6 +174,8 @@ func (p *Probe) SetCache(entries int) error {
 	}
 	c.Sets4 = uint32(entries / 4)
 	c.Mask4 = max(c.Sets4, 1) - 1
+	// The frequency sketch halves about every ten cache sizes of accesses (5,120 steps).
+	c.AgeEvery = uint32(max(1, 10*entries/5120))
 	c.Epoch++ // every entry of the old geometry is stale
 	return p.objs.DcCtl.Put(uint32(0), &c)
 }
@@ -190,12 +192,12 @@ func (p *Probe) FlushCache() error {
 
 // CacheStats are the destination cache's counters, summed over CPUs.
 type CacheStats struct {
-	Hits, Misses, Stale, Inserts, Evictions uint64
+	Hits, Misses, Stale, Inserts, Evictions, Refused uint64
 }
 
 // CacheStats reads the probe's cache counters.
 func (p *Probe) CacheStats() (CacheStats, error) {
-	var out [5]uint64
+	var out [6]uint64
 	for i := range out {
 		var per []uint64
 		if err := p.objs.DcStats.Lookup(uint32(i), &per); err != nil {
@@ -205,7 +207,7 @@ func (p *Probe) CacheStats() (CacheStats, error) {
 			out[i] += v
 		}
 	}
-	return CacheStats{Hits: out[0], Misses: out[1], Stale: out[2], Inserts: out[3], Evictions: out[4]}, nil
+	return CacheStats{Hits: out[0], Misses: out[1], Stale: out[2], Inserts: out[3], Evictions: out[4], Refused: out[5]}, nil
 }
 
 // runProbe runs a probe program over n trace entries in chunks (probe_loop.h) and

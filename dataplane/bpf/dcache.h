@@ -30,7 +30,7 @@ struct dc_config {
 	__u32 mask4; /* sets - 1 (a power of two minus one); the cache is off when sets == 0 */
 	__u32 sets4;
 	__u32 epoch;
-	__u32 pad;
+	__u32 age_every; /* accesses between two aging steps of the frequency sketch */
 };
 
 struct {
@@ -53,7 +53,8 @@ enum dc_stat {
 	DC_MISS,  /* nothing for the destination */
 	DC_STALE, /* an entry whose epoch or generation is old: a miss */
 	DC_INSERT,
-	DC_EVICT, /* an insert that replaced a live entry */
+	DC_EVICT,  /* an insert that replaced a live entry */
+	DC_REFUSE, /* a miss not admitted: the set was full of entries used more often */
 	DC_NSTATS,
 };
 
@@ -84,6 +85,87 @@ static __always_inline __u32 dc_hash32(__u32 x)
 	return x;
 }
 
+/*
+ * Admission (TinyLFU, Einziger et al.): a per-CPU count-min sketch of 4 rows of 4,096
+ * 8-bit counters and a 32,768-bit doorkeeper estimate how often each destination is
+ * seen. An access sets the destination's doorkeeper bit, or, when it is set already,
+ * bumps its counters. The sketch ages continuously: every age_every accesses one of its
+ * words is halved (or, in the doorkeeper, cleared), so the whole of it halves once per
+ * 5,120 steps, about every ten cache sizes of traffic. When a set is full of live
+ * entries a newcomer replaces the victim only if it is seen more often: a flood of
+ * one-packet destinations never evicts live flows.
+ */
+#define DC_WIDTH 4096
+#define DC_SKETCH_WORDS (4 * DC_WIDTH / 4)
+#define DC_DOOR_WORDS 1024
+
+struct dc_freq {
+	__u32 w[DC_SKETCH_WORDS + DC_DOOR_WORDS];
+	__u32 accesses;
+	__u32 cursor;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct dc_freq);
+	__uint(max_entries, 1);
+} dc_freq SEC(".maps");
+
+static __always_inline __u32 dc_counter_byte(__u32 h, __u32 h2, int row)
+{
+	return row * DC_WIDTH + ((h + row * h2) & (DC_WIDTH - 1));
+}
+
+/* dc_estimate is how often a destination was seen lately (doorkeeper included). */
+static __always_inline __u32 dc_estimate(struct dc_freq *f, __u32 a)
+{
+	__u32 h = dc_hash32(a), h2 = dc_hash32(a ^ 0x5bd1e995) | 1, b, c, est = 255;
+	int row;
+
+#pragma unroll
+	for (row = 0; row < 4; row++) {
+		b = dc_counter_byte(h, h2, row);
+		c = (f->w[(b >> 2) & (DC_SKETCH_WORDS - 1)] >> ((b & 3) * 8)) & 0xff;
+		if (c < est)
+			est = c;
+	}
+	b = h2 & (DC_DOOR_WORDS * 32 - 1);
+	return est + ((f->w[DC_SKETCH_WORDS + (b >> 5)] >> (b & 31)) & 1);
+}
+
+/* dc_record counts one access to a destination and takes one aging step when due. */
+static __always_inline void dc_record(struct dc_freq *f, __u32 a, __u32 age_every)
+{
+	__u32 h = dc_hash32(a), h2 = dc_hash32(a ^ 0x5bd1e995) | 1, b, w, c;
+	__u32 *door;
+	int row;
+
+	b = h2 & (DC_DOOR_WORDS * 32 - 1);
+	door = &f->w[DC_SKETCH_WORDS + (b >> 5)];
+	if (!(*door & (1U << (b & 31)))) {
+		*door |= 1U << (b & 31);
+	} else {
+#pragma unroll
+		for (row = 0; row < 4; row++) {
+			b = dc_counter_byte(h, h2, row);
+			w = (b >> 2) & (DC_SKETCH_WORDS - 1);
+			c = (f->w[w] >> ((b & 3) * 8)) & 0xff;
+			if (c < 255)
+				f->w[w] += 1U << ((b & 3) * 8);
+		}
+	}
+	if (++f->accesses < age_every)
+		return;
+	f->accesses = 0;
+	w = f->cursor;
+	f->cursor = w + 1 < DC_SKETCH_WORDS + DC_DOOR_WORDS ? w + 1 : 0;
+	if (w < DC_SKETCH_WORDS)
+		f->w[w] = (f->w[w] >> 1) & 0x7f7f7f7f;
+	else if (w < DC_SKETCH_WORDS + DC_DOOR_WORDS)
+		f->w[w] = 0;
+}
+
 static __always_inline __u32 dc4_gen(__u32 a)
 {
 	__u32 row = a >> 24;
@@ -96,13 +178,17 @@ static __always_inline __u32 dc4_gen(__u32 a)
  * *set is then where an insert goes (0: the cache is off). */
 static __always_inline __u32 dc4_lookup(__u32 a, struct dc_config *ctl, __u32 gen, struct dc4_set **set)
 {
-	__u32 idx = dc_hash32(a) & ctl->mask4, stale = 0;
+	__u32 idx = dc_hash32(a) & ctl->mask4, stale = 0, zero = 0;
+	struct dc_freq *f;
 	struct dc4_set *s;
 	int i;
 
 	*set = 0;
 	if (!ctl->sets4)
 		return 0;
+	f = bpf_map_lookup_elem(&dc_freq, &zero);
+	if (f)
+		dc_record(f, a, ctl->age_every);
 	s = bpf_map_lookup_elem(&dcache4, &idx);
 	if (!s)
 		return 0;
@@ -122,10 +208,13 @@ static __always_inline __u32 dc4_lookup(__u32 a, struct dc_config *ctl, __u32 ge
 }
 
 /* dc4_insert puts an answer in the set: over the destination's own (stale) entry, else
- * an empty way or one from an old epoch, else (an eviction) a way chosen by the
- * hash's top bits. */
+ * an empty way or one from an old epoch; else the set is full of live entries and the
+ * newcomer replaces a way chosen by the hash's top bits only if it is seen more often
+ * (an eviction), otherwise it is refused. */
 static __always_inline void dc4_insert(struct dc4_set *s, __u32 a, __u32 answer, __u32 gen, __u32 epoch)
 {
+	__u32 zero = 0, victim;
+	struct dc_freq *f;
 	int i, slot = -1;
 
 #pragma unroll
@@ -133,7 +222,13 @@ static __always_inline void dc4_insert(struct dc4_set *s, __u32 a, __u32 answer,
 		if (slot < 0 && (s->w[i].key == a || !s->w[i].answer || s->w[i].epoch != epoch))
 			slot = i;
 	if (slot < 0) {
-		slot = dc_hash32(a ^ 0x9e3779b9) >> 30;
+		victim = dc_hash32(a ^ 0x9e3779b9) >> 30;
+		f = bpf_map_lookup_elem(&dc_freq, &zero);
+		if (f && dc_estimate(f, a) <= dc_estimate(f, s->w[victim & 3].key)) {
+			dc_count(DC_REFUSE);
+			return;
+		}
+		slot = victim;
 		dc_count(DC_EVICT);
 	}
 	dc_count(DC_INSERT);

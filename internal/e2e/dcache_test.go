@@ -64,10 +64,20 @@ func TestCacheNeverStale(t *testing.T) {
 			t.Fatal(err)
 		}
 		d := dataplane.CacheStats{Hits: after.Hits - before.Hits, Misses: after.Misses - before.Misses,
-			Stale: after.Stale - before.Stale, Inserts: after.Inserts - before.Inserts, Evictions: after.Evictions - before.Evictions}
+			Stale: after.Stale - before.Stale, Inserts: after.Inserts - before.Inserts, Evictions: after.Evictions - before.Evictions,
+			Refused: after.Refused - before.Refused}
 		t.Logf("%s: %+v", stage, d)
 		if d.Hits+d.Misses+d.Stale != uint64(len(trace)) {
 			t.Fatalf("%s: hits+misses+stale = %d, want one per lookup (%d)", stage, d.Hits+d.Misses+d.Stale, len(trace))
+		}
+		// Every miss is inserted or refused, except to destinations without a route
+		// (nothing to cache).
+		unrouted := false
+		for _, id := range want {
+			unrouted = unrouted || id == 0
+		}
+		if d.Inserts+d.Refused > d.Misses+d.Stale || !unrouted && d.Inserts+d.Refused != d.Misses+d.Stale {
+			t.Fatalf("%s: %d misses and stale, but %d inserted and %d refused", stage, d.Misses+d.Stale, d.Inserts, d.Refused)
 		}
 		return d
 	}

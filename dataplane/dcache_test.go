@@ -1,0 +1,75 @@
+package dataplane
+
+import (
+	"net/netip"
+	"testing"
+)
+
+// TestCacheAdmission fills a one-set cache (4 ways) with four destinations seen often,
+// floods it with 200 destinations seen once each, and checks that the four still hit
+// afterwards: the flood's newcomers are refused (counted), never admitted over them.
+// Then a destination that keeps coming does get in.
+func TestCacheAdmission(t *testing.T) {
+	d := testDataplane(t)
+	p, err := NewProbe(d, 1<<12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.SetCache(4); err != nil {
+		t.Fatal(err)
+	}
+	// All inside 198.51.100.0/24 (nexthop 1): one set holds whatever hashes there.
+	addr := func(i int) netip.Addr { return netip.AddrFrom4([4]byte{198, 51, 100, byte(i)}) }
+	run := func(trace []netip.Addr) CacheStats {
+		t.Helper()
+		before, err := p.CacheStats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := make([]uint32, len(trace))
+		if _, err := p.Lookup(MechFIB4Cached, trace, out); err != nil {
+			t.Fatal(err)
+		}
+		for i, id := range out {
+			if id != 1 {
+				t.Fatalf("%s: answer %d, want nexthop 1", trace[i], id)
+			}
+		}
+		after, err := p.CacheStats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return CacheStats{Hits: after.Hits - before.Hits, Misses: after.Misses - before.Misses, Inserts: after.Inserts - before.Inserts,
+			Evictions: after.Evictions - before.Evictions, Refused: after.Refused - before.Refused}
+	}
+	var live []netip.Addr
+	for r := 0; r < 50; r++ {
+		for i := 1; i <= 4; i++ {
+			live = append(live, addr(i))
+		}
+	}
+	if s := run(live); s.Inserts != 4 || s.Hits != 196 {
+		t.Fatalf("four destinations 50 times each in an empty 4-way set: %+v, want 4 inserts, 196 hits", s)
+	}
+	var flood []netip.Addr
+	for i := 0; i < 200; i++ {
+		flood = append(flood, addr(10+i))
+	}
+	s := run(flood)
+	if s.Refused < 195 || s.Evictions > 5 {
+		t.Fatalf("a flood of 200 one-packet destinations: %+v, want nearly all refused", s)
+	}
+	if s := run(live[:40]); s.Hits != 40 {
+		t.Fatalf("the four live destinations after the flood: %+v, want every lookup a hit", s)
+	}
+	// A newcomer that keeps coming is admitted once seen more often than its victim
+	// (seen 60 times so far): refused until then, then hitting.
+	var regular []netip.Addr
+	for r := 0; r < 200; r++ {
+		regular = append(regular, addr(250))
+	}
+	if s := run(regular); s.Inserts != 1 || s.Refused < 40 || s.Refused > 70 || s.Hits != 200-1-s.Refused {
+		t.Fatalf("a destination seen 200 times: %+v, want refused about 60 times, then admitted and hitting", s)
+	}
+}
