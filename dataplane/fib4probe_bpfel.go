@@ -30,6 +30,7 @@ type fib4probeDcConfig struct {
 	Sets4    uint32
 	Epoch    uint32
 	AgeEvery uint32
+	Flags    uint32
 }
 
 type fib4probeDcFreq struct {

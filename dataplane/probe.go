@@ -162,9 +162,17 @@ func (p *Probe) Lookup(m Mechanism, addrs []netip.Addr, out []uint32) (time.Dura
 // MaxCacheEntries bounds the probe's destination cache (4 ways per set).
 const MaxCacheEntries = 1 << 18
 
+// ProbeHit is set in a cached mechanism's answer when the cache answered.
+const ProbeHit = 0x80000000
+
 // SetCache sizes the probe's destination cache (entries: a power of two from 4 to
-// MaxCacheEntries; 0 turns it off) and empties it.
-func (p *Probe) SetCache(entries int) error {
+// MaxCacheEntries; 0 turns it off) and empties it. Admission (TinyLFU) is on.
+func (p *Probe) SetCache(entries int) error { return p.setCache(entries, true) }
+
+// SetCacheNoAdmission is SetCache with every miss admitted, for comparison.
+func (p *Probe) SetCacheNoAdmission(entries int) error { return p.setCache(entries, false) }
+
+func (p *Probe) setCache(entries int, admission bool) error {
 	if entries != 0 && (entries < 4 || entries > MaxCacheEntries || entries&(entries-1) != 0) {
 		return fmt.Errorf("dataplane: cache of %d entries: use a power of two from 4 to %d, or 0 for off", entries, MaxCacheEntries)
 	}
@@ -176,6 +184,10 @@ func (p *Probe) SetCache(entries int) error {
 	c.Mask4 = max(c.Sets4, 1) - 1
 	// The frequency sketch halves about every ten cache sizes of accesses (5,120 steps).
 	c.AgeEvery = uint32(max(1, 10*entries/5120))
+	c.Flags = 0
+	if !admission {
+		c.Flags = 1 // DC_NO_ADMISSION
+	}
 	c.Epoch++ // every entry of the old geometry is stale
 	return p.objs.DcCtl.Put(uint32(0), &c)
 }

@@ -31,7 +31,10 @@ struct dc_config {
 	__u32 sets4;
 	__u32 epoch;
 	__u32 age_every; /* accesses between two aging steps of the frequency sketch */
+	__u32 flags;     /* DC_NO_ADMISSION: admit every miss (for comparison) */
 };
+
+#define DC_NO_ADMISSION 1
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -211,7 +214,7 @@ static __always_inline __u32 dc4_lookup(__u32 a, struct dc_config *ctl, __u32 ge
  * an empty way or one from an old epoch; else the set is full of live entries and the
  * newcomer replaces a way chosen by the hash's top bits only if it is seen more often
  * (an eviction), otherwise it is refused. */
-static __always_inline void dc4_insert(struct dc4_set *s, __u32 a, __u32 answer, __u32 gen, __u32 epoch)
+static __always_inline void dc4_insert(struct dc4_set *s, __u32 a, __u32 answer, __u32 gen, __u32 epoch, __u32 flags)
 {
 	__u32 zero = 0, victim;
 	struct dc_freq *f;
@@ -224,7 +227,7 @@ static __always_inline void dc4_insert(struct dc4_set *s, __u32 a, __u32 answer,
 	if (slot < 0) {
 		victim = dc_hash32(a ^ 0x9e3779b9) >> 30;
 		f = bpf_map_lookup_elem(&dc_freq, &zero);
-		if (f && dc_estimate(f, a) <= dc_estimate(f, s->w[victim & 3].key)) {
+		if (f && !(flags & DC_NO_ADMISSION) && dc_estimate(f, a) <= dc_estimate(f, s->w[victim & 3].key)) {
 			dc_count(DC_REFUSE);
 			return;
 		}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/internal/table"
 )
 
@@ -64,6 +65,33 @@ func BenchmarkCache(b *testing.B) {
 			for _, r := range rows {
 				b.ReportMetric(r.Cached[1]/r.Off, fmt.Sprintf("cached16k/off-%s-D%d", shortName(r.Backend), r.Dests))
 			}
+		}
+	}
+}
+
+// BenchmarkCacheFlood runs the flood comparison small (`fibbench -cache` runs it full).
+func BenchmarkCacheFlood(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("needs root for BPF and namespaces")
+	}
+	routes, err := table.Real2026()
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := NewLookupSetup(routes[:50_000], 1<<16)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		rows, err := s.RunFlood(dataplane.MechKernel, 1<<12, 1000, 1<<16, 1, 1.2, []float64{0.9})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if i == b.N-1 {
+			b.ReportMetric(rows[0].LegitHit/rows[0].NoFlood, "legit-hit-kept-flood90")
+			b.ReportMetric(rows[0].LegitHitNoAdmit/rows[0].NoFlood, "legit-hit-kept-flood90-no-admission")
 		}
 	}
 }
