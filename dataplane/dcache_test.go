@@ -63,13 +63,14 @@ func TestCacheAdmission(t *testing.T) {
 	if s := run(live[:40]); s.Hits != 40 {
 		t.Fatalf("the four live destinations after the flood: %+v, want every lookup a hit", s)
 	}
-	// A newcomer that keeps coming is admitted once seen more often than its victim
-	// (seen 60 times so far): refused until then, then hitting.
+	// A newcomer that keeps coming is admitted once seen as often as the least seen
+	// of the four (about 50 times so far, less what the sketch's aging took): refused
+	// until then, then hitting.
 	var regular []netip.Addr
 	for r := 0; r < 200; r++ {
 		regular = append(regular, addr(250))
 	}
-	if s := run(regular); s.Inserts != 1 || s.Refused < 40 || s.Refused > 70 || s.Hits != 200-1-s.Refused {
-		t.Fatalf("a destination seen 200 times: %+v, want refused about 60 times, then admitted and hitting", s)
+	if s := run(regular); s.Inserts != 1 || s.Refused < 20 || s.Refused > 70 || s.Hits != 200-1-s.Refused {
+		t.Fatalf("a destination seen 200 times: %+v, want refused 20 to 70 times, then admitted and hitting", s)
 	}
 }

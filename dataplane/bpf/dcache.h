@@ -211,25 +211,37 @@ static __always_inline __u32 dc4_lookup(__u32 a, struct dc_config *ctl, __u32 ge
 }
 
 /* dc4_insert puts an answer in the set: over the destination's own (stale) entry, else
- * an empty way or one from an old epoch; else the set is full of live entries and the
- * newcomer replaces a way chosen by the hash's top bits only if it is seen more often
- * (an eviction), otherwise it is refused. */
+ * an empty way or one from an old epoch; else the set is full of live entries, and the
+ * newcomer replaces the way seen least often if it is seen at least as often (an
+ * eviction), and is refused otherwise. Flood entries, seen once, only ever replace one
+ * another; an entry of a live flow is replaced only by something busier. */
 static __always_inline void dc4_insert(struct dc4_set *s, __u32 a, __u32 answer, __u32 gen, __u32 epoch, __u32 flags)
 {
-	__u32 zero = 0, victim;
+	__u32 zero = 0, est, least = 0xffffffff;
 	struct dc_freq *f;
-	int i, slot = -1;
+	int i, slot = -1, victim = 0;
 
 #pragma unroll
 	for (i = 0; i < 4; i++)
 		if (slot < 0 && (s->w[i].key == a || !s->w[i].answer || s->w[i].epoch != epoch))
 			slot = i;
 	if (slot < 0) {
-		victim = dc_hash32(a ^ 0x9e3779b9) >> 30;
 		f = bpf_map_lookup_elem(&dc_freq, &zero);
-		if (f && !(flags & DC_NO_ADMISSION) && dc_estimate(f, a) <= dc_estimate(f, s->w[victim & 3].key)) {
-			dc_count(DC_REFUSE);
-			return;
+		if (!f || flags & DC_NO_ADMISSION) {
+			victim = dc_hash32(a ^ 0x9e3779b9) >> 30;
+		} else {
+#pragma unroll
+			for (i = 0; i < 4; i++) {
+				est = dc_estimate(f, s->w[i].key);
+				if (est < least) {
+					least = est;
+					victim = i;
+				}
+			}
+			if (dc_estimate(f, a) < least) {
+				dc_count(DC_REFUSE);
+				return;
+			}
 		}
 		slot = victim;
 		dc_count(DC_EVICT);
