@@ -5,10 +5,11 @@ import (
 	"testing"
 )
 
-// TestCacheAdmission fills a one-set cache (4 ways) with four destinations seen often,
-// floods it with 200 destinations seen once each, and checks that the four still hit
-// afterwards: the flood's newcomers are refused (counted), never admitted over them.
-// Then a destination that keeps coming does get in.
+// TestCacheAdmission fills a one-set cache (4 ways: the window and three main ways)
+// with four destinations seen often, floods it with 200 destinations seen once each,
+// and checks that the three in the main ways still hit afterwards: each flood packet
+// takes the window and is dropped when the next one comes (counted as a refusal),
+// never moved over them. Then a destination that keeps coming moves into the main ways.
 func TestCacheAdmission(t *testing.T) {
 	d := testDataplane(t)
 	p, err := NewProbe(d, 1<<12)
@@ -57,20 +58,19 @@ func TestCacheAdmission(t *testing.T) {
 		flood = append(flood, addr(10+i))
 	}
 	s := run(flood)
-	if s.Refused < 195 || s.Evictions > 5 {
-		t.Fatalf("a flood of 200 one-packet destinations: %+v, want nearly all refused", s)
+	if s.Inserts != 200 || s.Refused < 195 || s.Evictions > 2 {
+		t.Fatalf("a flood of 200 one-packet destinations: %+v, want each through the window and dropped", s)
 	}
-	if s := run(live[:40]); s.Hits != 40 {
-		t.Fatalf("the four live destinations after the flood: %+v, want every lookup a hit", s)
+	// The one in the window when the flood came may have gone: one miss at most.
+	if s := run(live[:40]); s.Misses > 1 || s.Hits < 39 {
+		t.Fatalf("the four live destinations after the flood: %+v, want at most one miss", s)
 	}
-	// A newcomer that keeps coming is admitted once seen as often as the least seen
-	// of the four (about 50 times so far, less what the sketch's aging took): refused
-	// until then, then hitting.
+	// A newcomer hits from its second packet on (it sits in the window).
 	var regular []netip.Addr
 	for r := 0; r < 200; r++ {
 		regular = append(regular, addr(250))
 	}
-	if s := run(regular); s.Inserts != 1 || s.Refused < 20 || s.Refused > 70 || s.Hits != 200-1-s.Refused {
-		t.Fatalf("a destination seen 200 times: %+v, want refused 20 to 70 times, then admitted and hitting", s)
+	if s := run(regular); s.Inserts != 1 || s.Hits != 199 {
+		t.Fatalf("a destination seen 200 times: %+v, want one insert, then hits", s)
 	}
 }

@@ -57,7 +57,7 @@ enum dc_stat {
 	DC_STALE, /* an entry whose epoch or generation is old: a miss */
 	DC_INSERT,
 	DC_EVICT,  /* an insert that replaced a live entry */
-	DC_REFUSE, /* a miss not admitted: the set was full of entries used more often */
+	DC_REFUSE, /* an entry leaving the window dropped: the main ways were all busier */
 	DC_NSTATS,
 };
 
@@ -89,14 +89,12 @@ static __always_inline __u32 dc_hash32(__u32 x)
 }
 
 /*
- * Admission (TinyLFU, Einziger et al.): a per-CPU count-min sketch of 4 rows of 4,096
+ * Admission (W-TinyLFU, Einziger et al.; see dc4_insert): a per-CPU count-min sketch of 4 rows of 4,096
  * 8-bit counters and a 32,768-bit doorkeeper estimate how often each destination is
  * seen. An access sets the destination's doorkeeper bit, or, when it is set already,
  * bumps its counters. The sketch ages continuously: every age_every accesses one of its
  * words is halved (or, in the doorkeeper, cleared), so the whole of it halves once per
- * 5,120 steps, about every ten cache sizes of traffic. When a set is full of live
- * entries a newcomer replaces the victim only if it is seen more often: a flood of
- * one-packet destinations never evicts live flows.
+ * 5,120 steps, about every ten cache sizes of traffic.
  */
 #define DC_WIDTH 4096
 #define DC_SKETCH_WORDS (4 * DC_WIDTH / 4)
@@ -210,41 +208,68 @@ static __always_inline __u32 dc4_lookup(__u32 a, struct dc_config *ctl, __u32 ge
 	return 0;
 }
 
-/* dc4_insert puts an answer in the set: over the destination's own (stale) entry, else
- * an empty way or one from an old epoch; else the set is full of live entries, and the
- * newcomer replaces the way seen least often if it is seen at least as often (an
- * eviction), and is refused otherwise. Flood entries, seen once, only ever replace one
- * another; an entry of a live flow is replaced only by something busier. */
+/* dc_live says whether a way holds an entry of the current epoch. */
+static __always_inline int dc_live(struct dc4_way *w, __u32 epoch)
+{
+	return w->answer && w->epoch == epoch;
+}
+
+/* dc4_insert puts an answer in the set. A destination's own (stale) entry is rewritten
+ * in place. Otherwise (W-TinyLFU, Einziger et al.) way 0 is the set's window: the
+ * newcomer always goes there, so a new flow's next packets hit; the entry it displaces
+ * moves to ways 1-3, the main part, if one is empty or from an old epoch, else over the
+ * main way seen least often if it is seen at least as often (an eviction), else it is
+ * dropped (a refusal). A flood of one-packet destinations churns the window only; an
+ * entry of a busy flow in the main part is replaced only by something busier. */
 static __always_inline void dc4_insert(struct dc4_set *s, __u32 a, __u32 answer, __u32 gen, __u32 epoch, __u32 flags)
 {
 	__u32 zero = 0, est, least = 0xffffffff;
 	struct dc_freq *f;
-	int i, slot = -1, victim = 0;
+	int i, slot = -1;
 
 #pragma unroll
 	for (i = 0; i < 4; i++)
-		if (slot < 0 && (s->w[i].key == a || !s->w[i].answer || s->w[i].epoch != epoch))
+		if (slot < 0 && s->w[i].key == a)
 			slot = i;
-	if (slot < 0) {
-		f = bpf_map_lookup_elem(&dc_freq, &zero);
-		if (!f || flags & DC_NO_ADMISSION) {
-			victim = dc_hash32(a ^ 0x9e3779b9) >> 30;
-		} else {
+	if (slot < 0 && flags & DC_NO_ADMISSION) {
+		/* For comparison: an empty or old way, else one chosen by the hash. */
 #pragma unroll
-			for (i = 0; i < 4; i++) {
-				est = dc_estimate(f, s->w[i].key);
-				if (est < least) {
-					least = est;
-					victim = i;
-				}
-			}
-			if (dc_estimate(f, a) < least) {
-				dc_count(DC_REFUSE);
-				return;
-			}
+		for (i = 0; i < 4; i++)
+			if (slot < 0 && !dc_live(&s->w[i], epoch))
+				slot = i;
+		if (slot < 0) {
+			slot = dc_hash32(a ^ 0x9e3779b9) >> 30;
+			dc_count(DC_EVICT);
 		}
-		slot = victim;
-		dc_count(DC_EVICT);
+	}
+	if (slot < 0) {
+		slot = 0;
+		if (dc_live(&s->w[0], epoch)) {
+			int to = -1;
+
+#pragma unroll
+			for (i = 1; i < 4; i++)
+				if (to < 0 && !dc_live(&s->w[i], epoch))
+					to = i;
+			if (to < 0) {
+				f = bpf_map_lookup_elem(&dc_freq, &zero);
+				if (f) {
+#pragma unroll
+					for (i = 1; i < 4; i++) {
+						est = dc_estimate(f, s->w[i].key);
+						if (est < least) {
+							least = est;
+							to = i;
+						}
+					}
+					if (dc_estimate(f, s->w[0].key) < least)
+						to = -1;
+				}
+				dc_count(to < 0 ? DC_REFUSE : DC_EVICT);
+			}
+			if (to > 0 && to < 4)
+				s->w[to] = s->w[0];
+		}
 	}
 	dc_count(DC_INSERT);
 	slot &= 3;
