@@ -9,9 +9,10 @@ import (
 	"github.com/fibfleet/fibfleet/internal/table"
 )
 
-// BenchmarkLookup runs the lookup comparison on the first 50,000 routes of the 2026
-// table with 64k-address traces: the full run is `go run ./internal/bench/fibbench`.
-func BenchmarkLookup(b *testing.B) {
+// smallSetup loads the first 50,000 routes of the 2026 table three ways, for traces
+// of up to 64k addresses: the benchmarks' small size (fibbench runs them full).
+func smallSetup(b *testing.B) *LookupSetup {
+	b.Helper()
 	if os.Geteuid() != 0 {
 		b.Skip("needs root for BPF and namespaces")
 	}
@@ -19,12 +20,19 @@ func BenchmarkLookup(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	routes = routes[:50_000]
-	s, err := NewLookupSetup(routes, 1<<16)
+	s, err := NewLookupSetup(routes[:50_000], 1<<16)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer s.Close()
+	b.Cleanup(s.Close)
+	return s
+}
+
+// BenchmarkLookup runs the lookup comparison small: the full run is
+// `go run ./internal/bench/fibbench`.
+func BenchmarkLookup(b *testing.B) {
+	s := smallSetup(b)
+	routes := s.Routes
 	traces := Traces(routes, 1<<16, 1)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -43,18 +51,7 @@ func BenchmarkLookup(b *testing.B) {
 // BenchmarkCache runs the destination cache comparison small: the first 50,000 routes,
 // two destination counts, 64k packets: the full run is `fibbench -cache`.
 func BenchmarkCache(b *testing.B) {
-	if os.Geteuid() != 0 {
-		b.Skip("needs root for BPF and namespaces")
-	}
-	routes, err := table.Real2026()
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, err := NewLookupSetup(routes[:50_000], 1<<16)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := smallSetup(b)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		rows, err := s.RunCache([]int{100, 100_000}, []int{512, 1 << 14}, 1<<16, 1, 0)
@@ -71,18 +68,7 @@ func BenchmarkCache(b *testing.B) {
 
 // BenchmarkCacheFlood runs the flood comparison small (`fibbench -cache` runs it full).
 func BenchmarkCacheFlood(b *testing.B) {
-	if os.Geteuid() != 0 {
-		b.Skip("needs root for BPF and namespaces")
-	}
-	routes, err := table.Real2026()
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, err := NewLookupSetup(routes[:50_000], 1<<16)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := smallSetup(b)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		rows, err := s.RunFlood(dataplane.MechKernel, 1<<12, 1000, 1<<16, 1, 1.2, []float64{0.9})

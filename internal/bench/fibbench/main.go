@@ -56,21 +56,27 @@ func main() {
 	}
 }
 
-func run(which string, n, runs int, png string) error {
+// lookupSetup loads a bundled IPv4 table three ways (fibfleet, kernel, LPM trie).
+func lookupSetup(which string, n int) (*bench.LookupSetup, error) {
 	load := map[string]func() ([]table.Route, error){"2026": table.Real2026, "caida2016": table.CAIDA2016}[which]
 	if load == nil {
-		return fmt.Errorf("unknown table %q: use 2026 or caida2016", which)
+		return nil, fmt.Errorf("unknown table %q: use 2026 or caida2016", which)
 	}
 	routes, err := load()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	slog.Info("loading the table three ways", "routes", len(routes))
-	s, err := bench.NewLookupSetup(routes, n)
+	return bench.NewLookupSetup(routes, n)
+}
+
+func run(which string, n, runs int, png string) error {
+	s, err := lookupSetup(which, n)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
+	routes := s.Routes
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	slog.Info("loaded", "fibfleet", s.FIBLoad, "kernel_netlink", s.KernelLoad, "lpm_trie", s.LPMLoad, "go_heap_MiB", ms.HeapAlloc>>20)
@@ -317,20 +323,12 @@ func runConvergence(runs int) error {
 
 // runCache prints the destination cache's cost table (issue 5).
 func runCache(which string, n, runs int, zipf float64) error {
-	load := map[string]func() ([]table.Route, error){"2026": table.Real2026, "caida2016": table.CAIDA2016}[which]
-	if load == nil {
-		return fmt.Errorf("unknown table %q: use 2026 or caida2016", which)
-	}
-	routes, err := load()
-	if err != nil {
-		return err
-	}
-	slog.Info("loading the table three ways", "routes", len(routes))
-	s, err := bench.NewLookupSetup(routes, n)
+	s, err := lookupSetup(which, n)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
+	routes := s.Routes
 	floods, err := s.RunFlood(dataplane.MechKernel, 1<<14, 4000, n, runs, 1.2, []float64{0, 0.5, 0.9})
 	if err != nil {
 		return err
