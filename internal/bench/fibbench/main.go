@@ -4,6 +4,11 @@
 // Markdown table with ratios against the kernel and writes a PNG bar chart. As root:
 //
 //	go run ./internal/bench/fibbench -png docs/fib-lookup.png
+//
+// The other measurements of docs/BENCHMARKS.md: -pps (forwarding through veth),
+// -convergence (full-table BGP against BIRD 2), -v6 (the IPv6 FIB against the trie
+// candidates, bpf_fib_lookup and the LPM trie), -cache (the destination cache over
+// flows and floods).
 package main
 
 import (
