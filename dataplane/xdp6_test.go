@@ -110,13 +110,7 @@ func frame6(o frame6Opts) []byte {
 		o.dst = "2001:db8:100::7"
 	}
 	var b bytes.Buffer
-	b.Write(rtrMAC)
-	b.Write(srcMAC)
-	for _, tag := range o.tags {
-		binary.Write(&b, binary.BigEndian, tag[0])
-		binary.Write(&b, binary.BigEndian, tag[1])
-	}
-	binary.Write(&b, binary.BigEndian, uint16(0x86dd))
+	ethHeader(&b, o.tags, 0x86dd)
 	ip := make([]byte, 40+8+o.payload)
 	ip[0], ip[1], ip[3] = o.version<<4|0x0b, 0xa0, 0x42 // traffic class, flow label
 	binary.BigEndian.PutUint16(ip[4:], uint16(8+o.payload))

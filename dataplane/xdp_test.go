@@ -195,13 +195,7 @@ func frame(o frameOpts) []byte {
 		o.dst = netip.MustParseAddr("198.51.100.7")
 	}
 	var b bytes.Buffer
-	b.Write(rtrMAC)
-	b.Write(srcMAC)
-	for _, tag := range o.tags {
-		binary.Write(&b, binary.BigEndian, tag[0])
-		binary.Write(&b, binary.BigEndian, tag[1])
-	}
-	binary.Write(&b, binary.BigEndian, o.ethType)
+	ethHeader(&b, o.tags, o.ethType)
 	hl := int(o.ihl) * 4
 	ip := make([]byte, hl+8+o.payload)
 	ip[0] = o.version<<4 | o.ihl
@@ -217,6 +211,18 @@ func frame(o frameOpts) []byte {
 	binary.BigEndian.PutUint16(ip[hl+4:], uint16(8+o.payload))
 	b.Write(ip)
 	return b.Bytes()
+}
+
+// ethHeader writes the Ethernet header the test frames share: to the router from the
+// sender, with tags (outermost first) before the ethertype.
+func ethHeader(b *bytes.Buffer, tags [][2]uint16, ethType uint16) {
+	b.Write(rtrMAC)
+	b.Write(srcMAC)
+	for _, tag := range tags {
+		binary.Write(b, binary.BigEndian, tag[0])
+		binary.Write(b, binary.BigEndian, tag[1])
+	}
+	binary.Write(b, binary.BigEndian, ethType)
 }
 
 // ipChecksum computes the header checksum from scratch (the checksum field must be zero
