@@ -91,6 +91,7 @@ type Dataplane struct {
 	tables  *V4Tables
 	tables6 *V6Tables
 	mmaps   [][]byte
+	cache   *Cache
 }
 
 // PinDir returns where a node's maps are pinned.
@@ -162,6 +163,8 @@ func Load(cfg Config) (*Dataplane, error) {
 		os.RemoveAll(pinDir)
 		return nil, fmt.Errorf("dataplane: load program and maps (needs root or CAP_BPF+CAP_NET_ADMIN, kernel >= 5.15): %w", err)
 	}
+	o := &d.objs
+	d.cache = newCache(o.DcCtl, o.Dc4Maps, o.Dc6Maps, o.DcStats, o.DcHll)
 	return d, nil
 }
 
@@ -174,6 +177,9 @@ func checkBPFFS(dir string) error {
 	}
 	return nil
 }
+
+// Cache is the forwarding program's destination cache: off until resized.
+func (d *Dataplane) Cache() *Cache { return d.cache }
 
 // Program returns the XDP program, for tests that run it with BPF_PROG_TEST_RUN.
 func (d *Dataplane) Program() *ebpf.Program { return d.objs.XdpFwd }
@@ -243,6 +249,7 @@ func (d *Dataplane) Close() error {
 		errs = append(errs, d.Detach(n))
 	}
 	d.unmapTables()
+	d.cache.close()
 	errs = append(errs, d.objs.Close())
 	// Every pin in the directory is one of ours: removing them unpins every map,
 	// whatever maps the program has grown.

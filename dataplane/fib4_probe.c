@@ -150,16 +150,18 @@ static long step_kernel(__u32 i, void *data)
 
 static __always_inline long step_cached(__u32 i, void *data, int mech)
 {
-	__u32 *res, zero = 0, ans, gen, a4;
+	__u32 *res, ans, a4;
 	__be32 *a = slot(data, i, &res);
-	struct dc_config *ctl = bpf_map_lookup_elem(&dc_ctl, &zero);
-	struct dc4_set *set;
+	struct dc_miss m = {};
+	struct dc_config *c;
 
-	if (!a || !ctl)
+	if (!a)
 		return 1;
+	/* The production path's steps (xdp_fwd.c forward4). */
 	a4 = bpf_ntohl(*a);
-	gen = dc4_gen(a4);
-	ans = dc4_lookup(a4, ctl, gen, &set);
+	m.h = dc_hash32(a4);
+	c = dc_begin(DC_V4, m.h);
+	ans = c ? dc4_find(a4, c, &m) : 0;
 	if (ans) {
 		*res = ans | PROBE_HIT; /* for the benchmarks' per-packet hit rates */
 		return 0;
@@ -170,8 +172,8 @@ static __always_inline long step_cached(__u32 i, void *data, int mech)
 		ans = lpm_answer(*a);
 	else
 		ans = kernel_answer(data, *a);
-	if (ans && set)
-		dc4_insert(set, a4, ans, gen, ctl->epoch, ctl->flags);
+	if (c && ans != FIB4_KERNEL)
+		dc4_put(a4, ans, c, &m);
 	*res = ans;
 	return 0;
 }

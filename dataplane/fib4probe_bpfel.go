@@ -13,24 +13,19 @@ import (
 	"github.com/cilium/ebpf"
 )
 
-type fib4probeDc4Set struct {
-	_ structs.HostLayout
-	W [4]struct {
-		_      structs.HostLayout
-		Key    uint32
-		Answer uint32
-		Gen    uint32
-		Epoch  uint32
-	}
-}
-
 type fib4probeDcConfig struct {
-	_        structs.HostLayout
-	Mask4    uint32
-	Sets4    uint32
+	_   structs.HostLayout
+	Fam [2]struct {
+		_          structs.HostLayout
+		Mask       uint32
+		Shift      uint32
+		GhostShift uint32
+		Pad        uint32
+	}
 	Epoch    uint32
 	AgeEvery uint32
 	Flags    uint32
+	Pad      uint32
 }
 
 type fib4probeDcFreq struct {
@@ -38,6 +33,16 @@ type fib4probeDcFreq struct {
 	W        [5120]uint32
 	Accesses uint32
 	Cursor   uint32
+}
+
+type fib4probeDcGhost struct {
+	_   structs.HostLayout
+	Tag [4096]uint32
+}
+
+type fib4probeDcHll struct {
+	_ structs.HostLayout
+	R [1024]uint8
 }
 
 type fib4probeFib4Line struct {
@@ -66,10 +71,13 @@ type fib4probeProbeArgs struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	fib4probeMapDc4Maps            = "dc4_maps"
+	fib4probeMapDc6Maps            = "dc6_maps"
 	fib4probeMapDcCtl              = "dc_ctl"
 	fib4probeMapDcFreq             = "dc_freq"
+	fib4probeMapDcGhost            = "dc_ghost"
+	fib4probeMapDcHll              = "dc_hll"
 	fib4probeMapDcStats            = "dc_stats"
-	fib4probeMapDcache4            = "dcache4"
 	fib4probeMapFib4Dir            = "fib4_dir"
 	fib4probeMapFib4Gen16          = "fib4_gen16"
 	fib4probeMapFib4Nodes          = "fib4_nodes"
@@ -143,10 +151,13 @@ type fib4probeProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type fib4probeMapSpecs struct {
+	Dc4Maps     *ebpf.MapSpec `ebpf:"dc4_maps"`
+	Dc6Maps     *ebpf.MapSpec `ebpf:"dc6_maps"`
 	DcCtl       *ebpf.MapSpec `ebpf:"dc_ctl"`
 	DcFreq      *ebpf.MapSpec `ebpf:"dc_freq"`
+	DcGhost     *ebpf.MapSpec `ebpf:"dc_ghost"`
+	DcHll       *ebpf.MapSpec `ebpf:"dc_hll"`
 	DcStats     *ebpf.MapSpec `ebpf:"dc_stats"`
-	Dcache4     *ebpf.MapSpec `ebpf:"dcache4"`
 	Fib4Dir     *ebpf.MapSpec `ebpf:"fib4_dir"`
 	Fib4Gen16   *ebpf.MapSpec `ebpf:"fib4_gen16"`
 	Fib4Nodes   *ebpf.MapSpec `ebpf:"fib4_nodes"`
@@ -184,10 +195,13 @@ func (o *fib4probeObjects) Close() error {
 //
 // It can be passed to loadFib4probeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type fib4probeMaps struct {
+	Dc4Maps     *ebpf.Map `ebpf:"dc4_maps"`
+	Dc6Maps     *ebpf.Map `ebpf:"dc6_maps"`
 	DcCtl       *ebpf.Map `ebpf:"dc_ctl"`
 	DcFreq      *ebpf.Map `ebpf:"dc_freq"`
+	DcGhost     *ebpf.Map `ebpf:"dc_ghost"`
+	DcHll       *ebpf.Map `ebpf:"dc_hll"`
 	DcStats     *ebpf.Map `ebpf:"dc_stats"`
-	Dcache4     *ebpf.Map `ebpf:"dcache4"`
 	Fib4Dir     *ebpf.Map `ebpf:"fib4_dir"`
 	Fib4Gen16   *ebpf.Map `ebpf:"fib4_gen16"`
 	Fib4Nodes   *ebpf.Map `ebpf:"fib4_nodes"`
@@ -201,10 +215,13 @@ type fib4probeMaps struct {
 
 func (m *fib4probeMaps) Close() error {
 	return _Fib4probeClose(
+		m.Dc4Maps,
+		m.Dc6Maps,
 		m.DcCtl,
 		m.DcFreq,
+		m.DcGhost,
+		m.DcHll,
 		m.DcStats,
-		m.Dcache4,
 		m.Fib4Dir,
 		m.Fib4Gen16,
 		m.Fib4Nodes,

@@ -65,7 +65,18 @@ type V6Tables struct {
 	// Buckets has 16 u32 per bucket: keys (u64) in 0-9, values in 10-14, filter 15.
 	Buckets    []uint32
 	LogBuckets int
+	// Gen has one generation per region (Gen6Region), bumped after a route
+	// overlapping the region changes: the destination cache's entries from before
+	// are stale.
+	Gen []uint32
 }
+
+// fib6MapNames are the maps of the IPv6 FIB a probe shares with the program.
+var fib6MapNames = []string{"fib6_dir", "fib6_table", "fib6_long", "fib6_gen"}
+
+// Gen6Region is the generation region of an IPv6 address's top 32 bits (fib6.h
+// fib6_gen_of): the /32s hashed into 65,536 regions.
+func Gen6Region(top32 uint32) uint32 { return (top32 * 0x9e3779b1) >> 16 }
 
 // V6Tables maps the IPv6 FIB arrays into the process (once; later calls return the same).
 func (d *Dataplane) V6Tables() (V6Tables, error) {
@@ -78,7 +89,7 @@ func (d *Dataplane) V6Tables() (V6Tables, error) {
 	for _, m := range []struct {
 		m   *ebpf.Map
 		dst *[]uint32
-	}{{d.objs.Fib6Dir, &t.Dir}, {d.objs.Fib6Table, &t.Buckets}} {
+	}{{d.objs.Fib6Dir, &t.Dir}, {d.objs.Fib6Table, &t.Buckets}, {d.objs.Fib6Gen, &t.Gen}} {
 		u, b, err := mmapU32(m.m)
 		if err != nil {
 			d.unmapLocked()

@@ -17,6 +17,7 @@
 #include "probe_loop.h"
 #include "popcount.h"
 #include "fib6.h"
+#include "dcache.h"
 
 #define V6_NODE 0x40000000u
 
@@ -216,6 +217,63 @@ static long step_fib6(__u32 i, void *data)
 
 SEC("xdp")
 int probe6_fib(struct xdp_md *ctx) { return run(ctx, step_fib6); }
+
+/* The production FIB, the LPM trie and bpf_fib_lookup behind the destination cache,
+ * with xdp_fwd.c forward6's steps. */
+#define PROBE_HIT 0x80000000u
+#define MECH_FIB6 0
+#define MECH_LPM 1
+#define MECH_KERNEL 2
+
+static __always_inline long step_cached(__u32 i, void *data, int mech)
+{
+	struct lpm_key_v6 key = {.prefixlen = 128};
+	struct loop_ctx *lc = data;
+	__u32 *res, *a = slot(lc, i, &res), ans, *v;
+	struct dc_miss m = {};
+	struct dc_config *c;
+
+	if (!a)
+		return 1;
+	m.h = dc_hash6(a);
+	c = dc_begin(DC_V6, m.h);
+	ans = c ? dc6_find(a, c, &m) : 0;
+	if (ans) {
+		*res = ans | PROBE_HIT;
+		return 0;
+	}
+	if (mech == MECH_FIB6) {
+		ans = fib6_lookup(a);
+	} else if (mech == MECH_LPM) {
+		__builtin_memcpy(key.addr, a, 16);
+		v = bpf_map_lookup_elem(&probe6_lpm, &key);
+		ans = v ? *v : 0;
+	} else {
+		struct bpf_fib_lookup p = {};
+
+		p.family = AF_INET6;
+		__builtin_memcpy(p.ipv6_dst, a, 16);
+		p.ifindex = lc->xdp->ingress_ifindex;
+		ans = bpf_fib_lookup(lc->xdp, &p, sizeof(p), BPF_FIB_LOOKUP_SKIP_NEIGH) == BPF_FIB_LKUP_RET_SUCCESS ? p.ifindex : 0;
+	}
+	if (c && ans != FIB6_KERNEL)
+		dc6_put(a, ans, c, &m);
+	*res = ans;
+	return 0;
+}
+
+static long step_fib6_cached(__u32 i, void *data) { return step_cached(i, data, MECH_FIB6); }
+static long step_lpm6_cached(__u32 i, void *data) { return step_cached(i, data, MECH_LPM); }
+static long step_kernel6_cached(__u32 i, void *data) { return step_cached(i, data, MECH_KERNEL); }
+
+SEC("xdp")
+int probe6_fib_cached(struct xdp_md *ctx) { return run(ctx, step_fib6_cached); }
+
+SEC("xdp")
+int probe6_lpm_cached(struct xdp_md *ctx) { return run(ctx, step_lpm6_cached); }
+
+SEC("xdp")
+int probe6_kernel_cached(struct xdp_md *ctx) { return run(ctx, step_kernel6_cached); }
 
 SEC("xdp")
 int probe6_null(struct xdp_md *ctx) { return run(ctx, step_null); }

@@ -13,6 +13,38 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type fib6probeDcConfig struct {
+	_   structs.HostLayout
+	Fam [2]struct {
+		_          structs.HostLayout
+		Mask       uint32
+		Shift      uint32
+		GhostShift uint32
+		Pad        uint32
+	}
+	Epoch    uint32
+	AgeEvery uint32
+	Flags    uint32
+	Pad      uint32
+}
+
+type fib6probeDcFreq struct {
+	_        structs.HostLayout
+	W        [5120]uint32
+	Accesses uint32
+	Cursor   uint32
+}
+
+type fib6probeDcGhost struct {
+	_   structs.HostLayout
+	Tag [4096]uint32
+}
+
+type fib6probeDcHll struct {
+	_ structs.HostLayout
+	R [1024]uint8
+}
+
 type fib6probeFib6Bucket struct {
 	_       structs.HostLayout
 	Key     [5]uint64
@@ -57,26 +89,37 @@ type fib6probeRow struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	fib6probeMapC6Dir             = "c6_dir"
-	fib6probeMapC6Leaves          = "c6_leaves"
-	fib6probeMapC6Nodes           = "c6_nodes"
-	fib6probeMapFib6Dir           = "fib6_dir"
-	fib6probeMapFib6Long          = "fib6_long"
-	fib6probeMapFib6Table         = "fib6_table"
-	fib6probeMapProbe6Lpm         = "probe6_lpm"
-	fib6probeMapProbe6Result      = "probe6_result"
-	fib6probeMapProbe6Trace       = "probe6_trace"
-	fib6probeMapProbeParams       = "probe_params"
-	fib6probeMapS6Dir             = "s6_dir"
-	fib6probeMapS6Nodes           = "s6_nodes"
-	fib6probeProgProbe6Compressed = "probe6_compressed"
-	fib6probeProgProbe6Fib        = "probe6_fib"
-	fib6probeProgProbe6KernelFib  = "probe6_kernel_fib"
-	fib6probeProgProbe6LpmTrie    = "probe6_lpm_trie"
-	fib6probeProgProbe6Null       = "probe6_null"
-	fib6probeProgProbe6Stride     = "probe6_stride"
-	fib6probeVarFib6Log2          = "fib6_log2"
-	fib6probeVarStrides           = "strides"
+	fib6probeMapC6Dir               = "c6_dir"
+	fib6probeMapC6Leaves            = "c6_leaves"
+	fib6probeMapC6Nodes             = "c6_nodes"
+	fib6probeMapDc4Maps             = "dc4_maps"
+	fib6probeMapDc6Maps             = "dc6_maps"
+	fib6probeMapDcCtl               = "dc_ctl"
+	fib6probeMapDcFreq              = "dc_freq"
+	fib6probeMapDcGhost             = "dc_ghost"
+	fib6probeMapDcHll               = "dc_hll"
+	fib6probeMapDcStats             = "dc_stats"
+	fib6probeMapFib6Dir             = "fib6_dir"
+	fib6probeMapFib6Gen             = "fib6_gen"
+	fib6probeMapFib6Long            = "fib6_long"
+	fib6probeMapFib6Table           = "fib6_table"
+	fib6probeMapProbe6Lpm           = "probe6_lpm"
+	fib6probeMapProbe6Result        = "probe6_result"
+	fib6probeMapProbe6Trace         = "probe6_trace"
+	fib6probeMapProbeParams         = "probe_params"
+	fib6probeMapS6Dir               = "s6_dir"
+	fib6probeMapS6Nodes             = "s6_nodes"
+	fib6probeProgProbe6Compressed   = "probe6_compressed"
+	fib6probeProgProbe6Fib          = "probe6_fib"
+	fib6probeProgProbe6FibCached    = "probe6_fib_cached"
+	fib6probeProgProbe6KernelCached = "probe6_kernel_cached"
+	fib6probeProgProbe6KernelFib    = "probe6_kernel_fib"
+	fib6probeProgProbe6LpmCached    = "probe6_lpm_cached"
+	fib6probeProgProbe6LpmTrie      = "probe6_lpm_trie"
+	fib6probeProgProbe6Null         = "probe6_null"
+	fib6probeProgProbe6Stride       = "probe6_stride"
+	fib6probeVarFib6Log2            = "fib6_log2"
+	fib6probeVarStrides             = "strides"
 )
 
 // loadFib6probe returns the embedded CollectionSpec for fib6probe.
@@ -121,12 +164,15 @@ type fib6probeSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type fib6probeProgramSpecs struct {
-	Probe6Compressed *ebpf.ProgramSpec `ebpf:"probe6_compressed"`
-	Probe6Fib        *ebpf.ProgramSpec `ebpf:"probe6_fib"`
-	Probe6KernelFib  *ebpf.ProgramSpec `ebpf:"probe6_kernel_fib"`
-	Probe6LpmTrie    *ebpf.ProgramSpec `ebpf:"probe6_lpm_trie"`
-	Probe6Null       *ebpf.ProgramSpec `ebpf:"probe6_null"`
-	Probe6Stride     *ebpf.ProgramSpec `ebpf:"probe6_stride"`
+	Probe6Compressed   *ebpf.ProgramSpec `ebpf:"probe6_compressed"`
+	Probe6Fib          *ebpf.ProgramSpec `ebpf:"probe6_fib"`
+	Probe6FibCached    *ebpf.ProgramSpec `ebpf:"probe6_fib_cached"`
+	Probe6KernelCached *ebpf.ProgramSpec `ebpf:"probe6_kernel_cached"`
+	Probe6KernelFib    *ebpf.ProgramSpec `ebpf:"probe6_kernel_fib"`
+	Probe6LpmCached    *ebpf.ProgramSpec `ebpf:"probe6_lpm_cached"`
+	Probe6LpmTrie      *ebpf.ProgramSpec `ebpf:"probe6_lpm_trie"`
+	Probe6Null         *ebpf.ProgramSpec `ebpf:"probe6_null"`
+	Probe6Stride       *ebpf.ProgramSpec `ebpf:"probe6_stride"`
 }
 
 // fib6probeMapSpecs contains maps before they are loaded into the kernel.
@@ -136,7 +182,15 @@ type fib6probeMapSpecs struct {
 	C6Dir        *ebpf.MapSpec `ebpf:"c6_dir"`
 	C6Leaves     *ebpf.MapSpec `ebpf:"c6_leaves"`
 	C6Nodes      *ebpf.MapSpec `ebpf:"c6_nodes"`
+	Dc4Maps      *ebpf.MapSpec `ebpf:"dc4_maps"`
+	Dc6Maps      *ebpf.MapSpec `ebpf:"dc6_maps"`
+	DcCtl        *ebpf.MapSpec `ebpf:"dc_ctl"`
+	DcFreq       *ebpf.MapSpec `ebpf:"dc_freq"`
+	DcGhost      *ebpf.MapSpec `ebpf:"dc_ghost"`
+	DcHll        *ebpf.MapSpec `ebpf:"dc_hll"`
+	DcStats      *ebpf.MapSpec `ebpf:"dc_stats"`
 	Fib6Dir      *ebpf.MapSpec `ebpf:"fib6_dir"`
+	Fib6Gen      *ebpf.MapSpec `ebpf:"fib6_gen"`
 	Fib6Long     *ebpf.MapSpec `ebpf:"fib6_long"`
 	Fib6Table    *ebpf.MapSpec `ebpf:"fib6_table"`
 	Probe6Lpm    *ebpf.MapSpec `ebpf:"probe6_lpm"`
@@ -178,7 +232,15 @@ type fib6probeMaps struct {
 	C6Dir        *ebpf.Map `ebpf:"c6_dir"`
 	C6Leaves     *ebpf.Map `ebpf:"c6_leaves"`
 	C6Nodes      *ebpf.Map `ebpf:"c6_nodes"`
+	Dc4Maps      *ebpf.Map `ebpf:"dc4_maps"`
+	Dc6Maps      *ebpf.Map `ebpf:"dc6_maps"`
+	DcCtl        *ebpf.Map `ebpf:"dc_ctl"`
+	DcFreq       *ebpf.Map `ebpf:"dc_freq"`
+	DcGhost      *ebpf.Map `ebpf:"dc_ghost"`
+	DcHll        *ebpf.Map `ebpf:"dc_hll"`
+	DcStats      *ebpf.Map `ebpf:"dc_stats"`
 	Fib6Dir      *ebpf.Map `ebpf:"fib6_dir"`
+	Fib6Gen      *ebpf.Map `ebpf:"fib6_gen"`
 	Fib6Long     *ebpf.Map `ebpf:"fib6_long"`
 	Fib6Table    *ebpf.Map `ebpf:"fib6_table"`
 	Probe6Lpm    *ebpf.Map `ebpf:"probe6_lpm"`
@@ -194,7 +256,15 @@ func (m *fib6probeMaps) Close() error {
 		m.C6Dir,
 		m.C6Leaves,
 		m.C6Nodes,
+		m.Dc4Maps,
+		m.Dc6Maps,
+		m.DcCtl,
+		m.DcFreq,
+		m.DcGhost,
+		m.DcHll,
+		m.DcStats,
 		m.Fib6Dir,
+		m.Fib6Gen,
 		m.Fib6Long,
 		m.Fib6Table,
 		m.Probe6Lpm,
@@ -218,19 +288,25 @@ type fib6probeVariables struct {
 //
 // It can be passed to loadFib6probeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type fib6probePrograms struct {
-	Probe6Compressed *ebpf.Program `ebpf:"probe6_compressed"`
-	Probe6Fib        *ebpf.Program `ebpf:"probe6_fib"`
-	Probe6KernelFib  *ebpf.Program `ebpf:"probe6_kernel_fib"`
-	Probe6LpmTrie    *ebpf.Program `ebpf:"probe6_lpm_trie"`
-	Probe6Null       *ebpf.Program `ebpf:"probe6_null"`
-	Probe6Stride     *ebpf.Program `ebpf:"probe6_stride"`
+	Probe6Compressed   *ebpf.Program `ebpf:"probe6_compressed"`
+	Probe6Fib          *ebpf.Program `ebpf:"probe6_fib"`
+	Probe6FibCached    *ebpf.Program `ebpf:"probe6_fib_cached"`
+	Probe6KernelCached *ebpf.Program `ebpf:"probe6_kernel_cached"`
+	Probe6KernelFib    *ebpf.Program `ebpf:"probe6_kernel_fib"`
+	Probe6LpmCached    *ebpf.Program `ebpf:"probe6_lpm_cached"`
+	Probe6LpmTrie      *ebpf.Program `ebpf:"probe6_lpm_trie"`
+	Probe6Null         *ebpf.Program `ebpf:"probe6_null"`
+	Probe6Stride       *ebpf.Program `ebpf:"probe6_stride"`
 }
 
 func (p *fib6probePrograms) Close() error {
 	return _Fib6probeClose(
 		p.Probe6Compressed,
 		p.Probe6Fib,
+		p.Probe6FibCached,
+		p.Probe6KernelCached,
 		p.Probe6KernelFib,
+		p.Probe6LpmCached,
 		p.Probe6LpmTrie,
 		p.Probe6Null,
 		p.Probe6Stride,

@@ -45,6 +45,7 @@ func (m Mechanism) String() string {
 // per-lookup benchmarks that time every mechanism the same way.
 type Probe struct {
 	objs          fib4probeObjects
+	cache         *Cache
 	trace, result []uint32
 	mmaps         [][]byte
 }
@@ -87,7 +88,6 @@ func newProbe(fibMaps map[string]*ebpf.Map, capacity int) (*Probe, error) {
 	rows := uint32((capacity + 255) / 256)
 	spec.Maps["probe_trace"].MaxEntries = rows
 	spec.Maps["probe_result"].MaxEntries = rows
-	spec.Maps["dcache4"].MaxEntries = MaxCacheEntries / 4
 	for name, m := range fibMaps {
 		spec.Maps[name].Pinning = ebpf.PinNone
 		spec.Maps[name].MaxEntries = m.MaxEntries() // pools are sized by the loader
@@ -97,6 +97,8 @@ func newProbe(fibMaps map[string]*ebpf.Map, capacity int) (*Probe, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dataplane: load lookup probe: %w", err)
 	}
+	o := &p.objs
+	p.cache = newCache(o.DcCtl, o.Dc4Maps, o.Dc6Maps, o.DcStats, o.DcHll)
 	for _, m := range []struct {
 		m   *ebpf.Map
 		dst *[]uint32
@@ -113,7 +115,10 @@ func newProbe(fibMaps map[string]*ebpf.Map, capacity int) (*Probe, error) {
 }
 
 // Close frees the probe.
-func (p *Probe) Close() error { return closeProbe(&p.mmaps, &p.objs) }
+func (p *Probe) Close() error {
+	p.cache.close()
+	return closeProbe(&p.mmaps, &p.objs)
+}
 
 // closeProbe unmaps a probe's arrays and closes its objects.
 func closeProbe(mmaps *[][]byte, objs io.Closer) error {
@@ -159,68 +164,36 @@ func (p *Probe) Lookup(m Mechanism, addrs []netip.Addr, out []uint32) (time.Dura
 	return total, err
 }
 
-// MaxCacheEntries bounds the probe's destination cache (4 ways per set).
-const MaxCacheEntries = 1 << 18
-
 // ProbeHit is set in a cached mechanism's answer when the cache answered.
 const ProbeHit = 0x80000000
 
-// SetCache sizes the probe's destination cache (entries: a power of two from 4 to
-// MaxCacheEntries; 0 turns it off) and empties it. Admission (TinyLFU) is on.
-func (p *Probe) SetCache(entries int) error { return p.setCache(entries, true) }
+// Cache is the probe's own destination cache (the production code, its own maps).
+func (p *Probe) Cache() *Cache { return p.cache }
+
+// SetCache sizes the probe's IPv4 destination cache (entries: a power of two from 4
+// to MaxCacheEntries; 0 turns it off), empty, with admission (TinyLFU) on.
+func (p *Probe) SetCache(entries int) error { return setProbeCache(p.cache, IPv4, entries, true) }
 
 // SetCacheNoAdmission is SetCache with every miss admitted, for comparison.
-func (p *Probe) SetCacheNoAdmission(entries int) error { return p.setCache(entries, false) }
+func (p *Probe) SetCacheNoAdmission(entries int) error {
+	return setProbeCache(p.cache, IPv4, entries, false)
+}
 
-func (p *Probe) setCache(entries int, admission bool) error {
-	if entries != 0 && (entries < 4 || entries > MaxCacheEntries || entries&(entries-1) != 0) {
-		return fmt.Errorf("dataplane: cache of %d entries: use a power of two from 4 to %d, or 0 for off", entries, MaxCacheEntries)
-	}
-	var c fib4probeDcConfig
-	if err := p.objs.DcCtl.Lookup(uint32(0), &c); err != nil {
+func setProbeCache(c *Cache, f Family, entries int, admission bool) error {
+	if err := c.SetAdmission(admission); err != nil {
 		return err
 	}
-	c.Sets4 = uint32(entries / 4)
-	c.Mask4 = max(c.Sets4, 1) - 1
-	// The frequency sketch halves about every ten cache sizes of accesses (5,120 steps).
-	c.AgeEvery = uint32(max(1, 10*entries/5120))
-	c.Flags = 0
-	if !admission {
-		c.Flags = 1 // DC_NO_ADMISSION
-	}
-	c.Epoch++ // every entry of the old geometry is stale
-	return p.objs.DcCtl.Put(uint32(0), &c)
+	return c.Resize(f, entries)
 }
 
 // FlushCache bumps the cache's epoch: every entry is stale at once, nothing walked.
 func (p *Probe) FlushCache() error {
-	var c fib4probeDcConfig
-	if err := p.objs.DcCtl.Lookup(uint32(0), &c); err != nil {
-		return err
-	}
-	c.Epoch++
-	return p.objs.DcCtl.Put(uint32(0), &c)
+	_, err := p.cache.Flush()
+	return err
 }
 
-// CacheStats are the destination cache's counters, summed over CPUs.
-type CacheStats struct {
-	Hits, Misses, Stale, Inserts, Evictions, Refused uint64
-}
-
-// CacheStats reads the probe's cache counters.
-func (p *Probe) CacheStats() (CacheStats, error) {
-	var out [6]uint64
-	for i := range out {
-		var per []uint64
-		if err := p.objs.DcStats.Lookup(uint32(i), &per); err != nil {
-			return CacheStats{}, fmt.Errorf("dataplane: read cache stat %d: %w", i, err)
-		}
-		for _, v := range per {
-			out[i] += v
-		}
-	}
-	return CacheStats{Hits: out[0], Misses: out[1], Stale: out[2], Inserts: out[3], Evictions: out[4], Refused: out[5]}, nil
-}
+// CacheStats reads the probe's IPv4 cache counters.
+func (p *Probe) CacheStats() (CacheStats, error) { return p.cache.Stats(IPv4) }
 
 // runProbe runs a probe program over n trace entries in chunks (probe_loop.h) and
 // returns the time the kernel measured.

@@ -31,10 +31,17 @@ const (
 	// Mech6FIB is fibfleet's IPv6 FIB (bpf/fib6.h), on a Dataplane's maps (answers:
 	// nexthop ids).
 	Mech6FIB
+	// Mech6FIBCached, Mech6LPMCached and Mech6KernelCached are Mech6FIB,
+	// Mech6LPMTrie and Mech6Kernel behind the destination cache (bpf/dcache.h, sized
+	// with SetCache); answers carry ProbeHit when the cache answered.
+	Mech6FIBCached
+	Mech6LPMCached
+	Mech6KernelCached
 )
 
 func (m Mechanism6) String() string {
-	return [...]string{"bpf_fib_lookup", "stride trie", "compressed trie (Poptrie-style)", "BPF LPM trie", "loop alone (floor)", "fibfleet FIB (length hash)"}[m]
+	return [...]string{"bpf_fib_lookup", "stride trie", "compressed trie (Poptrie-style)", "BPF LPM trie", "loop alone (floor)", "fibfleet FIB (length hash)",
+		"fibfleet FIB + cache", "BPF LPM trie + cache", "bpf_fib_lookup + cache"}[m]
 }
 
 // V6Node marks an IPv6 candidate entry that points at a node; others are leaf values.
@@ -53,6 +60,7 @@ type V6Image struct {
 // to compare IPv6 FIB structures, each timed the same way, loop included.
 type Probe6 struct {
 	objs          fib6probeObjects
+	cache         *Cache
 	trace, result []uint32
 	mmaps         [][]byte
 }
@@ -63,7 +71,7 @@ type Probe6 struct {
 func NewProbe6(capacity int, stride, compressed V6Image, d *Dataplane) (*Probe6, error) {
 	var fibMaps map[string]*ebpf.Map
 	if d != nil {
-		fibMaps = map[string]*ebpf.Map{"fib6_dir": d.objs.Fib6Dir, "fib6_table": d.objs.Fib6Table, "fib6_long": d.objs.Fib6Long}
+		fibMaps = map[string]*ebpf.Map{"fib6_dir": d.objs.Fib6Dir, "fib6_table": d.objs.Fib6Table, "fib6_long": d.objs.Fib6Long, "fib6_gen": d.objs.Fib6Gen}
 	}
 	return newProbe6(capacity, stride, compressed, fibMaps)
 }
@@ -77,7 +85,7 @@ func NewPinnedProbe6(bpffs, node string, capacity int) (*Probe6, error) {
 			m.Close() // the probe's program holds its own references
 		}
 	}()
-	for _, name := range []string{"fib6_dir", "fib6_table", "fib6_long"} {
+	for _, name := range fib6MapNames {
 		m, err := ebpf.LoadPinnedMap(filepath.Join(PinDir(bpffs, node), name), nil)
 		if err != nil {
 			return nil, fmt.Errorf("dataplane: open pinned %s of node %q (is it running?): %w", name, node, err)
@@ -122,7 +130,7 @@ func newProbe6(capacity int, stride, compressed V6Image, fibMaps map[string]*ebp
 			return nil, err
 		}
 	}
-	for _, name := range []string{"fib6_dir", "fib6_table", "fib6_long"} {
+	for _, name := range fib6MapNames {
 		spec.Maps[name].Pinning = ebpf.PinNone
 		if m := fibMaps[name]; m != nil {
 			spec.Maps[name].MaxEntries = m.MaxEntries()
@@ -140,6 +148,8 @@ func newProbe6(capacity int, stride, compressed V6Image, fibMaps map[string]*ebp
 	if err := spec.LoadAndAssign(&p.objs, &ebpf.CollectionOptions{MapReplacements: fibMaps}); err != nil {
 		return nil, fmt.Errorf("dataplane: load IPv6 lookup probe: %w", err)
 	}
+	o := &p.objs
+	p.cache = newCache(o.DcCtl, o.Dc4Maps, o.Dc6Maps, o.DcStats, o.DcHll)
 	fill := []struct {
 		m   *ebpf.Map
 		src []uint32
@@ -169,7 +179,19 @@ func newProbe6(capacity int, stride, compressed V6Image, fibMaps map[string]*ebp
 }
 
 // Close frees the probe.
-func (p *Probe6) Close() error { return closeProbe(&p.mmaps, &p.objs) }
+func (p *Probe6) Close() error {
+	p.cache.close()
+	return closeProbe(&p.mmaps, &p.objs)
+}
+
+// Cache is the probe's own destination cache (the production code, its own maps).
+func (p *Probe6) Cache() *Cache { return p.cache }
+
+// SetCache sizes the probe's IPv6 destination cache (entries: a power of two from 4
+// to MaxCacheEntries; 0 turns it off), empty, with admission (TinyLFU) on or off.
+func (p *Probe6) SetCache(entries int, admission bool) error {
+	return setProbeCache(p.cache, IPv6, entries, admission)
+}
 
 // LoadLPM fills the LPM trie reference with prefix -> value.
 func (p *Probe6) LoadLPM(prefixes []netip.Prefix, values []uint32) error {
@@ -203,7 +225,8 @@ func (p *Probe6) Lookup(m Mechanism6, addrs []netip.Addr, out []uint32) (time.Du
 		}
 	}
 	prog := map[Mechanism6]*ebpf.Program{Mech6Kernel: p.objs.Probe6KernelFib, Mech6Stride: p.objs.Probe6Stride,
-		Mech6Compressed: p.objs.Probe6Compressed, Mech6LPMTrie: p.objs.Probe6LpmTrie, Mech6Loop: p.objs.Probe6Null, Mech6FIB: p.objs.Probe6Fib}[m]
+		Mech6Compressed: p.objs.Probe6Compressed, Mech6LPMTrie: p.objs.Probe6LpmTrie, Mech6Loop: p.objs.Probe6Null, Mech6FIB: p.objs.Probe6Fib,
+		Mech6FIBCached: p.objs.Probe6FibCached, Mech6LPMCached: p.objs.Probe6LpmCached, Mech6KernelCached: p.objs.Probe6KernelCached}[m]
 	total, err := runProbe(prog, p.objs.ProbeParams, len(addrs), m.String())
 	copy(out, p.result[:len(addrs)])
 	return total, err

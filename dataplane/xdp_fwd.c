@@ -6,8 +6,9 @@
  * Steps, in order: parse Ethernet and IPv4 or IPv6 with bounds checks, hand anything
  * that is not plainly forwardable to the kernel (each case with its own counter), look
  * the destination up in the family's FIB, follow the nexthop id to the nexthop entry
- * (one table for both families), check the egress MTU and port, then decrement TTL or
- * hop limit, rewrite MACs and redirect.
+ * (one table for both families; the destination cache, dcache.h, answers first when
+ * it holds the destination), check the egress MTU and port, then decrement TTL or hop
+ * limit, rewrite MACs and redirect.
  *
  * Every return goes through count(): a fallback that nobody can see is a bug.
  */
@@ -70,6 +71,7 @@ struct vlan_hdr {
 
 #include "fib4.h"
 #include "fib6.h"
+#include "dcache.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -233,6 +235,8 @@ static __always_inline int kernel_failed(long rc, struct frame *f)
 
 static __always_inline int forward4(struct xdp_md *ctx, struct iphdr *iph, void *data_end, struct frame *f)
 {
+	struct dc_miss m = {};
+	struct dc_config *c;
 	struct nexthop *nh, knh;
 	__be32 daddr;
 	__u32 nhid;
@@ -258,9 +262,12 @@ static __always_inline int forward4(struct xdp_md *ctx, struct iphdr *iph, void 
 	if (iph->ttl <= 1)
 		return count(STAT_PASS_TTL, f->len, XDP_PASS);
 
+	m.h = dc_hash32(bpf_ntohl(daddr));
+	c = dc_begin(DC_V4, m.h);
 	if (fib_backend == FIB_BACKEND_KERNEL) {
 		/* The in-product baseline: the kernel's FIB through bpf_fib_lookup(), as
-		 * xdp-forward does. Routes must be in the kernel (fib.kernel_sync). */
+		 * xdp-forward does. Routes must be in the kernel (fib.kernel_sync). Its
+		 * answers are MACs, which the cache (nexthop ids) does not hold. */
 		struct bpf_fib_lookup p = {};
 		int rc;
 
@@ -276,7 +283,12 @@ static __always_inline int forward4(struct xdp_md *ctx, struct iphdr *iph, void 
 			return rc - 1;
 		nh = kernel_nexthop(&knh, &p);
 	} else {
-		nhid = fib4_lookup(daddr);
+		nhid = c ? dc4_find(bpf_ntohl(daddr), c, &m) : 0;
+		if (!nhid) {
+			nhid = fib4_lookup(daddr);
+			if (c && nhid != FIB4_KERNEL)
+				dc4_put(bpf_ntohl(daddr), nhid, c, &m);
+		}
 		if (!nhid)
 			return count(STAT_PASS_NO_ROUTE, f->len, XDP_PASS);
 		if (nhid == FIB4_KERNEL)
@@ -290,6 +302,8 @@ static __always_inline int forward4(struct xdp_md *ctx, struct iphdr *iph, void 
 
 static __always_inline int forward6(struct xdp_md *ctx, struct ipv6hdr *ip6, void *data_end, struct frame *f)
 {
+	struct dc_miss m = {};
+	struct dc_config *c;
 	struct nexthop *nh, knh;
 	__u32 nhid, d0;
 	__u16 plen;
@@ -321,6 +335,8 @@ static __always_inline int forward6(struct xdp_md *ctx, struct ipv6hdr *ip6, voi
 	if (ip6->hop_limit <= 1)
 		return count(STAT_PASS_TTL, f->len, XDP_PASS);
 
+	m.h = dc_hash6(ip6->daddr.s6_addr32);
+	c = dc_begin(DC_V6, m.h);
 	if (fib_backend == FIB_BACKEND_KERNEL) {
 		struct bpf_fib_lookup p = {};
 		int rc;
@@ -337,7 +353,12 @@ static __always_inline int forward6(struct xdp_md *ctx, struct ipv6hdr *ip6, voi
 			return rc - 1;
 		nh = kernel_nexthop(&knh, &p);
 	} else {
-		nhid = fib6_lookup(ip6->daddr.s6_addr32);
+		nhid = c ? dc6_find(ip6->daddr.s6_addr32, c, &m) : 0;
+		if (!nhid) {
+			nhid = fib6_lookup(ip6->daddr.s6_addr32);
+			if (c && nhid != FIB6_KERNEL)
+				dc6_put(ip6->daddr.s6_addr32, nhid, c, &m);
+		}
 		if (!nhid)
 			return count(STAT_PASS_NO_ROUTE, f->len, XDP_PASS);
 		if (nhid == FIB6_KERNEL)

@@ -22,6 +22,38 @@ type xdpfwdBpfDevmapVal struct {
 	}
 }
 
+type xdpfwdDcConfig struct {
+	_   structs.HostLayout
+	Fam [2]struct {
+		_          structs.HostLayout
+		Mask       uint32
+		Shift      uint32
+		GhostShift uint32
+		Pad        uint32
+	}
+	Epoch    uint32
+	AgeEvery uint32
+	Flags    uint32
+	Pad      uint32
+}
+
+type xdpfwdDcFreq struct {
+	_        structs.HostLayout
+	W        [5120]uint32
+	Accesses uint32
+	Cursor   uint32
+}
+
+type xdpfwdDcGhost struct {
+	_   structs.HostLayout
+	Tag [4096]uint32
+}
+
+type xdpfwdDcHll struct {
+	_ structs.HostLayout
+	R [1024]uint8
+}
+
 type xdpfwdFib4Line struct {
 	_ structs.HostLayout
 	E [16]uint32
@@ -76,12 +108,20 @@ type xdpfwdStatRec struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	xdpfwdMapDc4Maps    = "dc4_maps"
+	xdpfwdMapDc6Maps    = "dc6_maps"
+	xdpfwdMapDcCtl      = "dc_ctl"
+	xdpfwdMapDcFreq     = "dc_freq"
+	xdpfwdMapDcGhost    = "dc_ghost"
+	xdpfwdMapDcHll      = "dc_hll"
+	xdpfwdMapDcStats    = "dc_stats"
 	xdpfwdMapFib4Dir    = "fib4_dir"
 	xdpfwdMapFib4Gen16  = "fib4_gen16"
 	xdpfwdMapFib4Nodes  = "fib4_nodes"
 	xdpfwdMapFib4Tbl24  = "fib4_tbl24"
 	xdpfwdMapFib4Tbl8   = "fib4_tbl8"
 	xdpfwdMapFib6Dir    = "fib6_dir"
+	xdpfwdMapFib6Gen    = "fib6_gen"
 	xdpfwdMapFib6Long   = "fib6_long"
 	xdpfwdMapFib6Table  = "fib6_table"
 	xdpfwdMapLocalV4    = "local_v4"
@@ -143,12 +183,20 @@ type xdpfwdProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type xdpfwdMapSpecs struct {
+	Dc4Maps   *ebpf.MapSpec `ebpf:"dc4_maps"`
+	Dc6Maps   *ebpf.MapSpec `ebpf:"dc6_maps"`
+	DcCtl     *ebpf.MapSpec `ebpf:"dc_ctl"`
+	DcFreq    *ebpf.MapSpec `ebpf:"dc_freq"`
+	DcGhost   *ebpf.MapSpec `ebpf:"dc_ghost"`
+	DcHll     *ebpf.MapSpec `ebpf:"dc_hll"`
+	DcStats   *ebpf.MapSpec `ebpf:"dc_stats"`
 	Fib4Dir   *ebpf.MapSpec `ebpf:"fib4_dir"`
 	Fib4Gen16 *ebpf.MapSpec `ebpf:"fib4_gen16"`
 	Fib4Nodes *ebpf.MapSpec `ebpf:"fib4_nodes"`
 	Fib4Tbl24 *ebpf.MapSpec `ebpf:"fib4_tbl24"`
 	Fib4Tbl8  *ebpf.MapSpec `ebpf:"fib4_tbl8"`
 	Fib6Dir   *ebpf.MapSpec `ebpf:"fib6_dir"`
+	Fib6Gen   *ebpf.MapSpec `ebpf:"fib6_gen"`
 	Fib6Long  *ebpf.MapSpec `ebpf:"fib6_long"`
 	Fib6Table *ebpf.MapSpec `ebpf:"fib6_table"`
 	LocalV4   *ebpf.MapSpec `ebpf:"local_v4"`
@@ -186,12 +234,20 @@ func (o *xdpfwdObjects) Close() error {
 //
 // It can be passed to loadXdpfwdObjects or ebpf.CollectionSpec.LoadAndAssign.
 type xdpfwdMaps struct {
+	Dc4Maps   *ebpf.Map `ebpf:"dc4_maps"`
+	Dc6Maps   *ebpf.Map `ebpf:"dc6_maps"`
+	DcCtl     *ebpf.Map `ebpf:"dc_ctl"`
+	DcFreq    *ebpf.Map `ebpf:"dc_freq"`
+	DcGhost   *ebpf.Map `ebpf:"dc_ghost"`
+	DcHll     *ebpf.Map `ebpf:"dc_hll"`
+	DcStats   *ebpf.Map `ebpf:"dc_stats"`
 	Fib4Dir   *ebpf.Map `ebpf:"fib4_dir"`
 	Fib4Gen16 *ebpf.Map `ebpf:"fib4_gen16"`
 	Fib4Nodes *ebpf.Map `ebpf:"fib4_nodes"`
 	Fib4Tbl24 *ebpf.Map `ebpf:"fib4_tbl24"`
 	Fib4Tbl8  *ebpf.Map `ebpf:"fib4_tbl8"`
 	Fib6Dir   *ebpf.Map `ebpf:"fib6_dir"`
+	Fib6Gen   *ebpf.Map `ebpf:"fib6_gen"`
 	Fib6Long  *ebpf.Map `ebpf:"fib6_long"`
 	Fib6Table *ebpf.Map `ebpf:"fib6_table"`
 	LocalV4   *ebpf.Map `ebpf:"local_v4"`
@@ -203,12 +259,20 @@ type xdpfwdMaps struct {
 
 func (m *xdpfwdMaps) Close() error {
 	return _XdpfwdClose(
+		m.Dc4Maps,
+		m.Dc6Maps,
+		m.DcCtl,
+		m.DcFreq,
+		m.DcGhost,
+		m.DcHll,
+		m.DcStats,
 		m.Fib4Dir,
 		m.Fib4Gen16,
 		m.Fib4Nodes,
 		m.Fib4Tbl24,
 		m.Fib4Tbl8,
 		m.Fib6Dir,
+		m.Fib6Gen,
 		m.Fib6Long,
 		m.Fib6Table,
 		m.LocalV4,

@@ -139,8 +139,8 @@ func New(dp Dataplane, res Resolver, log *slog.Logger) (*FIB, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(t6.Dir) != 2<<16 || len(t6.Buckets) != 16<<t6.LogBuckets || t6.LogBuckets < 1 {
-		return nil, fmt.Errorf("fib: IPv6 tables have the wrong shape (dir %d, buckets %d words, 2^%d buckets)", len(t6.Dir), len(t6.Buckets), t6.LogBuckets)
+	if len(t6.Dir) != 2<<16 || len(t6.Buckets) != 16<<t6.LogBuckets || t6.LogBuckets < 1 || len(t6.Gen) != 1<<16 {
+		return nil, fmt.Errorf("fib: IPv6 tables have the wrong shape (dir %d, buckets %d words, 2^%d buckets, gen %d)", len(t6.Dir), len(t6.Buckets), t6.LogBuckets, len(t6.Gen))
 	}
 	return &FIB{
 		dp: dp, res: res, log: log,

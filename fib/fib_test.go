@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/fibfleet/fibfleet/dataplane"
@@ -34,7 +35,7 @@ func newFakeDPv6(t *testing.T, groups, lines, logBuckets int) *fakeDP {
 	return &fakeDP{t: t, nexthops: map[uint32]dataplane.Nexthop{}, tables: dataplane.V4Tables{
 		Tbl24: make([]uint32, 1<<24), Tbl8: make([]uint32, groups*256), Gen16: make([]uint32, 1<<16),
 		Dir: make([]uint32, 1<<16), Nodes: make([]uint32, 16*lines),
-	}, tables6: dataplane.V6Tables{Dir: make([]uint32, 2<<16), Buckets: make([]uint32, 16<<logBuckets), LogBuckets: logBuckets},
+	}, tables6: dataplane.V6Tables{Dir: make([]uint32, 2<<16), Buckets: make([]uint32, 16<<logBuckets), LogBuckets: logBuckets, Gen: make([]uint32, 1<<16)},
 		long6: map[netip.Prefix]uint32{}}
 }
 
@@ -403,6 +404,52 @@ func TestGenerationsBump(t *testing.T) {
 	if gen("10.2.0.1") != after[1]+1 {
 		t.Fatal("a more-specific route did not bump its /16")
 	}
+}
+
+// TestGenerationsBump6 checks the IPv6 regions: a /48 bumps its /32's region, a /30
+// the regions of its four /32s, a route longer than /48 its /32's, and nothing else.
+func TestGenerationsBump6(t *testing.T) {
+	dp := newFakeDP(t, 16)
+	f := newFIB(t, dp, &fakeRes{})
+	gen := func(a string) uint32 {
+		return dp.tables6.Gen[dataplane.Gen6Region(uint32(dataplane.Hi64(ip(a))>>32))]
+	}
+	addrs := []string{"2001:db8::1", "2001:db9::1", "2001:dbc::1", "2001:dbf::1", "2001:dc0::1", "2a00::1"}
+	snap := func() []uint32 {
+		var g []uint32
+		for _, a := range addrs {
+			g = append(g, gen(a))
+		}
+		return g
+	}
+	check := func(what string, before []uint32, changed ...int) {
+		t.Helper()
+		after := snap()
+		for i := range addrs {
+			want := before[i]
+			if slices.Contains(changed, i) {
+				want++
+			}
+			if after[i] != want {
+				t.Fatalf("%s: %s generation %d -> %d, want %d", what, addrs[i], before[i], after[i], want)
+			}
+		}
+	}
+	before := snap()
+	if err := f.Apply([]Update{{Prefix: pfx("2001:db8:1::/48"), Nexthop: ip("2001:db8:ffff::1")}}); err != nil {
+		t.Fatal(err)
+	}
+	check("a /48", before, 0)
+	before = snap()
+	if err := f.Apply([]Update{{Prefix: pfx("2001:dbc::/30"), Nexthop: ip("2001:db8:ffff::1")}}); err != nil {
+		t.Fatal(err)
+	}
+	check("a /30", before, 2, 3)
+	before = snap()
+	if err := f.Apply([]Update{{Prefix: pfx("2001:db8:1:2::/64"), Nexthop: ip("2001:db8:ffff::2")}}); err != nil {
+		t.Fatal(err)
+	}
+	check("a /64", before, 0)
 }
 
 // TestGroupCollapse keeps a group while any route longer than /24 is in it, and

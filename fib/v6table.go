@@ -90,6 +90,9 @@ func (v *v6Table) del(p netip.Prefix) error            { return v.change(p, 0) }
 
 func (v *v6Table) change(p netip.Prefix, id uint32) error {
 	l, h := p.Bits(), dataplane.Hi64(p.Addr())
+	// After the FIB is written: a cached answer stamped with the new generation was
+	// looked up after the change.
+	defer v.bump(l, h)
 	switch {
 	case l <= 16:
 		v.store(v.routes[l], top(h, l), id)
@@ -394,6 +397,26 @@ func (v *v6Table) makeRoom(key uint64) bool {
 		}
 	}
 	return false
+}
+
+// bump advances the generation of every region (dataplane.Gen6Region) a route of
+// length l at top bits h overlaps: its /32's, or every /32's under a shorter route
+// (all of them from /16 up).
+func (v *v6Table) bump(l int, h uint64) {
+	if l <= 16 {
+		for r := range v.t.Gen {
+			atomic.AddUint32(&v.t.Gen[r], 1)
+		}
+		return
+	}
+	first, n := uint32(h>>32), uint32(1)
+	if l < 32 {
+		first &^= 1<<(32-l) - 1
+		n = 1 << (32 - l)
+	}
+	for i := uint32(0); i < n; i++ {
+		atomic.AddUint32(&v.t.Gen[dataplane.Gen6Region(first+i)], 1)
+	}
 }
 
 // lookup is the dataplane's lookup in Go, for tests (the long-route trie is a scan).

@@ -1,18 +1,36 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * The destination cache (issue 5): per-CPU, set-associative, 4 ways, in front of a FIB.
- * An IPv4 set is one 64-byte line of four ways {destination, answer, generation,
- * epoch}, so a probe costs one line read and a hit skips the FIB. Lookup cost is bounded
- * whatever the traffic: no chains, no GC, no timers.
+ * The destination cache (issue 5): per-CPU, set-associative, 4 ways, in front of a FIB,
+ * one per address family. An IPv4 set is one 64-byte line of four ways {destination,
+ * answer, generation, epoch}; an IPv6 set is two lines. A probe costs one set read and
+ * a hit skips the FIB. Lookup cost is bounded whatever the traffic: no chains, no GC,
+ * no timers.
+ *
+ * Runtime resize: each family's cache is the one inner map of an array-of-maps
+ * (dc4_maps, dc6_maps). Userspace sizes a new inner map and swaps it in with one
+ * update; the cache is off while the slot is empty. The set mask in dc_ctl and the
+ * inner map change one after the other, so a packet may use a mask that does not fit
+ * the map: a set out of range is a miss, and a set found through the other mask still
+ * holds only entries checked by their full key, so an answer is never wrong.
  *
  * Invalidation is lazy: an entry carries the fleet epoch it was made in (a flush bumps
- * the epoch, O(1), no map walk) and the generation of its destination's /16 in
- * fib4_gen16 (bumped by userspace on every route change overlapping the /16, and by a
- * new more-specific there too), read from that small, hot table on a hit. A stale
- * entry counts as a miss. Answers are nexthop ids (or, in front of a reference FIB,
- * its answer), never MACs: a neighbour change needs no invalidation.
+ * the epoch, O(1), no map walk) and the generation of its destination's region read
+ * before the FIB (fib4.h, fib6.h: bumped by userspace after every route change
+ * overlapping the region). A stale entry counts as a miss. Answers are nexthop ids (or,
+ * in front of a reference FIB, its answer), never MACs: the nexthop table is read on
+ * every hit, so a neighbour change needs no invalidation.
+ *
+ * Measurements for the sizing controller (cache/): per family, lookups (counted
+ * whether the cache is on or off), hits, misses, stale, inserts, evictions, refusals;
+ * a HyperLogLog of the destinations on a hash-sampled sixteenth of packets (the
+ * working set, measured with the cache off too); and ghost hits: misses that a cache
+ * with twice the ways would have hit, from the tags of the entries last pushed out of
+ * a sample of the sets (set sampling, as utility monitors do).
  */
 #pragma once
+
+#define DC_V4 0
+#define DC_V6 1
 
 struct dc4_way {
 	__u32 key;    /* destination, host order */
@@ -25,13 +43,32 @@ struct dc4_set {
 	struct dc4_way w[4];
 };
 
-/* The cache's geometry and the fleet epoch; set by userspace. */
-struct dc_config {
-	__u32 mask4; /* sets - 1 (a power of two minus one); the cache is off when sets == 0 */
-	__u32 sets4;
+struct dc6_way {
+	__u32 key[4]; /* destination, network order */
+	__u32 answer; /* 0: empty */
+	__u32 gen;
 	__u32 epoch;
+	__u32 hash; /* dc_hash6 of the key, for admission and ghosts without rehashing */
+};
+
+struct dc6_set {
+	struct dc6_way w[4];
+};
+
+/* One family's geometry; set by userspace with the inner map. */
+struct dc_family {
+	__u32 mask;        /* sets per CPU - 1 */
+	__u32 shift;       /* log2(sets per CPU): CPU c's sets start at c << shift */
+	__u32 ghost_shift; /* sets whose low ghost_shift index bits are 0 keep ghosts */
+	__u32 pad;
+};
+
+struct dc_config {
+	struct dc_family fam[2];
+	__u32 epoch;     /* the fleet's flush epoch */
 	__u32 age_every; /* accesses between two aging steps of the frequency sketch */
 	__u32 flags;     /* DC_NO_ADMISSION: admit every miss (for comparison) */
+	__u32 pad;
 };
 
 #define DC_NO_ADMISSION 1
@@ -43,21 +80,46 @@ struct {
 	__uint(max_entries, 1);
 } dc_ctl SEC(".maps");
 
+/* The inner maps' templates, defined in place and by sizes (clang emits only forward
+ * declarations of the types an inner map definition points to). BPF_F_INNER_MAP lets
+ * a replacement have another size; the kernel allows it for plain arrays only, so an
+ * inner map holds every CPU's sets, CPU c's at c << shift: per-CPU by layout. */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
 	__type(key, __u32);
-	__type(value, struct dc4_set);
-	__uint(max_entries, 4096);
-} dcache4 SEC(".maps");
+	__uint(max_entries, 1);
+	__array(values, struct {
+		__uint(type, BPF_MAP_TYPE_ARRAY);
+		__uint(map_flags, BPF_F_INNER_MAP);
+		__uint(key_size, sizeof(__u32));
+		__uint(value_size, sizeof(struct dc4_set));
+		__uint(max_entries, 1);
+	});
+} dc4_maps SEC(".maps");
 
-/* Per-CPU counters. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__type(key, __u32);
+	__uint(max_entries, 1);
+	__array(values, struct {
+		__uint(type, BPF_MAP_TYPE_ARRAY);
+		__uint(map_flags, BPF_F_INNER_MAP);
+		__uint(key_size, sizeof(__u32));
+		__uint(value_size, sizeof(struct dc6_set));
+		__uint(max_entries, 1);
+	});
+} dc6_maps SEC(".maps");
+
+/* Per-CPU counters, DC_NSTATS per family. */
 enum dc_stat {
-	DC_HIT = 0,
+	DC_LOOKUP = 0, /* packets that reached the FIB step, the cache on or off */
+	DC_HIT,
 	DC_MISS,  /* nothing for the destination */
 	DC_STALE, /* an entry whose epoch or generation is old: a miss */
 	DC_INSERT,
 	DC_EVICT,  /* an insert that replaced a live entry */
 	DC_REFUSE, /* an entry leaving the window dropped: the main ways were all busier */
+	DC_GHOST,  /* a miss in a sampled set that twice the ways would have hit */
 	DC_NSTATS,
 };
 
@@ -65,12 +127,13 @@ struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);
 	__type(value, __u64);
-	__uint(max_entries, DC_NSTATS);
+	__uint(max_entries, 2 * DC_NSTATS);
 } dc_stats SEC(".maps");
 
-static __always_inline void dc_count(__u32 s)
+static __always_inline void dc_count(__u32 fam, __u32 s)
 {
-	__u64 *c = bpf_map_lookup_elem(&dc_stats, &s);
+	__u32 k = fam * DC_NSTATS + s;
+	__u64 *c = bpf_map_lookup_elem(&dc_stats, &k);
 
 	if (c)
 		(*c)++;
@@ -88,13 +151,141 @@ static __always_inline __u32 dc_hash32(__u32 x)
 	return x;
 }
 
+static __always_inline __u32 dc_hash6(const __u32 *a)
+{
+	return dc_hash32(a[0] ^ dc_hash32(a[1] ^ dc_hash32(a[2] ^ dc_hash32(a[3]))));
+}
+
 /*
- * Admission (W-TinyLFU, Einziger et al.; see dc4_insert): a per-CPU count-min sketch of 4 rows of 4,096
- * 8-bit counters and a 32,768-bit doorkeeper estimate how often each destination is
- * seen. An access sets the destination's doorkeeper bit, or, when it is set already,
- * bumps its counters. The sketch ages continuously: every age_every accesses one of its
- * words is halved (or, in the doorkeeper, cleared), so the whole of it halves once per
- * 5,120 steps, about every ten cache sizes of traffic.
+ * The working set: a HyperLogLog of 1,024 one-byte registers per family and CPU,
+ * updated for destinations whose hash has its low DC_HLL_SAMPLE bits 0 (a sixteenth of
+ * them, always the same ones, so the estimate times 16 counts all). Userspace takes the
+ * maximum of each register over CPUs and resets them every interval.
+ */
+#define DC_HLL_SAMPLE 4
+#define DC_HLL_REGS 1024
+
+struct dc_hll {
+	__u8 r[DC_HLL_REGS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct dc_hll);
+	__uint(max_entries, 2);
+} dc_hll SEC(".maps");
+
+static __always_inline void dc_observe(__u32 fam, __u32 h)
+{
+	__u32 w, n = 1, i;
+	struct dc_hll *s;
+
+	if (h & ((1 << DC_HLL_SAMPLE) - 1))
+		return;
+	s = bpf_map_lookup_elem(&dc_hll, &fam);
+	if (!s)
+		return;
+	/* Register from the top 10 bits; rank from the 18 between: trailing zeros + 1. */
+	w = ((h >> DC_HLL_SAMPLE) & 0x3ffff) | 0x40000;
+	if (!(w & 0xffff)) {
+		n += 16;
+		w >>= 16;
+	}
+	if (!(w & 0xff)) {
+		n += 8;
+		w >>= 8;
+	}
+	if (!(w & 0xf)) {
+		n += 4;
+		w >>= 4;
+	}
+	if (!(w & 0x3)) {
+		n += 2;
+		w >>= 2;
+	}
+	if (!(w & 0x1))
+		n += 1;
+	i = (h >> 22) & (DC_HLL_REGS - 1);
+	if (s->r[i] < n)
+		s->r[i] = n;
+}
+
+/*
+ * Ghosts: for each sampled set (at most 1,024 of them), the tags (hashes) of the last
+ * four entries pushed out of it (evicted or refused), newest first. A miss in a
+ * sampled set whose tag is there would have hit with eight ways: twice the cache.
+ */
+#define DC_GHOST_SETS 1024
+
+struct dc_ghost {
+	__u32 tag[DC_GHOST_SETS * 4];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct dc_ghost);
+	__uint(max_entries, 2);
+} dc_ghost SEC(".maps");
+
+/* dc_ghost_base returns where a set's ghosts are, or -1 when it keeps none. */
+static __always_inline int dc_ghost_base(struct dc_config *c, __u32 fam, __u32 idx)
+{
+	__u32 sh = c->fam[fam & 1].ghost_shift & 31;
+
+	if (idx & ((1U << sh) - 1))
+		return -1;
+	return ((idx >> sh) & (DC_GHOST_SETS - 1)) * 4;
+}
+
+static __always_inline void dc_ghost_put(__u32 fam, int base, __u32 tag)
+{
+	struct dc_ghost *g;
+	__u32 b = base;
+
+	if (base < 0)
+		return;
+	g = bpf_map_lookup_elem(&dc_ghost, &fam);
+	if (!g)
+		return;
+	b &= DC_GHOST_SETS * 4 - 4;
+	g->tag[b + 3] = g->tag[b + 2];
+	g->tag[b + 2] = g->tag[b + 1];
+	g->tag[b + 1] = g->tag[b];
+	g->tag[b] = tag | 1;
+}
+
+static __always_inline void dc_ghost_check(__u32 fam, int base, __u32 tag)
+{
+	struct dc_ghost *g;
+	__u32 b = base;
+	int i;
+
+	if (base < 0)
+		return;
+	g = bpf_map_lookup_elem(&dc_ghost, &fam);
+	if (!g)
+		return;
+	b &= DC_GHOST_SETS * 4 - 4;
+#pragma unroll
+	for (i = 0; i < 4; i++) {
+		if (g->tag[b + i] == (tag | 1)) {
+			g->tag[b + i] = 0;
+			dc_count(fam, DC_GHOST);
+			return;
+		}
+	}
+}
+
+/*
+ * Admission (W-TinyLFU, Einziger et al.; see dc_victim): a per-CPU count-min sketch of
+ * 4 rows of 4,096 8-bit counters and a 32,768-bit doorkeeper estimate how often each
+ * destination (by hash, both families) is seen. An access sets the destination's
+ * doorkeeper bit, or, when it is set already, bumps its counters. The sketch ages
+ * continuously: every age_every accesses one of its words is halved (or, in the
+ * doorkeeper, cleared), so the whole of it halves once per 5,120 steps, about every ten
+ * cache sizes of traffic.
  */
 #define DC_WIDTH 4096
 #define DC_SKETCH_WORDS (4 * DC_WIDTH / 4)
@@ -118,10 +309,10 @@ static __always_inline __u32 dc_counter_byte(__u32 h, __u32 h2, int row)
 	return row * DC_WIDTH + ((h + row * h2) & (DC_WIDTH - 1));
 }
 
-/* dc_estimate is how often a destination was seen lately (doorkeeper included). */
-static __always_inline __u32 dc_estimate(struct dc_freq *f, __u32 a)
+/* dc_estimate is how often a destination (by hash) was seen lately, doorkeeper included. */
+static __always_inline __u32 dc_estimate(struct dc_freq *f, __u32 h)
 {
-	__u32 h = dc_hash32(a), h2 = dc_hash32(a ^ 0x5bd1e995) | 1, b, c, est = 255;
+	__u32 h2 = dc_hash32(h ^ 0x5bd1e995) | 1, b, c, est = 255;
 	int row;
 
 #pragma unroll
@@ -136,12 +327,15 @@ static __always_inline __u32 dc_estimate(struct dc_freq *f, __u32 a)
 }
 
 /* dc_record counts one access to a destination and takes one aging step when due. */
-static __always_inline void dc_record(struct dc_freq *f, __u32 a, __u32 age_every)
+static __always_inline void dc_record(__u32 h, __u32 age_every)
 {
-	__u32 h = dc_hash32(a), h2 = dc_hash32(a ^ 0x5bd1e995) | 1, b, w, c;
+	__u32 h2 = dc_hash32(h ^ 0x5bd1e995) | 1, b, w, c, zero = 0;
+	struct dc_freq *f = bpf_map_lookup_elem(&dc_freq, &zero);
 	__u32 *door;
 	int row;
 
+	if (!f)
+		return;
 	b = h2 & (DC_DOOR_WORDS * 32 - 1);
 	door = &f->w[DC_SKETCH_WORDS + (b >> 5)];
 	if (!(*door & (1U << (b & 31)))) {
@@ -167,114 +361,250 @@ static __always_inline void dc_record(struct dc_freq *f, __u32 a, __u32 age_ever
 		f->w[w] = 0;
 }
 
-static __always_inline __u32 dc4_gen(__u32 a)
-{
-	__u32 row = a >> 24;
-	struct fib4_row *r = bpf_map_lookup_elem(&fib4_gen16, &row);
+/* What a lookup learned for the insert after a miss. */
+struct dc_miss {
+	void *set; /* 0: the cache is off (or resizing): nothing to insert */
+	__u32 h;   /* the destination's hash */
+	__u32 gen; /* its region's generation, read before the FIB (set by the find) */
+	int ghost; /* the set's ghost base, -1 when it keeps none */
+};
 
-	return r ? r->e[(a >> 16) & 0xff] : 0;
+/* dc_live says whether a way (answer, epoch) holds an entry of the current epoch. */
+static __always_inline int dc_live(__u32 answer, __u32 e, __u32 epoch)
+{
+	return answer && e == epoch;
 }
 
-/* dc4_lookup returns the cached answer for destination a (host order), 0 on a miss;
- * *set is then where an insert goes (0: the cache is off). */
-static __always_inline __u32 dc4_lookup(__u32 a, struct dc_config *ctl, __u32 gen, struct dc4_set **set)
+/*
+ * dc_victim picks the way an insert writes, given which ways hold the destination
+ * (own), which are live, and the hashes of the keys in ways 0-3. A destination's own
+ * (stale) entry is rewritten in place. Otherwise (W-TinyLFU) way 0 is the set's
+ * window: the newcomer always goes there, so a new flow's next packets hit; the entry
+ * it displaces moves to ways 1-3, the main part, if one is empty or from an old epoch,
+ * else over the main way seen least often if it is seen at least as often (an
+ * eviction), else it is dropped (a refusal). A flood of one-packet destinations churns
+ * the window only; an entry of a busy flow in the main part is replaced only by
+ * something busier. Returns the way to write and, in *move, the main way the window's
+ * entry moves to (-1: none); *gone is the hash of the entry pushed out (0: none).
+ */
+static __always_inline int dc_victim(struct dc_config *c, __u32 fam, __u32 h, int own, __u32 live, const __u32 *hash,
+				     int *move, __u32 *gone)
 {
-	__u32 idx = dc_hash32(a) & ctl->mask4, stale = 0, zero = 0;
+	__u32 zero = 0, est, least = 0xffffffff;
 	struct dc_freq *f;
+	int i, to = -1;
+
+	*move = -1;
+	*gone = 0;
+	if (own >= 0)
+		return own;
+	if (c->flags & DC_NO_ADMISSION) {
+		/* For comparison: an empty or old way, else one chosen by the hash. */
+#pragma unroll
+		for (i = 0; i < 4; i++)
+			if (to < 0 && !(live & (1 << i)))
+				to = i;
+		if (to >= 0)
+			return to;
+		to = dc_hash32(h ^ 0x9e3779b9) >> 30;
+		*gone = hash[to & 3];
+		dc_count(fam, DC_EVICT);
+		return to & 3;
+	}
+	if (!(live & 1))
+		return 0;
+#pragma unroll
+	for (i = 1; i < 4; i++)
+		if (to < 0 && !(live & (1 << i)))
+			to = i;
+	if (to < 0) {
+		f = bpf_map_lookup_elem(&dc_freq, &zero);
+		if (f) {
+#pragma unroll
+			for (i = 1; i < 4; i++) {
+				est = dc_estimate(f, hash[i]);
+				if (est < least) {
+					least = est;
+					to = i;
+				}
+			}
+			if (dc_estimate(f, hash[0]) < least)
+				to = -1;
+		}
+		if (to < 0) {
+			*gone = hash[0];
+			dc_count(fam, DC_REFUSE);
+		} else {
+			*gone = hash[to & 3];
+			dc_count(fam, DC_EVICT);
+		}
+	}
+	*move = to;
+	return 0;
+}
+
+#ifdef FIB4_H
+/* dc4_find looks destination a (host order, hash m->h) up in its set: the cached
+ * answer, or 0 on a miss, with m filled for dc4_put. The region's generation is read
+ * here, before the caller's FIB lookup: userspace bumps it after changing the FIB, so
+ * an answer stamped with the new generation is a new answer. */
+static __always_inline __u32 dc4_find(__u32 a, struct dc_config *c, struct dc_miss *m)
+{
+	__u32 zero = 0, idx, key, stale = 0;
 	struct dc4_set *s;
+	void *inner;
 	int i;
 
-	*set = 0;
-	if (!ctl->sets4)
+	m->set = 0;
+	inner = bpf_map_lookup_elem(&dc4_maps, &zero);
+	if (!inner)
 		return 0;
-	f = bpf_map_lookup_elem(&dc_freq, &zero);
-	if (f)
-		dc_record(f, a, ctl->age_every);
-	s = bpf_map_lookup_elem(&dcache4, &idx);
+	idx = m->h & c->fam[0].mask;
+	key = bpf_get_smp_processor_id() << (c->fam[0].shift & 31) | idx;
+	s = bpf_map_lookup_elem(inner, &key);
 	if (!s)
 		return 0;
-	*set = s;
+	m->gen = fib4_gen(a);
+	dc_record(m->h, c->age_every);
 #pragma unroll
 	for (i = 0; i < 4; i++) {
 		if (s->w[i].key != a || !s->w[i].answer)
 			continue;
-		if (s->w[i].gen == gen && s->w[i].epoch == ctl->epoch) {
-			dc_count(DC_HIT);
+		if (s->w[i].gen == m->gen && s->w[i].epoch == c->epoch) {
+			dc_count(DC_V4, DC_HIT);
 			return s->w[i].answer;
 		}
 		stale = 1;
 	}
-	dc_count(stale ? DC_STALE : DC_MISS);
+	m->set = s;
+	m->ghost = dc_ghost_base(c, DC_V4, idx);
+	if (stale) {
+		dc_count(DC_V4, DC_STALE);
+	} else {
+		dc_count(DC_V4, DC_MISS);
+		dc_ghost_check(DC_V4, m->ghost, m->h);
+	}
 	return 0;
 }
 
-/* dc_live says whether a way holds an entry of the current epoch. */
-static __always_inline int dc_live(struct dc4_way *w, __u32 epoch)
+/* dc4_put caches the FIB's answer for a after dc4_find missed. */
+static __always_inline void dc4_put(__u32 a, __u32 answer, struct dc_config *c, struct dc_miss *m)
 {
-	return w->answer && w->epoch == epoch;
-}
+	struct dc4_set *s = m->set;
+	__u32 hash[4], live = 0, gone;
+	int i, own = -1, slot, move;
 
-/* dc4_insert puts an answer in the set. A destination's own (stale) entry is rewritten
- * in place. Otherwise (W-TinyLFU, Einziger et al.) way 0 is the set's window: the
- * newcomer always goes there, so a new flow's next packets hit; the entry it displaces
- * moves to ways 1-3, the main part, if one is empty or from an old epoch, else over the
- * main way seen least often if it is seen at least as often (an eviction), else it is
- * dropped (a refusal). A flood of one-packet destinations churns the window only; an
- * entry of a busy flow in the main part is replaced only by something busier. */
-static __always_inline void dc4_insert(struct dc4_set *s, __u32 a, __u32 answer, __u32 gen, __u32 epoch, __u32 flags)
-{
-	__u32 zero = 0, est, least = 0xffffffff;
-	struct dc_freq *f;
-	int i, slot = -1;
-
+	if (!s || !answer)
+		return;
 #pragma unroll
-	for (i = 0; i < 4; i++)
-		if (slot < 0 && s->w[i].key == a)
-			slot = i;
-	if (slot < 0 && flags & DC_NO_ADMISSION) {
-		/* For comparison: an empty or old way, else one chosen by the hash. */
-#pragma unroll
-		for (i = 0; i < 4; i++)
-			if (slot < 0 && !dc_live(&s->w[i], epoch))
-				slot = i;
-		if (slot < 0) {
-			slot = dc_hash32(a ^ 0x9e3779b9) >> 30;
-			dc_count(DC_EVICT);
-		}
+	for (i = 0; i < 4; i++) {
+		if (own < 0 && s->w[i].key == a)
+			own = i;
+		if (dc_live(s->w[i].answer, s->w[i].epoch, c->epoch))
+			live |= 1 << i;
+		hash[i] = dc_hash32(s->w[i].key);
 	}
-	if (slot < 0) {
-		slot = 0;
-		if (dc_live(&s->w[0], epoch)) {
-			int to = -1;
-
-#pragma unroll
-			for (i = 1; i < 4; i++)
-				if (to < 0 && !dc_live(&s->w[i], epoch))
-					to = i;
-			if (to < 0) {
-				f = bpf_map_lookup_elem(&dc_freq, &zero);
-				if (f) {
-#pragma unroll
-					for (i = 1; i < 4; i++) {
-						est = dc_estimate(f, s->w[i].key);
-						if (est < least) {
-							least = est;
-							to = i;
-						}
-					}
-					if (dc_estimate(f, s->w[0].key) < least)
-						to = -1;
-				}
-				dc_count(to < 0 ? DC_REFUSE : DC_EVICT);
-			}
-			if (to > 0 && to < 4)
-				s->w[to] = s->w[0];
-		}
-	}
-	dc_count(DC_INSERT);
+	slot = dc_victim(c, DC_V4, m->h, own, live, hash, &move, &gone);
+	if (move > 0 && move < 4)
+		s->w[move] = s->w[0];
+	if (gone)
+		dc_ghost_put(DC_V4, m->ghost, gone);
+	dc_count(DC_V4, DC_INSERT);
 	slot &= 3;
 	s->w[slot].key = a;
 	s->w[slot].answer = answer;
-	s->w[slot].gen = gen;
-	s->w[slot].epoch = epoch;
+	s->w[slot].gen = m->gen;
+	s->w[slot].epoch = c->epoch;
+}
+
+#endif /* FIB4_H */
+
+#ifdef FIB6_H
+static __always_inline int dc6_same(const __u32 *k, const __u32 *a)
+{
+	return k[0] == a[0] && k[1] == a[1] && k[2] == a[2] && k[3] == a[3];
+}
+
+/* dc6_find is dc4_find for an IPv6 destination a (network order). */
+static __always_inline __u32 dc6_find(const __u32 *a, struct dc_config *c, struct dc_miss *m)
+{
+	__u32 zero = 0, idx, key, stale = 0;
+	struct dc6_set *s;
+	void *inner;
+	int i;
+
+	m->set = 0;
+	inner = bpf_map_lookup_elem(&dc6_maps, &zero);
+	if (!inner)
+		return 0;
+	idx = m->h & c->fam[1].mask;
+	key = bpf_get_smp_processor_id() << (c->fam[1].shift & 31) | idx;
+	s = bpf_map_lookup_elem(inner, &key);
+	if (!s)
+		return 0;
+	m->gen = fib6_gen_of(a);
+	dc_record(m->h, c->age_every);
+#pragma unroll
+	for (i = 0; i < 4; i++) {
+		if (s->w[i].hash != m->h || !s->w[i].answer || !dc6_same(s->w[i].key, a))
+			continue;
+		if (s->w[i].gen == m->gen && s->w[i].epoch == c->epoch) {
+			dc_count(DC_V6, DC_HIT);
+			return s->w[i].answer;
+		}
+		stale = 1;
+	}
+	m->set = s;
+	m->ghost = dc_ghost_base(c, DC_V6, idx);
+	if (stale) {
+		dc_count(DC_V6, DC_STALE);
+	} else {
+		dc_count(DC_V6, DC_MISS);
+		dc_ghost_check(DC_V6, m->ghost, m->h);
+	}
+	return 0;
+}
+
+/* dc6_put caches the FIB's answer for a after dc6_find missed. */
+static __always_inline void dc6_put(const __u32 *a, __u32 answer, struct dc_config *c, struct dc_miss *m)
+{
+	struct dc6_set *s = m->set;
+	__u32 hash[4], live = 0, gone;
+	int i, own = -1, slot, move;
+
+	if (!s || !answer)
+		return;
+#pragma unroll
+	for (i = 0; i < 4; i++) {
+		if (own < 0 && s->w[i].hash == m->h && dc6_same(s->w[i].key, a))
+			own = i;
+		if (dc_live(s->w[i].answer, s->w[i].epoch, c->epoch))
+			live |= 1 << i;
+		hash[i] = s->w[i].hash;
+	}
+	slot = dc_victim(c, DC_V6, m->h, own, live, hash, &move, &gone);
+	if (move > 0 && move < 4)
+		s->w[move] = s->w[0];
+	if (gone)
+		dc_ghost_put(DC_V6, m->ghost, gone);
+	dc_count(DC_V6, DC_INSERT);
+	slot &= 3;
+	__builtin_memcpy(s->w[slot].key, a, 16);
+	s->w[slot].answer = answer;
+	s->w[slot].gen = m->gen;
+	s->w[slot].epoch = c->epoch;
+	s->w[slot].hash = m->h;
+}
+
+#endif /* FIB6_H */
+
+/* dc_begin starts a family's lookup: counts it, feeds the working set, and returns
+ * the cache's configuration (0 when the map is missing: then no cache). */
+static __always_inline struct dc_config *dc_begin(__u32 fam, __u32 h)
+{
+	__u32 zero = 0;
+
+	dc_count(fam, DC_LOOKUP);
+	dc_observe(fam, h);
+	return bpf_map_lookup_elem(&dc_ctl, &zero);
 }

@@ -2,6 +2,7 @@
 /* The IPv4 FIB maps and lookup, shared by xdp_fwd.c and the lookup probe (fib4_probe.c),
  * so tests and benchmarks run the production lookup code. */
 #pragma once
+#define FIB4_H
 
 #include "popcount.h"
 
@@ -54,6 +55,15 @@ struct {
 	__uint(max_entries, 256);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } fib4_gen16 SEC(".maps");
+
+/* fib4_gen is the generation of a destination's (host order) /16. */
+static __always_inline __u32 fib4_gen(__u32 a)
+{
+	__u32 row = a >> 24;
+	struct fib4_row *r = bpf_map_lookup_elem(&fib4_gen16, &row);
+
+	return r ? r->e[(a >> 16) & 0xff] : 0;
+}
 
 /*
  * What lookups read first: tbl24 compressed with Poptrie's ideas (direct pointing and

@@ -4,6 +4,7 @@
  * level, and a /48 sits five levels down; here every length is one exact match, and
  * the reads of a round are issued before any is compared. */
 #pragma once
+#define FIB6_H
 
 /*
  * fib6_dir has two u32 per /16 (2^16 of them, as 512 rows of 256 u32): the nexthop id
@@ -84,6 +85,33 @@ struct {
 	__uint(max_entries, 65536);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } fib6_long SEC(".maps");
+
+/*
+ * Route identity for the dst cache: a generation per region of the address space,
+ * the /32s hashed into 65,536 regions (multiplicative hash of the top 32 bits, the top
+ * 16 bits of the product), bumped by userspace after every route change overlapping
+ * the region (a route shorter than /32 bumps every region of its /32s, all of them
+ * from /16 up). A /16 would put most of the IPv6 Internet in a handful of regions.
+ */
+#define FIB6_GEN_MUL 0x9e3779b1u
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct fib6_row);
+	__uint(max_entries, 256);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fib6_gen SEC(".maps");
+
+/* fib6_gen_of is the generation of a destination's (network order) region. */
+static __always_inline __u32 fib6_gen_of(const __u32 *daddr)
+{
+	__u32 g = (bpf_ntohl(daddr[0]) * FIB6_GEN_MUL) >> 16, row = g >> 8;
+	struct fib6_row *r = bpf_map_lookup_elem(&fib6_gen, &row);
+
+	return r ? r->e[g & 0xff] : 0;
+}
 
 static __always_inline __u32 fib6_index(__u64 key, __u64 mul)
 {

@@ -1,0 +1,312 @@
+package dataplane
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"sync"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+)
+
+// Family is an address family of the destination cache (bpf/dcache.h DC_V4, DC_V6).
+type Family int
+
+const (
+	IPv4 Family = 0
+	IPv6 Family = 1
+)
+
+func (f Family) String() string {
+	if f == IPv6 {
+		return "ipv6"
+	}
+	return "ipv4"
+}
+
+// MaxCacheEntries bounds one family's destination cache (4 ways per set): 2^18
+// entries are 4 MiB per CPU for IPv4 and 8 MiB for IPv6.
+const MaxCacheEntries = 1 << 18
+
+// MinCacheEntries is the smallest cache: one set of four ways.
+const MinCacheEntries = 4
+
+// CacheSetBytes is the size of one set (four ways) per family, per CPU.
+var CacheSetBytes = [2]int{64, 128}
+
+// dcConfig mirrors struct dc_config.
+type dcConfig struct {
+	Fam                         [2]struct{ Mask, Shift, GhostShift, Pad uint32 }
+	Epoch, AgeEvery, Flags, Pad uint32
+}
+
+const (
+	dcNoAdmission = 1
+	dcNStats      = 8
+	dcHLLSample   = 4 // one destination in 2^4 feeds the working-set sketch
+	dcGhostSets   = 1024
+)
+
+// Cache is the destination cache of one loaded program (the forwarding program or a
+// probe): its geometry per family, its epoch, and its measurements. Methods are safe
+// for concurrent use.
+type Cache struct {
+	ctl, stats, hll *ebpf.Map
+	outer           [2]*ebpf.Map
+
+	mu      sync.Mutex
+	inner   [2]*ebpf.Map
+	entries [2]int
+}
+
+func newCache(ctl, v4, v6, stats, hll *ebpf.Map) *Cache {
+	return &Cache{ctl: ctl, outer: [2]*ebpf.Map{v4, v6}, stats: stats, hll: hll}
+}
+
+// CheckCacheEntries says whether a cache size is valid: 0 (off) or a power of two
+// from MinCacheEntries to MaxCacheEntries.
+func CheckCacheEntries(entries int) error {
+	if entries != 0 && (entries < MinCacheEntries || entries > MaxCacheEntries || entries&(entries-1) != 0) {
+		return fmt.Errorf("cache of %d entries: use a power of two from %d to %d, or 0 for off", entries, MinCacheEntries, MaxCacheEntries)
+	}
+	return nil
+}
+
+// Entries is a family's cache size (0: off).
+func (c *Cache) Entries(f Family) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.entries[f&1]
+}
+
+// Resize gives a family's cache a new, empty table of entries (0 turns it off),
+// without reloading the program: the new table is swapped into the array-of-maps
+// while packets keep flowing (a packet that meets the swap half done misses).
+func (c *Cache) Resize(f Family, entries int) error {
+	if err := CheckCacheEntries(entries); err != nil {
+		return fmt.Errorf("dataplane: %s %w", f, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f &= 1
+	var inner *ebpf.Map
+	if entries > 0 {
+		cpus, err := ebpf.PossibleCPU()
+		if err != nil {
+			return fmt.Errorf("dataplane: count the CPUs for the cache: %w", err)
+		}
+		// Every CPU's sets in one plain array (the kernel resizes only those in an
+		// array-of-maps), CPU c's from c*sets: per CPU by layout.
+		inner, err = ebpf.NewMap(&ebpf.MapSpec{
+			Name: "dc" + [2]string{"4", "6"}[f] + "_sets", Type: ebpf.Array, KeySize: 4,
+			ValueSize: uint32(CacheSetBytes[f]), MaxEntries: uint32(entries / 4 * cpus), Flags: unix.BPF_F_INNER_MAP,
+		})
+		if err != nil {
+			return fmt.Errorf("dataplane: create a %s cache of %d entries (%d KiB per CPU, %d CPUs; lower the size): %w",
+				f, entries, entries/4*CacheSetBytes[f]>>10, cpus, err)
+		}
+	}
+	setCtl := func() error {
+		return c.updateCtl(func(k *dcConfig) {
+			sets := uint32(max(entries/4, 1))
+			k.Fam[f].Mask = sets - 1
+			k.Fam[f].Shift = uint32(bits.Len32(sets) - 1)
+			// At most dcGhostSets sets keep ghosts: every 2^shift-th.
+			k.Fam[f].GhostShift = uint32(max(0, bits.Len32(sets)-1-bits.Len32(dcGhostSets-1)))
+			c.entries[f] = entries
+			// The frequency sketch (both families) halves about every ten cache
+			// sizes of accesses (5,120 aging steps).
+			k.AgeEvery = uint32(max(1, 10*(c.entries[0]+c.entries[1])/5120))
+		})
+	}
+	zero := uint32(0)
+	var err error
+	switch {
+	case inner == nil:
+		if err = c.outer[f].Delete(&zero); errors.Is(err, ebpf.ErrKeyNotExist) {
+			err = nil
+		}
+		if err == nil {
+			err = setCtl()
+		}
+	case entries >= c.entries[f]:
+		// Growing: the old mask fits the new table.
+		if err = c.outer[f].Put(&zero, inner); err == nil {
+			err = setCtl()
+		}
+	default:
+		if err = setCtl(); err == nil {
+			err = c.outer[f].Put(&zero, inner)
+		}
+	}
+	if err != nil {
+		if inner != nil {
+			inner.Close()
+		}
+		return fmt.Errorf("dataplane: resize the %s cache to %d entries: %w", f, entries, err)
+	}
+	if c.inner[f] != nil {
+		c.inner[f].Close() // the kernel frees it once no program uses it
+	}
+	c.inner[f] = inner
+	return nil
+}
+
+func (c *Cache) updateCtl(change func(*dcConfig)) error {
+	var k dcConfig
+	zero := uint32(0)
+	if err := c.ctl.Lookup(&zero, &k); err != nil {
+		return err
+	}
+	change(&k)
+	return c.ctl.Put(&zero, &k)
+}
+
+// SetAdmission turns the TinyLFU admission filter on (the default) or off (every
+// miss admitted, for comparison).
+func (c *Cache) SetAdmission(on bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.updateCtl(func(k *dcConfig) {
+		k.Flags &^= dcNoAdmission
+		if !on {
+			k.Flags |= dcNoAdmission
+		}
+	})
+}
+
+// Flush makes every entry of both families stale at once (nothing is walked) and
+// returns the new epoch.
+func (c *Cache) Flush() (uint32, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var e uint32
+	err := c.updateCtl(func(k *dcConfig) { k.Epoch++; e = k.Epoch })
+	return e, err
+}
+
+// SetEpoch sets the epoch (the fleet's flush epoch): entries of any other are stale.
+func (c *Cache) SetEpoch(e uint32) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.updateCtl(func(k *dcConfig) { k.Epoch = e })
+}
+
+// Epoch is the epoch entries must carry to be used.
+func (c *Cache) Epoch() (uint32, error) {
+	var k dcConfig
+	zero := uint32(0)
+	err := c.ctl.Lookup(&zero, &k)
+	return k.Epoch, err
+}
+
+// CacheStats are a family's cache counters, summed over CPUs, since the program loaded.
+type CacheStats struct {
+	// Lookups counts packets that reached the FIB step, the cache on or off.
+	Lookups uint64
+	Hits    uint64
+	// Misses found nothing; Stale found an entry of an old epoch or generation.
+	Misses, Stale uint64
+	// Inserts, Evictions (an insert replaced a live entry) and Refused (an entry
+	// leaving the window was dropped: the main ways were all busier).
+	Inserts, Evictions, Refused uint64
+	// GhostHits are misses that a cache with twice the ways would have hit,
+	// measured on a sample of the sets and scaled to all.
+	GhostHits uint64
+}
+
+// Sub returns the counts between an earlier reading and s.
+func (s CacheStats) Sub(old CacheStats) CacheStats {
+	return CacheStats{Lookups: s.Lookups - old.Lookups, Hits: s.Hits - old.Hits, Misses: s.Misses - old.Misses,
+		Stale: s.Stale - old.Stale, Inserts: s.Inserts - old.Inserts, Evictions: s.Evictions - old.Evictions,
+		Refused: s.Refused - old.Refused, GhostHits: s.GhostHits - old.GhostHits}
+}
+
+// Stats reads a family's counters.
+func (c *Cache) Stats(f Family) (CacheStats, error) {
+	var out [dcNStats]uint64
+	for i := range out {
+		var per []uint64
+		k := uint32(int(f&1)*dcNStats + i)
+		if err := c.stats.Lookup(&k, &per); err != nil {
+			return CacheStats{}, fmt.Errorf("dataplane: read %s cache counter %d: %w", f, i, err)
+		}
+		for _, v := range per {
+			out[i] += v
+		}
+	}
+	c.mu.Lock()
+	shift := 0
+	if sets := c.entries[f&1] / 4; sets > dcGhostSets {
+		shift = bits.Len(uint(sets)) - 1 - bits.Len(uint(dcGhostSets-1))
+	}
+	c.mu.Unlock()
+	return CacheStats{Lookups: out[0], Hits: out[1], Misses: out[2], Stale: out[3], Inserts: out[4],
+		Evictions: out[5], Refused: out[6], GhostHits: out[7] << shift}, nil
+}
+
+// WorkingSet estimates the distinct destinations of a family seen since the last
+// reset (the cache on or off), from the HyperLogLog registers XDP keeps per CPU (the
+// union of CPUs is the maximum of each register); reset starts a new interval.
+func (c *Cache) WorkingSet(f Family, reset bool) (float64, error) {
+	var per [][]byte
+	k := uint32(f & 1)
+	if err := c.hll.Lookup(&k, &per); err != nil {
+		return 0, fmt.Errorf("dataplane: read the %s working-set registers: %w", f, err)
+	}
+	regs := make([]byte, 0)
+	for _, r := range per {
+		if len(regs) == 0 {
+			regs = make([]byte, len(r))
+		}
+		for i, v := range r {
+			regs[i] = max(regs[i], v)
+		}
+	}
+	if reset {
+		zeros := make([][]byte, len(per))
+		for i := range zeros {
+			zeros[i] = make([]byte, len(regs))
+		}
+		if err := c.hll.Put(&k, zeros); err != nil {
+			return 0, fmt.Errorf("dataplane: reset the %s working-set registers: %w", f, err)
+		}
+	}
+	return HyperLogLog(regs) * (1 << dcHLLSample), nil
+}
+
+// HyperLogLog is the cardinality estimate of registers holding, each, the largest
+// rank (trailing zeros + 1) seen among the hashes sent to it (Flajolet et al. 2007,
+// with linear counting for small sets).
+func HyperLogLog(regs []byte) float64 {
+	m := float64(len(regs))
+	if m == 0 {
+		return 0
+	}
+	sum, zeros := 0.0, 0
+	for _, r := range regs {
+		sum += math.Ldexp(1, -int(r))
+		if r == 0 {
+			zeros++
+		}
+	}
+	e := 0.7213 / (1 + 1.079/m) * m * m / sum
+	if e <= 2.5*m && zeros > 0 {
+		e = m * math.Log(m/float64(zeros))
+	}
+	return e
+}
+
+// close frees the inner maps this process created.
+func (c *Cache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, m := range c.inner {
+		if m != nil {
+			m.Close()
+			c.inner[i] = nil
+		}
+	}
+}
