@@ -195,13 +195,11 @@ func (p *Probe) FlushCache() error {
 // CacheStats reads the probe's IPv4 cache counters.
 func (p *Probe) CacheStats() (CacheStats, error) { return p.cache.Stats(IPv4) }
 
-// runProbe runs a probe program over n trace entries in chunks (probe_loop.h) and
-// returns the time the kernel measured.
-func runProbe(prog *ebpf.Program, params *ebpf.Map, n int, name string) (time.Duration, error) {
-	// One CPU for the whole run: the destination cache is per CPU, and a run that
-	// hops between CPUs would find a cold cache on each.
+// OnOneCPU locks the calling goroutine to its thread and the thread to the first CPU
+// it may run on, so that test runs of a program meet the same per-CPU state (the
+// destination cache) every time; the returned function undoes both.
+func OnOneCPU() func() {
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	var old unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &old); err == nil {
 		var one unix.CPUSet
@@ -212,9 +210,21 @@ func runProbe(prog *ebpf.Program, params *ebpf.Map, n int, name string) (time.Du
 			}
 		}
 		if unix.SchedSetaffinity(0, &one) == nil {
-			defer unix.SchedSetaffinity(0, &old)
+			return func() {
+				unix.SchedSetaffinity(0, &old)
+				runtime.UnlockOSThread()
+			}
 		}
 	}
+	return runtime.UnlockOSThread
+}
+
+// runProbe runs a probe program over n trace entries in chunks (probe_loop.h) and
+// returns the time the kernel measured.
+func runProbe(prog *ebpf.Program, params *ebpf.Map, n int, name string) (time.Duration, error) {
+	// One CPU for the whole run: the destination cache is per CPU, and a run that
+	// hops between CPUs would find a cold cache on each.
+	defer OnOneCPU()()
 	frame := make([]byte, 64)
 	var total time.Duration
 	for start := 0; start < n; start += probeChunk {
