@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"math/rand/v2"
 	"net/netip"
 	"slices"
 	"sync"
@@ -515,4 +516,54 @@ func (f *FIB) Stats() Stats {
 		}
 	}
 	return s
+}
+
+// SampleDestinations returns n destinations of one family inside the table's routes:
+// routes chosen uniformly (reservoir sampling over a walk of the table, under the
+// lock: call it rarely, as the cost model's calibration does), then addresses chosen
+// uniformly inside each. Empty when the family has no routes.
+func (f *FIB) SampleDestinations(v6 bool, n int, rng *rand.Rand) []netip.Addr {
+	const perRoute = 16
+	k := max(1, n/perRoute)
+	pick := make([]netip.Prefix, 0, k)
+	f.mu.Lock()
+	all := f.routes.All4
+	if v6 {
+		all = f.routes.All6
+	}
+	i := 0
+	for p := range all() {
+		if len(pick) < k {
+			pick = append(pick, p)
+		} else if j := rng.IntN(i + 1); j < k {
+			pick[j] = p
+		}
+		i++
+	}
+	f.mu.Unlock()
+	if len(pick) == 0 {
+		return nil
+	}
+	out := make([]netip.Addr, n)
+	for i := range out {
+		out[i] = randomIn(pick[rng.IntN(len(pick))], rng)
+	}
+	return out
+}
+
+// randomIn is a uniformly random address inside p.
+func randomIn(p netip.Prefix, rng *rand.Rand) netip.Addr {
+	b := p.Masked().Addr().AsSlice()
+	for i := range b {
+		// The bits of byte i that are host bits.
+		host := byte(0xff)
+		if fixed := p.Bits() - 8*i; fixed >= 8 {
+			host = 0
+		} else if fixed > 0 {
+			host = 0xff >> fixed
+		}
+		b[i] |= byte(rng.Uint32()) & host
+	}
+	a, _ := netip.AddrFromSlice(b)
+	return a
 }

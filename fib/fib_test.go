@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/fibfleet/fibfleet/dataplane"
@@ -537,5 +538,37 @@ func TestDigest(t *testing.T) {
 	}
 	if b.Digest() != empty {
 		t.Fatalf("empty again, digest %s, want %s", b.Digest(), empty)
+	}
+}
+
+func TestSampleDestinations(t *testing.T) {
+	dp := newFakeDP(t, 16)
+	f := newFIB(t, dp, &fakeRes{})
+	routes := []string{"10.1.0.0/16", "172.16.0.0/12", "2001:db8:1::/48", "2001:db8:2:3::/64"}
+	for _, r := range routes {
+		gw := "10.9.0.1"
+		if strings.Contains(r, ":") {
+			gw = "2001:db8:ffff::1"
+		}
+		if err := f.Apply([]Update{{Prefix: pfx(r), Nexthop: ip(gw)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, v6 := range []bool{false, true} {
+		got := f.SampleDestinations(v6, 1000, rng)
+		if len(got) != 1000 {
+			t.Fatalf("v6=%v: %d destinations, want 1000", v6, len(got))
+		}
+		distinct := map[netip.Addr]bool{}
+		for _, a := range got {
+			if _, _, ok := f.Lookup(a); !ok || a.Is6() != v6 {
+				t.Fatalf("v6=%v: %s is not inside a route of the family", v6, a)
+			}
+			distinct[a] = true
+		}
+		if len(distinct) < 900 {
+			t.Errorf("v6=%v: %d distinct destinations of 1000: not spread inside the routes", v6, len(distinct))
+		}
 	}
 }
