@@ -243,3 +243,29 @@ func runProbe(prog *ebpf.Program, params *ebpf.Map, n int, name string) (time.Du
 	}
 	return total, nil
 }
+
+// ProbeRunner runs destinations through one of a probe's cached mechanisms (the
+// production path: its cache consulted when on), for the cache's cost calibration.
+type ProbeRunner struct {
+	run    func([]netip.Addr, []uint32) (time.Duration, error)
+	cache  *Cache
+	family Family
+}
+
+// Runner returns a ProbeRunner of an IPv4 cached mechanism.
+func (p *Probe) Runner(m Mechanism) *ProbeRunner {
+	return &ProbeRunner{run: func(a []netip.Addr, out []uint32) (time.Duration, error) { return p.Lookup(m, a, out) }, cache: p.cache, family: IPv4}
+}
+
+// Runner returns a ProbeRunner of an IPv6 cached mechanism.
+func (p *Probe6) Runner(m Mechanism6) *ProbeRunner {
+	return &ProbeRunner{run: func(a []netip.Addr, out []uint32) (time.Duration, error) { return p.Lookup(m, a, out) }, cache: p.cache, family: IPv6}
+}
+
+// Run looks the destinations up and returns the time the kernel measured.
+func (r *ProbeRunner) Run(addrs []netip.Addr) (time.Duration, error) {
+	return r.run(addrs, make([]uint32, len(addrs)))
+}
+
+// Resize sizes the probe's cache of the runner's family (0: off).
+func (r *ProbeRunner) Resize(entries int) error { return r.cache.Resize(r.family, entries) }

@@ -6,7 +6,9 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/fibfleet/fibfleet/cache"
 	"github.com/fibfleet/fibfleet/dataplane"
+	"github.com/fibfleet/fibfleet/internal/lab"
 	"github.com/fibfleet/fibfleet/internal/table"
 )
 
@@ -79,12 +81,7 @@ func (s *LookupSetup) RunCache(dests, sizes []int, n, runs int, zipf float64) ([
 			hits := make([]float64, len(sizes))
 			want, got := make([]uint32, n), make([]uint32, n)
 			for r := 0; r < runs; r++ {
-				var dur time.Duration
-				err := s.ns.Do(func() error {
-					var err error
-					dur, err = s.probe.Lookup(b, trace, want)
-					return err
-				})
+				dur, err := s.Lookup(b, trace, want)
 				if err != nil {
 					return nil, err
 				}
@@ -97,11 +94,7 @@ func (s *LookupSetup) RunCache(dests, sizes []int, n, runs int, zipf float64) ([
 					if err != nil {
 						return nil, err
 					}
-					err = s.ns.Do(func() error {
-						var err error
-						dur, err = s.probe.Lookup(cachedOf[b], trace, got)
-						return err
-					})
+					dur, err = s.Lookup(cachedOf[b], trace, got)
 					if err != nil {
 						return nil, err
 					}
@@ -161,15 +154,7 @@ type FloodRow struct {
 // RunFlood measures the cache (size entries) in front of backend under floods of the
 // given shares, Zipf-distributed legitimate flows over d destinations.
 func (s *LookupSetup) RunFlood(backend dataplane.Mechanism, entries, d, n, runs int, zipf float64, floods []float64) ([]FloodRow, error) {
-	lookup := func(m dataplane.Mechanism, trace []netip.Addr, out []uint32) (time.Duration, error) {
-		var dur time.Duration
-		err := s.ns.Do(func() error {
-			var err error
-			dur, err = s.probe.Lookup(m, trace, out)
-			return err
-		})
-		return dur, err
-	}
+	lookup := s.Lookup
 	// legitHits is the legitimate packets' hit rate on a trace, from a cold cache.
 	legitHits := func(trace []netip.Addr, legit []bool, admission bool) (float64, time.Duration, error) {
 		set := s.probe.SetCache
@@ -235,4 +220,51 @@ func (s *LookupSetup) RunFlood(backend dataplane.Mechanism, entries, d, n, runs 
 		rows = append(rows, row)
 	}
 	return rows, s.probe.SetCache(0)
+}
+
+// Lookup runs a mechanism over a trace in the setup's namespace (where the kernel
+// backend's routes are).
+func (s *LookupSetup) Lookup(m dataplane.Mechanism, trace []netip.Addr, out []uint32) (time.Duration, error) {
+	var dur time.Duration
+	err := s.ns.Do(func() error {
+		var err error
+		dur, err = s.probe.Lookup(m, trace, out)
+		return err
+	})
+	return dur, err
+}
+
+// Cache is the probe's destination cache.
+func (s *LookupSetup) Cache() *dataplane.Cache { return s.probe.Cache() }
+
+// Runner runs a cached mechanism in the setup's namespace, for cache.Calibrate.
+func (s *LookupSetup) Runner(m dataplane.Mechanism) cache.Runner {
+	return nsRunner{s.ns, s.probe.Runner(m)}
+}
+
+type nsRunner struct {
+	ns *lab.Netns
+	r  *dataplane.ProbeRunner
+}
+
+func (n nsRunner) Run(addrs []netip.Addr) (time.Duration, error) {
+	var dur time.Duration
+	err := n.ns.Do(func() error {
+		var err error
+		dur, err = n.r.Run(addrs)
+		return err
+	})
+	return dur, err
+}
+
+func (n nsRunner) Resize(entries int) error { return n.r.Resize(entries) }
+
+// Destinations are n addresses inside random routes (uniform over the routes).
+func Destinations(routes []table.Route, n int, seed uint64) []netip.Addr {
+	rng := rand.New(rand.NewPCG(seed, 3))
+	out := make([]netip.Addr, n)
+	for i := range out {
+		out[i] = randomIn(rng, routes[rng.IntN(len(routes))].Prefix)
+	}
+	return out
 }
