@@ -15,7 +15,9 @@ type fakeCache struct {
 	resizes int
 }
 
-func (f *fakeCache) Stats(fam dataplane.Family) (dataplane.CacheStats, error) { return f.stats[fam], nil }
+func (f *fakeCache) Stats(fam dataplane.Family) (dataplane.CacheStats, error) {
+	return f.stats[fam], nil
+}
 func (f *fakeCache) WorkingSet(fam dataplane.Family, reset bool) (float64, error) {
 	return f.ws[fam], nil
 }
