@@ -117,6 +117,7 @@ func NewSizer(dp Dataplane, log *slog.Logger) *Sizer {
 	for f := range s.last {
 		s.last[f], _ = dp.Stats(dataplane.Family(f))
 		_, _ = dp.WorkingSet(dataplane.Family(f), true)
+		s.reports[f] = Report{Family: dataplane.Family(f), Mode: Off}
 	}
 	return s
 }

@@ -92,8 +92,7 @@ func NewPinnedProbe6(bpffs, node string, capacity int) (*Probe6, error) {
 		}
 		maps[name] = m
 	}
-	none := V6Image{Strides: []int{16, 8, 8, 8, 8, 8, 8}}
-	return newProbe6(capacity, none, none, maps)
+	return newProbe6(capacity, noImage, noImage, maps)
 }
 
 func newProbe6(capacity int, stride, compressed V6Image, fibMaps map[string]*ebpf.Map) (*Probe6, error) {
@@ -231,3 +230,12 @@ func (p *Probe6) Lookup(m Mechanism6, addrs []netip.Addr, out []uint32) (time.Du
 	copy(out, p.result[:len(addrs)])
 	return total, err
 }
+
+// NewFIBProbe6 loads the probe for the production IPv6 FIB mechanisms only (Mech6FIB,
+// Mech6FIBCached, Mech6Loop) on d's maps.
+func NewFIBProbe6(d *Dataplane, capacity int) (*Probe6, error) {
+	return NewProbe6(capacity, noImage, noImage, d)
+}
+
+// noImage is an empty candidate, for probes that run only the production FIB.
+var noImage = V6Image{Strides: []int{16, 8, 8, 8, 8, 8, 8}}

@@ -11,20 +11,40 @@ import (
 	"time"
 
 	"github.com/fibfleet/fibfleet/bgp"
+	"github.com/fibfleet/fibfleet/cache"
 	"github.com/fibfleet/fibfleet/dataplane"
 	"gopkg.in/yaml.v3"
 )
 
 // Config is the node's configuration file (YAML). Flags override it.
 type Config struct {
-	NodeName    string    `yaml:"node_name"`
-	Interfaces  []string  `yaml:"interfaces"`
-	XDPMode     string    `yaml:"xdp_mode"`
-	BPFFS       string    `yaml:"bpffs"`
-	HTTPAddress string    `yaml:"http_address"`
-	LogLevel    string    `yaml:"log_level"`
-	BGP         BGPConfig `yaml:"bgp"`
-	FIB         FIBConfig `yaml:"fib"`
+	NodeName    string      `yaml:"node_name"`
+	Interfaces  []string    `yaml:"interfaces"`
+	XDPMode     string      `yaml:"xdp_mode"`
+	BPFFS       string      `yaml:"bpffs"`
+	HTTPAddress string      `yaml:"http_address"`
+	LogLevel    string      `yaml:"log_level"`
+	BGP         BGPConfig   `yaml:"bgp"`
+	FIB         FIBConfig   `yaml:"fib"`
+	Cache       CacheConfig `yaml:"cache"`
+}
+
+// CacheConfig is the destination cache's policy (cache.Policy) and how often it is
+// judged.
+type CacheConfig struct {
+	// Mode is off, fixed (EntriesV4 and EntriesV6) or auto (the controller sizes
+	// each family within MinEntries and MaxEntries, or turns it off).
+	Mode       string `yaml:"mode"`
+	EntriesV4  int    `yaml:"entries_v4"`
+	EntriesV6  int    `yaml:"entries_v6"`
+	MinEntries int    `yaml:"min_entries"`
+	MaxEntries int    `yaml:"max_entries"`
+	// Interval is the controller's measurement interval.
+	Interval time.Duration `yaml:"interval"`
+}
+
+func (c CacheConfig) policy() cache.Policy {
+	return cache.Policy{Mode: cache.Mode(c.Mode), Entries: [2]int{c.EntriesV4, c.EntriesV6}, MinEntries: c.MinEntries, MaxEntries: c.MaxEntries}
 }
 
 // BGPConfig configures the embedded speaker.
@@ -73,6 +93,7 @@ func defaults() Config {
 		LogLevel:    "info",
 		BGP:         BGPConfig{ListenPort: 179, GRPCAddress: "127.0.0.1:50051"},
 		FIB:         FIBConfig{Backend: string(dataplane.BackendCompiled), GroupsV4: 16384, LinesV4: 1 << 18, BucketsV6: dataplane.DefaultBucketsV6, RetryInterval: time.Second, KernelSync: true, KernelTable: 254},
+		Cache:       CacheConfig{Mode: string(cache.Auto), MinEntries: 1 << 10, MaxEntries: 1 << 16, Interval: time.Second},
 	}
 }
 
@@ -190,6 +211,12 @@ func (c Config) validate() error {
 	}
 	if _, err := c.bgpConfig(); err != nil {
 		errs = append(errs, err)
+	}
+	if err := c.Cache.policy().Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Cache.Interval < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("cache.interval %s: use at least 100ms (1s is the default)", c.Cache.Interval))
 	}
 	if len(errs) == 0 {
 		return nil

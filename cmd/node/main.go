@@ -107,6 +107,11 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			return err
 		}
 	}
+	dcache, err := newCacheLoop(dp, table, cfg, log)
+	if err != nil {
+		return err
+	}
+	go dcache.run(ctx)
 
 	speaker, err := bgp.Start(ctx, bgpCfg)
 	if err != nil {
@@ -125,11 +130,11 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}
 	}()
 
-	m := newMetrics(dp, table, speaker, ksync)
+	m := newMetrics(dp, table, speaker, ksync, dcache)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var ready atomic.Bool
-	srv := &http.Server{Addr: cfg.HTTPAddress, Handler: httpHandler(reg, &ready, table), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Addr: cfg.HTTPAddress, Handler: httpHandler(reg, &ready, table, dcache), ReadHeaderTimeout: 5 * time.Second}
 	httpErr := make(chan error, 1)
 	go func() { httpErr <- srv.ListenAndServe() }()
 	defer func() {
@@ -141,13 +146,13 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	ready.Store(true)
 	log.Info("node running", "node", cfg.NodeName, "interfaces", cfg.Interfaces, "asn", cfg.BGP.ASN,
 		"http", cfg.HTTPAddress, "gobgp_api", cfg.BGP.GRPCAddress, "version", version)
-	return consume(ctx, speaker, table, m, newLinkZones(kernel.LinkTowards, log), log, httpErr)
+	return consume(ctx, speaker, table, m, dcache, newLinkZones(kernel.LinkTowards, log), log, httpErr)
 }
 
 // consume applies best-path changes to the FIB until ctx ends, and follows each
 // neighbour's initial dump: progress with rate and ETA while it arrives, and when the
 // dataplane holds all of it.
-func consume(ctx context.Context, speaker *bgp.Speaker, table *fib.FIB, m *metrics, zones *linkZones, log *slog.Logger, httpErr <-chan error) error {
+func consume(ctx context.Context, speaker *bgp.Speaker, table *fib.FIB, m *metrics, dcache *cacheLoop, zones *linkZones, log *slog.Logger, httpErr <-chan error) error {
 	tick := time.NewTicker(5 * time.Second)
 	defer tick.Stop()
 	for {
@@ -175,6 +180,7 @@ func consume(ctx context.Context, speaker *bgp.Speaker, table *fib.FIB, m *metri
 							"bgp_seconds", roundSeconds(l.EndOfRIB.Sub(l.Established)),
 							"dataplane_seconds", roundSeconds(v.FIBDone.Sub(l.Established)),
 							"dataplane_lag_seconds", roundSeconds(v.Lag()))
+						dcache.tableLoaded()
 					}
 				}
 			}
@@ -219,8 +225,9 @@ func writeJSON(w http.ResponseWriter, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func httpHandler(reg *prometheus.Registry, ready *atomic.Bool, table *fib.FIB) http.Handler {
+func httpHandler(reg *prometheus.Registry, ready *atomic.Bool, table *fib.FIB, dcache *cacheLoop) http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v1/cache", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, dcache.status()) })
 	mux.HandleFunc("GET /api/v1/fib", func(w http.ResponseWriter, _ *http.Request) {
 		s := table.Stats()
 		writeJSON(w, fibStatus{Routes: s.Routes, Digest: table.Digest(), Nexthops: s.Nexthops, UnresolvedNexthops: s.UnresolvedNexthops,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/fibfleet/fibfleet/bgp"
+	"github.com/fibfleet/fibfleet/cache"
 	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/fib"
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,6 +20,7 @@ type metrics struct {
 	speaker *bgp.Speaker
 	ksync   *fib.KernelSync // nil when kernel sync is off
 	load    *loadProgress
+	cache   *cacheLoop
 
 	// announcements and withdrawals count best-path changes received from BGP.
 	announcements prometheus.Counter
@@ -34,14 +36,19 @@ type metrics struct {
 	loadReceived, loadExpected  *prometheus.Desc
 	loadRate, loadETA, loadDone *prometheus.Desc
 	loadSeconds, loadLag        *prometheus.Desc
+	cacheEntries, cacheLookups  *prometheus.Desc
+	cacheEvents, cacheWS        *prometheus.Desc
+	cacheHitRate, cacheCost     *prometheus.Desc
+	cacheRegimes, cacheResizes  *prometheus.Desc
+	cacheEpoch, cacheMode       *prometheus.Desc
 }
 
-func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.KernelSync) *metrics {
+func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.KernelSync, c *cacheLoop) *metrics {
 	d := func(sub, name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(prometheus.BuildFQName(namespace, sub, name), help, labels, nil)
 	}
 	return &metrics{
-		dp: dp, fib: f, speaker: s, ksync: k, load: newLoadProgress(),
+		dp: dp, fib: f, speaker: s, ksync: k, load: newLoadProgress(), cache: c,
 		announcements: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Subsystem: "bgp", Name: "best_path_announcements_total", Help: "Best-path announcements (new or changed) received from BGP."}),
 		withdrawals:   prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Subsystem: "bgp", Name: "best_path_withdrawals_total", Help: "Best-path withdrawals received from BGP."}),
 		xdpPackets:    d("xdp", "packets_total", "Frames seen by the XDP program, by action and reason (pass reasons say why the kernel got the frame).", "action", "reason"),
@@ -66,12 +73,23 @@ func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.Kern
 		loadDone:      d("bgp", "load_complete", "1 when the neighbour's End-of-RIB arrived and the dataplane holds every change of its dump.", "neighbor"),
 		loadSeconds:   d("bgp", "load_duration_seconds", "Initial dump of the current session, from Established: to End-of-RIB in GoBGP (stage=bgp), and to the dataplane holding it (stage=dataplane).", "neighbor", "stage"),
 		loadLag:       d("fib", "load_lag_seconds", "How long the dataplane trailed GoBGP at the neighbour's End-of-RIB.", "neighbor"),
+		cacheEntries:  d("cache", "entries", "Destination cache size (entries per CPU; 0: off).", "family"),
+		cacheLookups:  d("cache", "lookups_total", "Packets that reached the FIB step, the cache on or off.", "family"),
+		cacheEvents:   d("cache", "events_total", "Destination cache events: hit, miss, stale (an entry of an old epoch or route generation), insert, evict (a live entry replaced), refuse (admission kept the busier entries), ghost_hit (a miss twice the cache would have hit, estimated from sampled sets).", "family", "event"),
+		cacheWS:       d("cache", "working_set", "Distinct destinations in the last interval (HyperLogLog on a hash-sampled sixteenth of packets).", "family"),
+		cacheHitRate:  d("cache", "hit_ratio", "Hits per lookup in the last interval.", "family"),
+		cacheCost:     d("cache", "cost_nanoseconds", "The calibrated cost model (BPF test runs on this machine): fib (a lookup with the cache off), hit, miss (what a miss adds).", "family", "kind"),
+		cacheRegimes:  d("cache", "decisions_total", "The controller's verdicts, one per interval in auto mode: pays, undersized, oversized, no_locality, idle.", "family", "regime"),
+		cacheResizes:  d("cache", "resizes_total", "Cache size changes the controller made.", "family"),
+		cacheEpoch:    d("cache", "epoch", "The flush epoch cached entries must carry."),
+		cacheMode:     d("cache", "mode_info", "The cache policy's mode, in the mode label.", "mode"),
 	}
 }
 
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.xdpPackets, m.xdpBytes, m.routes, m.nexthops, m.refused, m.kernelSlots, m.groups, m.digest, m.dir, m.hash6, m.ksyncRoutes, m.ksyncPending, m.sessions, m.peerUp, m.buildOK,
-		m.loadReceived, m.loadExpected, m.loadRate, m.loadETA, m.loadDone, m.loadSeconds, m.loadLag} {
+		m.loadReceived, m.loadExpected, m.loadRate, m.loadETA, m.loadDone, m.loadSeconds, m.loadLag,
+		m.cacheEntries, m.cacheLookups, m.cacheEvents, m.cacheWS, m.cacheHitRate, m.cacheCost, m.cacheRegimes, m.cacheResizes, m.cacheEpoch, m.cacheMode} {
 		ch <- d
 	}
 	m.announcements.Describe(ch)
@@ -125,6 +143,48 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(m.sessions, prometheus.GaugeValue, float64(counts[s]), s)
 	}
 	m.collectLoads(ch)
+	m.collectCache(ch)
+}
+
+// collectCache exports the destination cache: counters live from the dataplane, the
+// last interval's figures and verdicts from the sizer.
+func (m *metrics) collectCache(ch chan<- prometheus.Metric) {
+	g := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	c := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	st := m.cache.status()
+	g(m.cacheEpoch, float64(st.Epoch))
+	g(m.cacheMode, 1, string(m.cache.sizer.Policy().Mode))
+	for _, f := range st.Families {
+		fam := f.Family
+		t := f.Totals
+		g(m.cacheEntries, float64(f.Entries), fam)
+		c(m.cacheLookups, t.Lookups, fam)
+		for _, e := range []struct {
+			name string
+			v    uint64
+		}{{"hit", t.Hits}, {"miss", t.Misses}, {"stale", t.Stale}, {"insert", t.Inserts}, {"evict", t.Evictions}, {"refuse", t.Refused}, {"ghost_hit", t.GhostHits}} {
+			c(m.cacheEvents, e.v, fam, e.name)
+		}
+		g(m.cacheWS, f.WorkingSet, fam)
+		g(m.cacheHitRate, f.HitRate, fam)
+		if f.Calibrated {
+			g(m.cacheCost, f.Costs.FIB, fam, "fib")
+			g(m.cacheCost, f.Costs.Hit, fam, "hit")
+			g(m.cacheCost, f.Costs.Miss, fam, "miss")
+		}
+		fi := dataplane.IPv4
+		if fam == dataplane.IPv6.String() {
+			fi = dataplane.IPv6
+		}
+		c(m.cacheResizes, m.cache.resizes[fi].Load(), fam)
+		for _, r := range []cache.Regime{cache.Pays, cache.Undersized, cache.Oversized, cache.NoLocality, cache.Idle} {
+			c(m.cacheRegimes, m.cache.regime(fi, r).Load(), fam, string(r))
+		}
+	}
 }
 
 // collectLoads exports initial-dump progress: counts live from the speaker, rates and

@@ -326,6 +326,8 @@ func testSkeleton(t *testing.T, backend string) {
 		t.Errorf("sinks received %d datagrams, want %d", n, perDst*len(lab.SkeletonRoutes))
 	}
 
+	t.Run("destination cache", func(t *testing.T) { testNodeCache(t, sk, backend) })
+
 	t.Run("IPv4 via an IPv6 next hop (RFC 8950) forwarded by XDP", func(t *testing.T) {
 		r := lab.ExtendedNexthopRoute
 		dst, before := r.Prefix.Addr().Next(), stats()
@@ -467,4 +469,103 @@ func testSkeleton(t *testing.T, backend string) {
 		}
 		waitCount(sink1, dst, base+perDst)
 	})
+}
+
+// cacheAPI is the part of GET /api/v1/cache the tests read.
+type cacheAPI struct {
+	Epoch    uint32 `json:"epoch"`
+	Families []struct {
+		Family     string  `json:"family"`
+		Mode       string  `json:"mode"`
+		Entries    int     `json:"entries"`
+		HitRate    float64 `json:"hit_rate"`
+		Regime     string  `json:"regime"`
+		Reason     string  `json:"reason"`
+		Calibrated bool    `json:"calibrated"`
+		Costs      struct {
+			Hit, Miss, FIB float64
+		} `json:"costs_ns"`
+		Totals dataplane.CacheStats `json:"totals"`
+	} `json:"families"`
+}
+
+// testNodeCache checks the node's destination cache end to end: with the compiled FIB
+// the cost model is calibrated after the initial load, and steady traffic to a few
+// destinations makes the controller (auto, the default) turn the cache on, hits
+// counted in the API and the metrics; with the kernel backend it stays off and still
+// counts lookups.
+func testNodeCache(t *testing.T, sk *lab.Skeleton, backend string) {
+	ctx := context.Background()
+	get := func() cacheAPI {
+		t.Helper()
+		body, err := sk.Get("/api/v1/cache")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c cacheAPI
+		if err := json.Unmarshal(body, &c); err != nil || len(c.Families) != 2 {
+			t.Fatalf("/api/v1/cache = %s (%v), want both families", body, err)
+		}
+		return c
+	}
+	if backend == "kernel" {
+		c := get()
+		v4 := c.Families[0]
+		if v4.Mode != "off" || v4.Entries != 0 || v4.Totals.Lookups == 0 || v4.Totals.Hits != 0 {
+			t.Fatalf("kernel backend: %+v, want the cache off with lookups counted", v4)
+		}
+		return
+	}
+	err := lab.WaitFor(ctx, 30*time.Second, "the cost model calibrated for both families", func() (bool, error) {
+		c := get()
+		return c.Families[0].Calibrated && c.Families[1].Calibrated, nil
+	})
+	if err != nil {
+		t.Fatalf("%v: %+v", err, get())
+	}
+	for _, f := range get().Families {
+		t.Logf("%s calibrated: %+v", f.Family, f.Costs)
+		if f.Costs.Hit <= 0 || f.Costs.FIB <= 0 {
+			t.Errorf("%s: costs %+v, want positive hit and FIB costs", f.Family, f.Costs)
+		}
+	}
+	// Whether the cache pays in front of the compiled FIB is the controller's call (a
+	// hit costs about as much as the lookup, so usually not): here it must judge the
+	// traffic; TestCacheClosedLoop checks it turns on where a cache pays.
+	var dsts []netip.Addr
+	for _, r := range lab.SkeletonRoutes {
+		dsts = append(dsts, r.Prefix.Addr().Next())
+	}
+	deadline := time.Now().Add(4 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, d := range dsts {
+			if err := sk.Send(d, 400); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	c := get()
+	v4 := c.Families[0]
+	t.Logf("ipv4 after steady traffic to %d destinations: %d entries, hit rate %.2f, %s: %s", len(dsts), v4.Entries, v4.HitRate, v4.Regime, v4.Reason)
+	if v4.Mode != "auto" || v4.Regime == "" || v4.Regime == "idle" || v4.Totals.Lookups < uint64(len(dsts)*400) {
+		t.Fatalf("ipv4: %+v, want auto judging the traffic", v4)
+	}
+	m, err := sk.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m[`fibfleet_cache_lookups_total{family="ipv4"}`]; got < float64(v4.Totals.Lookups) {
+		t.Errorf("fibfleet_cache_lookups_total{family=\"ipv4\"} = %v, want at least the API's %d", got, v4.Totals.Lookups)
+	}
+	if m[`fibfleet_cache_mode_info{mode="auto"}`] != 1 || m[`fibfleet_cache_cost_nanoseconds{family="ipv4",kind="hit"}`] != v4.Costs.Hit {
+		t.Errorf("cache metrics disagree with the API: mode_info %v, hit cost %v (API %v)", m[`fibfleet_cache_mode_info{mode="auto"}`],
+			m[`fibfleet_cache_cost_nanoseconds{family="ipv4",kind="hit"}`], v4.Costs.Hit)
+	}
+	var verdicts float64
+	for _, r := range []string{"pays", "undersized", "oversized", "no_locality"} {
+		verdicts += m[`fibfleet_cache_decisions_total{family="ipv4",regime="`+r+`"}`]
+	}
+	if verdicts == 0 {
+		t.Error("no controller verdict counted in fibfleet_cache_decisions_total for ipv4")
+	}
 }

@@ -408,7 +408,8 @@ func (s *Skeleton) Birdc(args ...string) (string, error) {
 	return run(append([]string{"birdc", "-s", s.BirdSock}, args...)...)
 }
 
-// NodeConfig is the node's YAML config in the skeleton.
+// NodeConfig is the node's YAML config in the skeleton (the cache's controller judges
+// every 250ms, so that a lab's traffic shows its decisions within seconds).
 func (s *Skeleton) NodeConfig(xdpMode, backend string, maxPrefixes, expected, expected6 int) string {
 	if xdpMode == "" {
 		xdpMode = "native"
@@ -422,6 +423,8 @@ xdp_mode: %s
 http_address: %s
 fib:
   backend: %s
+cache:
+  interval: 250ms
 bgp:
   asn: %d
   router_id: 10.12.0.1
