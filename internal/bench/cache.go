@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"time"
@@ -12,114 +11,13 @@ import (
 	"github.com/fibfleet/fibfleet/internal/table"
 )
 
-// The destination cache's cost (issue 5): what a packet costs with the cache off and
-// with a fixed cache, in front of each IPv4 FIB, over traffic of flows of 8-10 packets
-// to D destinations, as the 2024 dst cache series measured. Each cached run starts
-// from a cold cache.
-
-// FlowTrace is packets of flows of 8 to 10 packets each, 16 flows interleaved at a
-// time, each flow to one of d destinations (random addresses in random routes), drawn
-// uniformly or by Zipf (s > 1; 0 for uniform).
-func FlowTrace(routes []table.Route, d, n int, zipf float64, seed uint64) []netip.Addr {
-	rng := rand.New(rand.NewPCG(seed, uint64(d)))
-	dsts := make([]netip.Addr, d)
-	for i := range dsts {
-		dsts[i] = randomIn(rng, routes[rng.IntN(len(routes))].Prefix)
-	}
-	pick := func() netip.Addr { return dsts[rng.IntN(d)] }
-	if zipf > 1 && d > 1 {
-		z := rand.NewZipf(rng, zipf, 1, uint64(d-1))
-		pick = func() netip.Addr { return dsts[z.Uint64()] }
-	}
-	type flow struct {
-		dst  netip.Addr
-		left int
-	}
-	var active [16]flow
-	out := make([]netip.Addr, 0, n)
-	for len(out) < n {
-		f := &active[rng.IntN(len(active))]
-		if f.left == 0 {
-			*f = flow{pick(), 8 + rng.IntN(3)}
-		}
-		out = append(out, f.dst)
-		f.left--
-	}
-	return out
-}
-
-// CacheRow is one backend at one destination count: ns per packet with the cache off
-// and at each size (medians of interleaved runs), and the hit rates.
-type CacheRow struct {
-	Dests   int
-	Backend dataplane.Mechanism
-	Off     float64
-	Sizes   []int
-	Cached  []float64
-	HitRate []float64
-}
+// The destination cache under floods (issue 5): the legitimate flows' hit rate when
+// one-packet random destinations are mixed in, with and without admission. The cost
+// table (off, fixed, auto) is in modes.go.
 
 // cachedOf is each backend's cached mechanism.
 var cachedOf = map[dataplane.Mechanism]dataplane.Mechanism{
 	dataplane.MechFIB4: dataplane.MechFIB4Cached, dataplane.MechKernel: dataplane.MechKernelCached, dataplane.MechLPMTrie: dataplane.MechLPMCached,
-}
-
-// CacheBackends are the FIBs the cache is measured in front of.
-var CacheBackends = []dataplane.Mechanism{dataplane.MechFIB4, dataplane.MechKernel, dataplane.MechLPMTrie}
-
-// RunCache measures, for each destination count, each backend off and behind a cache
-// of each size, runs times interleaved, on a trace of n packets, and checks every
-// cached answer against the backend's own.
-func (s *LookupSetup) RunCache(dests, sizes []int, n, runs int, zipf float64) ([]CacheRow, error) {
-	var rows []CacheRow
-	for _, d := range dests {
-		trace := FlowTrace(s.Routes, d, n, zipf, 7)
-		for _, b := range CacheBackends {
-			row := CacheRow{Dests: d, Backend: b, Sizes: sizes}
-			offRuns := []float64{}
-			cachedRuns := make([][]float64, len(sizes))
-			hits := make([]float64, len(sizes))
-			want, got := make([]uint32, n), make([]uint32, n)
-			for r := 0; r < runs; r++ {
-				dur, err := s.Lookup(b, trace, want)
-				if err != nil {
-					return nil, err
-				}
-				offRuns = append(offRuns, float64(dur.Nanoseconds())/float64(n))
-				for i, size := range sizes {
-					if err := s.probe.SetCache(size); err != nil {
-						return nil, err
-					}
-					before, err := s.probe.CacheStats()
-					if err != nil {
-						return nil, err
-					}
-					dur, err = s.Lookup(cachedOf[b], trace, got)
-					if err != nil {
-						return nil, err
-					}
-					after, err := s.probe.CacheStats()
-					if err != nil {
-						return nil, err
-					}
-					for k := range got {
-						if got[k]&^dataplane.ProbeHit != want[k] {
-							return nil, fmt.Errorf("%s behind a %d-entry cache, %d destinations: %s answers %d, uncached %d", b, size, d, trace[k], got[k], want[k])
-						}
-					}
-					cachedRuns[i] = append(cachedRuns[i], float64(dur.Nanoseconds())/float64(n))
-					hits[i] = float64(after.Hits-before.Hits) / float64(n)
-				}
-			}
-			row.Off = Median(offRuns)
-			for i := range sizes {
-				row.Cached = append(row.Cached, Median(cachedRuns[i]))
-			}
-			row.HitRate = hits
-			rows = append(rows, row)
-		}
-	}
-	return rows, s.probe.SetCache(0)
 }
 
 // FloodTrace mixes legitimate traffic (FlowTrace over d destinations, Zipf s=zipf)

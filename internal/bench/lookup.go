@@ -135,7 +135,7 @@ func NewLookupSetup(routes []table.Route, traceLen int) (s *LookupSetup, err err
 	return s, nil
 }
 
-// Close removes everything the setup made.
+// Close removes everything the setup made (once; later calls do nothing).
 func (s *LookupSetup) Close() {
 	if s.probe != nil {
 		s.probe.Close()
@@ -146,6 +146,7 @@ func (s *LookupSetup) Close() {
 	if s.lab != nil {
 		s.lab.Close()
 	}
+	s.probe, s.dp, s.lab = nil, nil, nil
 }
 
 // Trace is a named list of destinations.

@@ -3,8 +3,10 @@ package bench
 import (
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
+	"github.com/fibfleet/fibfleet/cache"
 	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/internal/table"
 )
@@ -48,19 +50,29 @@ func BenchmarkLookup(b *testing.B) {
 	}
 }
 
-// BenchmarkCache runs the destination cache comparison small: the first 50,000 routes,
-// two destination counts, 64k packets: the full run is `fibbench -cache`.
+// BenchmarkCache runs the cache modes comparison small (off, fixed 512, auto; each
+// IPv4 FIB, two destination counts, 64k packets, first 50,000 routes): the full run
+// is `fibbench -cache`.
 func BenchmarkCache(b *testing.B) {
 	s := smallSetup(b)
+	cfg := ModeConfig{Dests: []int{100, 100_000}, Zipfs: []float64{0}, Packets: 1 << 16, Runs: 1, Intervals: 8, Fixed: 512, Min: 1 << 10, Max: 1 << 16}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		rows, err := s.RunCache([]int{100, 100_000}, []int{512, 1 << 14}, 1<<16, 1, 0)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if i == b.N-1 {
-			for _, r := range rows {
-				b.ReportMetric(r.Cached[1]/r.Off, fmt.Sprintf("cached16k/off-%s-D%d", shortName(r.Backend), r.Dests))
+		for _, t := range s.CacheTargets() {
+			costs, err := cache.Calibrate(t.Runner, Destinations(t.Routes, 4096, 1), 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rows, err := RunModes(t, costs, cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if i == b.N-1 {
+				for _, r := range rows {
+					name := strings.ReplaceAll(t.Name, " ", "-")
+					b.ReportMetric(r.AutoRatio, fmt.Sprintf("auto/off-%s-D%d", name, r.Dests))
+					b.ReportMetric(r.FixedRatio, fmt.Sprintf("fixed512/off-%s-D%d", name, r.Dests))
+				}
 			}
 		}
 	}

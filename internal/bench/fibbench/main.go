@@ -8,7 +8,7 @@
 // The other measurements of docs/BENCHMARKS.md: -pps (forwarding through veth),
 // -convergence (full-table BGP against BIRD 2), -v6 (the IPv6 FIB against the trie
 // candidates, bpf_fib_lookup and the LPM trie), -cache (the destination cache over
-// flows and floods).
+// flows and floods, off vs fixed vs auto, in front of every FIB of both families).
 package main
 
 import (
@@ -20,7 +20,9 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 
+	"github.com/fibfleet/fibfleet/cache"
 	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/internal/bench"
 	"github.com/fibfleet/fibfleet/internal/table"
@@ -40,12 +42,11 @@ func main() {
 	v6 := flag.Bool("v6", false, "compare the IPv6 FIB candidates on the 2026 IPv6 table instead")
 	v6len := flag.Int("v6-trace-len", 0, "with -v6: draw trace destinations only from prefixes of this length (0: all), to see the cost per trie level")
 	v6layout := flag.Int("v6-layout", 0, "stride layout of the IPv6 tries: 0 (16,8,8,...), 1 (24,8,...) or 2 (16,16,8,...)")
-	cache := flag.Bool("cache", false, "measure the destination cache (off vs fixed sizes) in front of each IPv4 FIB over flows to D destinations instead")
-	zipf := flag.Float64("zipf", 0, "with -cache: destinations of flows drawn by Zipf with this exponent (> 1; 0: uniform)")
+	cacheModes := flag.Bool("cache", false, "measure the destination cache (floods; off vs fixed 512 vs auto over flows to D destinations) in front of each FIB instead; -png takes a %s for the FIB's name")
 	flag.Parse()
 	var err error
-	if *cache {
-		err = runCache(*which, *n, *runs, *zipf)
+	if *cacheModes {
+		err = runCache(*which, *n, *runs, *png)
 	} else if *v6 {
 		err = run6(*n, *runs, *v6layout, *v6len)
 	} else if *conv {
@@ -326,14 +327,19 @@ func runConvergence(runs int) error {
 	return nil
 }
 
-// runCache prints the destination cache's cost table (issue 5).
-func runCache(which string, n, runs int, zipf float64) error {
+// runCache prints the destination cache's tables (issue 5): floods, then for each
+// FIB (IPv4: compiled, kernel backend, LPM trie on the whole table; IPv6: compiled
+// and LPM trie on the whole IPv6 table) the cost per packet with the cache off, fixed
+// at 512 entries and auto, over flows to D destinations, uniform and Zipf; with -png
+// a plot per FIB (its path with the FIB's name in place of "%s").
+func runCache(which string, n, runs int, png string) error {
+	cfg := bench.ModeConfig{Dests: []int{1, 2, 15, 100, 500, 1000, 2000, 4000, 8000, 100_000, 1_000_000, 10_000_000},
+		Zipfs: []float64{0.9, 1.2, 0}, Packets: n, Runs: runs, Intervals: 20, Fixed: 512, Min: 1 << 10, Max: 1 << 16}
 	s, err := lookupSetup(which, n)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	routes := s.Routes
 	floods, err := s.RunFlood(dataplane.MechKernel, 1<<14, 4000, n, runs, 1.2, []float64{0, 0.5, 0.9})
 	if err != nil {
 		return err
@@ -345,23 +351,116 @@ func runCache(which string, n, runs int, zipf float64) error {
 		fmt.Printf("| %.0f%% | %.1f%% (%.1f%%) | %.0f%% | %.1f%% | %.1f | %.1f | %.2fx |\n", 100*r.Flood, 100*r.LegitHit, 100*r.NoFlood, 100*r.LegitHit/r.NoFlood,
 			100*r.LegitHitNoAdmit, r.Off, r.Cached, r.Cached/r.Off)
 	}
-	dests := []int{1, 2, 15, 100, 500, 1000, 2000, 4000, 8000, 100_000, 1_000_000}
-	sizes := []int{512, 1 << 14}
-	rows, err := s.RunCache(dests, sizes, n, runs, zipf)
+	targets := s.CacheTargets()
+	if err := cacheTables(targets, cfg, png); err != nil {
+		return err
+	}
+	s.Close()
+
+	routes6, err := table.Real2026v6()
 	if err != nil {
 		return err
 	}
-	dist := "uniform"
-	if zipf > 1 {
-		dist = fmt.Sprintf("Zipf s=%.2f", zipf)
+	slog.Info("loading the IPv6 table", "routes", len(routes6))
+	s6, err := bench.NewLookupSetup6(routes6, n, bench.V6Layouts[0])
+	if err != nil {
+		return err
 	}
-	fmt.Printf("\n%d prefixes (%s), flows of 8-10 packets (16 interleaved) to D destinations (%s), %d packets per run, median of %d interleaved runs, each cached run from a cold cache; ns per packet (loop included), cached / off\n\n",
-		len(routes), which, dist, n, runs)
-	fmt.Println("| D | FIB | off | 512 entries | hit | 16k entries | hit |")
-	fmt.Println("|---|---|---|---|---|---|---|")
-	for _, r := range rows {
-		fmt.Printf("| %d | %s | %.1f | %.1f (%.2fx) | %.0f%% | %.1f (%.2fx) | %.0f%% |\n", r.Dests, r.Backend, r.Off,
-			r.Cached[0], r.Cached[0]/r.Off, 100*r.HitRate[0], r.Cached[1], r.Cached[1]/r.Off, 100*r.HitRate[1])
+	defer s6.Close()
+	return cacheTables(s6.CacheTargets(), cfg, png)
+}
+
+// cacheTables calibrates each target's cost model, measures the modes and prints a
+// table per target (and plots it).
+func cacheTables(targets []bench.CacheTarget, cfg bench.ModeConfig, png string) error {
+	for _, t := range targets {
+		costs, err := cache.Calibrate(t.Runner, bench.Destinations(t.Routes, 1<<14, 1), 7)
+		if err != nil {
+			return err
+		}
+		slog.Info("calibrated", "target", t.Name, "fib_ns", costs.FIB, "hit_ns", costs.Hit, "miss_ns", costs.Miss)
+		rows, err := bench.RunModes(t, costs, cfg)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("\n%s, %d prefixes: flows of 8-10 packets (16 interleaved) to D destinations, %d packets per run in %d intervals (the sizer ticks between), "+
+			"median of %d interleaved runs, each from a cold cache; ns per packet (loop included) and the median of each run's ratio to off. "+
+			"Calibrated: FIB %.1f ns, hit %.1f ns, miss +%.1f ns.\n\n",
+			t.Name, len(t.Routes), cfg.Packets, cfg.Intervals, cfg.Runs, costs.FIB, costs.Hit, costs.Miss)
+		fmt.Println("| traffic | D | distinct in trace | off | fixed 512 | hit | auto | hit | auto's size at the end |")
+		fmt.Println("|---|---|---|---|---|---|---|---|---|")
+		for _, r := range rows {
+			fmt.Printf("| %s | %d | %d | %.1f | %.1f (%.2fx) | %.0f%% | %.1f (%.2fx) | %.0f%% | %s |\n", dist(r.Zipf), r.Dests, r.Distinct, r.Off,
+				r.Fixed, r.FixedRatio, 100*r.FixedHit, r.Auto, r.AutoRatio, 100*r.AutoHit, size(r.AutoEntries))
+		}
+		if png != "" {
+			if err := plotModes(rows, fmt.Sprintf(png, strings.ReplaceAll(strings.ToLower(t.Name), " ", "-")), t.Name); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
+}
+
+func dist(z float64) string {
+	if z == 0 {
+		return "uniform"
+	}
+	return fmt.Sprintf("Zipf %.1f", z)
+}
+
+func size(n int) string {
+	if n == 0 {
+		return "off"
+	}
+	return fmt.Sprint(n)
+}
+
+// plotModes draws cost relative to off against D (log scale) for fixed and auto, one
+// line per traffic distribution.
+func plotModes(rows []bench.ModeRow, path, title string) error {
+	p := plot.New()
+	p.Title.Text = title + ": cost per packet relative to the cache off"
+	p.X.Label.Text = "destinations D (flows of 8-10 packets)"
+	p.Y.Label.Text = "ns per packet / off"
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	colors := map[float64]color.Color{0.9: blue, 1.2: green, 0: red}
+	for _, z := range []float64{0.9, 1.2, 0} {
+		for _, mode := range []string{"fixed 512", "auto"} {
+			var xy plotter.XYs
+			for _, r := range rows {
+				if r.Zipf == z {
+					y := r.AutoRatio
+					if mode == "fixed 512" {
+						y = r.FixedRatio
+					}
+					xy = append(xy, plotter.XY{X: float64(r.Dests), Y: y})
+				}
+			}
+			if len(xy) == 0 {
+				continue
+			}
+			l, err := plotter.NewLine(xy)
+			if err != nil {
+				return err
+			}
+			l.Color = colors[z]
+			l.Width = vg.Points(1.5)
+			if mode == "fixed 512" {
+				l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+			}
+			p.Add(l)
+			p.Legend.Add(mode+", "+dist(z), l)
+		}
+	}
+	one, err := plotter.NewLine(plotter.XYs{{X: 1, Y: 1}, {X: 1e7, Y: 1}})
+	if err != nil {
+		return err
+	}
+	one.Color = grey
+	p.Add(one)
+	p.Legend.Top = true
+	p.Legend.Left = true
+	return p.Save(7*vg.Inch, 4.5*vg.Inch, path)
 }
