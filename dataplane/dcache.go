@@ -243,7 +243,8 @@ func (c *Cache) Stats(f Family) (CacheStats, error) {
 		shift = bits.Len(uint(sets)) - 1 - bits.Len(uint(dcGhostSets-1))
 	}
 	c.mu.Unlock()
-	return CacheStats{Lookups: out[0], Hits: out[1], Misses: out[2], Stale: out[3], Inserts: out[4],
+	// Bypasses (the cache off) are counted; the others consulted it.
+	return CacheStats{Lookups: out[0] + out[1] + out[2] + out[3], Hits: out[1], Misses: out[2], Stale: out[3], Inserts: out[4],
 		Evictions: out[5], Refused: out[6], GhostHits: out[7] << shift}, nil
 }
 

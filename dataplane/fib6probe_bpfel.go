@@ -33,6 +33,8 @@ type fib6probeDcFreq struct {
 	W        [5120]uint32
 	Accesses uint32
 	Cursor   uint32
+	Rnd      uint32
+	Pad      uint32
 }
 
 type fib6probeDcGhost struct {

@@ -271,6 +271,7 @@ static __always_inline int forward4(struct xdp_md *ctx, struct iphdr *iph, void 
 		struct bpf_fib_lookup p = {};
 		int rc;
 
+		dc_count(DC_V4, DC_BYPASS);
 		p.family = AF_INET;
 		p.tos = iph->tos;
 		p.l4_protocol = iph->protocol;
@@ -341,6 +342,7 @@ static __always_inline int forward6(struct xdp_md *ctx, struct ipv6hdr *ip6, voi
 		struct bpf_fib_lookup p = {};
 		int rc;
 
+		dc_count(DC_V6, DC_BYPASS);
 		p.family = AF_INET6;
 		p.flowinfo = *(__be32 *)ip6 & bpf_htonl(0x0fffffff);
 		p.l4_protocol = ip6->nexthdr;

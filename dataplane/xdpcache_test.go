@@ -16,7 +16,6 @@ import (
 // neighbour's new MAC is used at once (entries hold nexthop ids, not MACs); a flush, a
 // resize and turning it off each leave nothing to hit.
 func TestForwardingCache(t *testing.T) {
-	defer OnOneCPU()()
 	d := testDataplane(t)
 	t4, err := d.V4Tables()
 	if err != nil {
@@ -60,6 +59,8 @@ func TestForwardingCache(t *testing.T) {
 	}
 	for _, fam := range families {
 		t.Run(fam.f.String(), func(t *testing.T) {
+			// The cache is per CPU: every frame of a subtest (its own goroutine) on one.
+			defer OnOneCPU()()
 			c := d.Cache()
 			if err := c.Resize(fam.f, 64); err != nil {
 				t.Fatal(err)

@@ -42,6 +42,8 @@ type xdpfwdDcFreq struct {
 	W        [5120]uint32
 	Accesses uint32
 	Cursor   uint32
+	Rnd      uint32
+	Pad      uint32
 }
 
 type xdpfwdDcGhost struct {

@@ -112,7 +112,8 @@ struct {
 
 /* Per-CPU counters, DC_NSTATS per family. */
 enum dc_stat {
-	DC_LOOKUP = 0, /* packets that reached the FIB step, the cache on or off */
+	DC_BYPASS = 0, /* packets that reached the FIB step with the cache off (lookups are
+	                * bypasses + hits + misses + stale: no count of its own on a hit) */
 	DC_HIT,
 	DC_MISS,  /* nothing for the destination */
 	DC_STALE, /* an entry whose epoch or generation is old: a miss */
@@ -293,9 +294,23 @@ static __always_inline void dc_ghost_check(__u32 fam, int base, __u32 tag)
 
 struct dc_freq {
 	__u32 w[DC_SKETCH_WORDS + DC_DOOR_WORDS];
-	__u32 accesses;
+	__u32 accesses; /* since the last aging step, weights included */
 	__u32 cursor;
+	__u32 rnd; /* a linear congruential generator's state, for sampling hits */
+	__u32 pad;
 };
+
+/* Hits are recorded one in DC_HIT_SAMPLE, with that weight: a hit costs a quarter of
+ * the sketch's work (the sketch is most of a hit's cost otherwise), and a resident's
+ * count grows as fast on average. Misses, which decide admission, are all recorded. */
+#define DC_HIT_SAMPLE 4
+
+/* dc_h2 is a destination's second hash for the sketch's rows and the doorkeeper: bits
+ * of h other than those the first row's index takes (the finalizer mixed them all). */
+static __always_inline __u32 dc_h2(__u32 h)
+{
+	return (h >> 12 | h << 20) | 1;
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -312,7 +327,7 @@ static __always_inline __u32 dc_counter_byte(__u32 h, __u32 h2, int row)
 /* dc_estimate is how often a destination (by hash) was seen lately, doorkeeper included. */
 static __always_inline __u32 dc_estimate(struct dc_freq *f, __u32 h)
 {
-	__u32 h2 = dc_hash32(h ^ 0x5bd1e995) | 1, b, c, est = 255;
+	__u32 h2 = dc_h2(h), b, c, est = 255;
 	int row;
 
 #pragma unroll
@@ -326,16 +341,25 @@ static __always_inline __u32 dc_estimate(struct dc_freq *f, __u32 h)
 	return est + ((f->w[DC_SKETCH_WORDS + (b >> 5)] >> (b & 31)) & 1);
 }
 
-/* dc_record counts one access to a destination and takes one aging step when due. */
-static __always_inline void dc_record(__u32 h, __u32 age_every)
+/* dc_record counts one access to a destination (a hit is sampled, see DC_HIT_SAMPLE)
+ * and takes one aging step when due. */
+static __always_inline void dc_record(__u32 h, __u32 age_every, int hit)
 {
-	__u32 h2 = dc_hash32(h ^ 0x5bd1e995) | 1, b, w, c, zero = 0;
+	__u32 h2 = dc_h2(h), b, w, c, zero = 0, weight = 1;
 	struct dc_freq *f = bpf_map_lookup_elem(&dc_freq, &zero);
 	__u32 *door;
 	int row;
 
 	if (!f)
 		return;
+	if (hit) {
+		/* Pseudo-random, not every n-th: traffic cycling over n destinations would
+		 * have one of them recorded every time and the others never. */
+		f->rnd = f->rnd * 1664525 + 1013904223;
+		if (f->rnd >> 30)
+			return;
+		weight = DC_HIT_SAMPLE;
+	}
 	b = h2 & (DC_DOOR_WORDS * 32 - 1);
 	door = &f->w[DC_SKETCH_WORDS + (b >> 5)];
 	if (!(*door & (1U << (b & 31)))) {
@@ -346,11 +370,12 @@ static __always_inline void dc_record(__u32 h, __u32 age_every)
 			b = dc_counter_byte(h, h2, row);
 			w = (b >> 2) & (DC_SKETCH_WORDS - 1);
 			c = (f->w[w] >> ((b & 3) * 8)) & 0xff;
-			if (c < 255)
-				f->w[w] += 1U << ((b & 3) * 8);
+			c = c + weight < 255 ? weight : 255 - c;
+			f->w[w] += c << ((b & 3) * 8);
 		}
 	}
-	if (++f->accesses < age_every)
+	f->accesses += weight;
+	if (f->accesses < age_every)
 		return;
 	f->accesses = 0;
 	w = f->cursor;
@@ -457,25 +482,30 @@ static __always_inline __u32 dc4_find(__u32 a, struct dc_config *c, struct dc_mi
 
 	m->set = 0;
 	inner = bpf_map_lookup_elem(&dc4_maps, &zero);
-	if (!inner)
+	if (!inner) {
+		dc_count(DC_V4, DC_BYPASS);
 		return 0;
+	}
 	idx = m->h & c->fam[0].mask;
 	key = bpf_get_smp_processor_id() << (c->fam[0].shift & 31) | idx;
 	s = bpf_map_lookup_elem(inner, &key);
-	if (!s)
+	if (!s) {
+		dc_count(DC_V4, DC_BYPASS);
 		return 0;
+	}
 	m->gen = fib4_gen(a);
-	dc_record(m->h, c->age_every);
 #pragma unroll
 	for (i = 0; i < 4; i++) {
 		if (s->w[i].key != a || !s->w[i].answer)
 			continue;
 		if (s->w[i].gen == m->gen && s->w[i].epoch == c->epoch) {
+			dc_record(m->h, c->age_every, 1);
 			dc_count(DC_V4, DC_HIT);
 			return s->w[i].answer;
 		}
 		stale = 1;
 	}
+	dc_record(m->h, c->age_every, 0);
 	m->set = s;
 	m->ghost = dc_ghost_base(c, DC_V4, idx);
 	if (stale) {
@@ -535,25 +565,30 @@ static __always_inline __u32 dc6_find(const __u32 *a, struct dc_config *c, struc
 
 	m->set = 0;
 	inner = bpf_map_lookup_elem(&dc6_maps, &zero);
-	if (!inner)
+	if (!inner) {
+		dc_count(DC_V6, DC_BYPASS);
 		return 0;
+	}
 	idx = m->h & c->fam[1].mask;
 	key = bpf_get_smp_processor_id() << (c->fam[1].shift & 31) | idx;
 	s = bpf_map_lookup_elem(inner, &key);
-	if (!s)
+	if (!s) {
+		dc_count(DC_V6, DC_BYPASS);
 		return 0;
+	}
 	m->gen = fib6_gen_of(a);
-	dc_record(m->h, c->age_every);
 #pragma unroll
 	for (i = 0; i < 4; i++) {
 		if (s->w[i].hash != m->h || !s->w[i].answer || !dc6_same(s->w[i].key, a))
 			continue;
 		if (s->w[i].gen == m->gen && s->w[i].epoch == c->epoch) {
+			dc_record(m->h, c->age_every, 1);
 			dc_count(DC_V6, DC_HIT);
 			return s->w[i].answer;
 		}
 		stale = 1;
 	}
+	dc_record(m->h, c->age_every, 0);
 	m->set = s;
 	m->ghost = dc_ghost_base(c, DC_V6, idx);
 	if (stale) {
@@ -598,13 +633,17 @@ static __always_inline void dc6_put(const __u32 *a, __u32 answer, struct dc_conf
 
 #endif /* FIB6_H */
 
-/* dc_begin starts a family's lookup: counts it, feeds the working set, and returns
- * the cache's configuration (0 when the map is missing: then no cache). */
+/* dc_begin starts a family's lookup: feeds the working set and returns the cache's
+ * configuration (0 when the map is missing: then no cache, and the packet counts as a
+ * bypass). */
 static __always_inline struct dc_config *dc_begin(__u32 fam, __u32 h)
 {
 	__u32 zero = 0;
+	struct dc_config *c;
 
-	dc_count(fam, DC_LOOKUP);
 	dc_observe(fam, h);
-	return bpf_map_lookup_elem(&dc_ctl, &zero);
+	c = bpf_map_lookup_elem(&dc_ctl, &zero);
+	if (!c)
+		dc_count(fam, DC_BYPASS);
+	return c;
 }

@@ -162,7 +162,7 @@ func Destinations(routes []table.Route, n int, seed uint64) []netip.Addr {
 	rng := rand.New(rand.NewPCG(seed, 3))
 	out := make([]netip.Addr, n)
 	for i := range out {
-		out[i] = randomIn(rng, routes[rng.IntN(len(routes))].Prefix)
+		out[i] = addrIn(rng, routes[rng.IntN(len(routes))].Prefix)
 	}
 	return out
 }

@@ -50,7 +50,11 @@ func FlowTrace(routes []table.Route, d, n int, zipf float64, seed uint64) []neti
 // alone, so that a trace over millions of destinations needs no table of them.
 func destination(routes []table.Route, seed, r uint64) netip.Addr {
 	rng := rand.New(rand.NewPCG(seed^0x9e3779b97f4a7c15, r))
-	p := routes[rng.IntN(len(routes))].Prefix
+	return addrIn(rng, routes[rng.IntN(len(routes))].Prefix)
+}
+
+// addrIn is a random address inside a prefix of either family.
+func addrIn(rng *rand.Rand, p netip.Prefix) netip.Addr {
 	if p.Addr().Is6() {
 		return RandomIn6(rng, p)
 	}
