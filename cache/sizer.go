@@ -198,13 +198,15 @@ func (s *Sizer) Tick() ([2]Report, error) {
 			} else {
 				in := r.Interval
 				r.Decision = c.Step(Stats{Lookups: in.Lookups, Hits: in.Hits, GhostHits: in.GhostHits, WorkingSet: ws}, s.costs[f])
-				if r.Decision.Changed {
-					if err := s.dp.Resize(fam, r.Decision.Entries); err != nil {
-						errs = append(errs, err)
-					} else {
-						s.log.Info("cache resized", "family", fam.String(), "entries", r.Decision.Entries, "regime", string(r.Decision.Regime),
-							"hit_rate", round3(r.Decision.HitRate), "saving_ns", round3(r.Decision.Saving), "reason", r.Decision.Reason)
-					}
+				d := r.Decision
+				attrs := []any{"family", fam.String(), "entries", d.Entries, "regime", string(d.Regime),
+					"hit_rate", round3(d.HitRate), "saving_ns", round3(d.Saving), "reason", d.Reason}
+				if !d.Changed {
+					s.log.Debug("cache decision", attrs...)
+				} else if err := s.dp.Resize(fam, d.Entries); err != nil {
+					errs = append(errs, fmt.Errorf("cache: apply the controller's %d %s entries: %w", d.Entries, fam, err))
+				} else {
+					s.log.Info("cache resized", attrs...)
 				}
 			}
 		}
