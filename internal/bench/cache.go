@@ -12,13 +12,8 @@ import (
 )
 
 // The destination cache under floods (issue 5): the legitimate flows' hit rate when
-// one-packet random destinations are mixed in, with and without admission. The cost
-// table (off, fixed, auto) is in modes.go.
-
-// cachedOf is each backend's cached mechanism.
-var cachedOf = map[dataplane.Mechanism]dataplane.Mechanism{
-	dataplane.MechFIB4: dataplane.MechFIB4Cached, dataplane.MechKernel: dataplane.MechKernelCached, dataplane.MechLPMTrie: dataplane.MechLPMCached,
-}
+// one-packet random destinations are mixed in, with and without admission, and the
+// cost of each mode. The cost table over destination counts is in modes.go.
 
 // FloodTrace mixes legitimate traffic (FlowTrace over d destinations, Zipf s=zipf)
 // with one-packet flood packets to fresh random destinations, a share flood of all
@@ -29,7 +24,7 @@ func FloodTrace(routes []table.Route, d, n int, zipf, flood float64, seed uint64
 	out, isLegit := make([]netip.Addr, 0, n), make([]bool, 0, n)
 	for k := 0; len(out) < n; {
 		if rng.Float64() < flood {
-			out = append(out, randomIn(rng, routes[rng.IntN(len(routes))].Prefix))
+			out = append(out, addrIn(rng, routes[rng.IntN(len(routes))].Prefix))
 			isLegit = append(isLegit, false)
 			continue
 		}
@@ -40,33 +35,24 @@ func FloodTrace(routes []table.Route, d, n int, zipf, flood float64, seed uint64
 	return out, isLegit
 }
 
-// FloodRow is the cache under one flood share: the legitimate packets' hit rate, with
-// and without admission, the flood-free hit rate of the same legitimate traffic, and
-// ns per packet with the cache off and on (with admission).
+// FloodRow is the cache under one flood share: the legitimate packets' hit rate with
+// a fixed cache, with and without admission, and the flood-free hit rate of the same
+// legitimate traffic; ns per packet with the cache off, fixed and auto (MeasureMode),
+// and auto's legitimate hit rate and size at the end.
 type FloodRow struct {
 	Flood                              float64
 	LegitHit, LegitHitNoAdmit, NoFlood float64
-	Off, Cached                        float64
+	Off, Fixed, Auto                   float64
+	AutoLegitHit                       float64
+	AutoEntries                        int
 }
 
-// RunFlood measures the cache (size entries) in front of backend under floods of the
-// given shares, Zipf-distributed legitimate flows over d destinations.
-func (s *LookupSetup) RunFlood(backend dataplane.Mechanism, entries, d, n, runs int, zipf float64, floods []float64) ([]FloodRow, error) {
-	lookup := s.Lookup
-	// legitHits is the legitimate packets' hit rate on a trace, from a cold cache.
-	legitHits := func(trace []netip.Addr, legit []bool, admission bool) (float64, time.Duration, error) {
-		set := s.probe.SetCache
-		if !admission {
-			set = s.probe.SetCacheNoAdmission
-		}
-		if err := set(entries); err != nil {
-			return 0, 0, err
-		}
-		out := make([]uint32, len(trace))
-		dur, err := lookup(cachedOf[backend], trace, out)
-		if err != nil {
-			return 0, 0, err
-		}
+// RunFlood measures a target under floods of the given shares (one-packet random
+// destinations mixed into Zipf-distributed legitimate flows over d destinations), the
+// fixed cache holding entries, medians of runs interleaved runs.
+func RunFlood(t CacheTarget, costs cache.Costs, entries, d, n, runs, intervals int, zipf float64, floods []float64) ([]FloodRow, error) {
+	policies := Policies(t.Family, entries, 1<<10, 1<<16)
+	legitHits := func(out []uint32, legit []bool) float64 {
 		hits, total := 0, 0
 		for i, a := range out {
 			if legit[i] {
@@ -76,48 +62,59 @@ func (s *LookupSetup) RunFlood(backend dataplane.Mechanism, entries, d, n, runs 
 				}
 			}
 		}
-		return float64(hits) / float64(max(total, 1)), dur, nil
+		return float64(hits) / float64(max(total, 1))
 	}
 	var rows []FloodRow
 	for _, fl := range floods {
-		trace, legit := FloodTrace(s.Routes, d, n, zipf, fl, 11)
+		trace, legit := FloodTrace(t.Routes, d, n, zipf, fl, 11)
 		var clean []netip.Addr
 		for i, a := range trace {
 			if legit[i] {
 				clean = append(clean, a)
 			}
 		}
+		row := FloodRow{Flood: fl}
+		out := make([]uint32, n)
+		// Flood-free and without admission: hit rates only.
+		if _, _, _, err := MeasureMode(t, costs, policies[1], clean, out[:len(clean)], intervals); err != nil {
+			return nil, err
+		}
 		all := make([]bool, len(clean))
 		for i := range all {
 			all[i] = true
 		}
-		row := FloodRow{Flood: fl}
-		var err error
-		if row.NoFlood, _, err = legitHits(clean, all, true); err != nil {
+		row.NoFlood = legitHits(out[:len(clean)], all)
+		if err := t.Cache.SetAdmission(false); err != nil {
 			return nil, err
 		}
-		if row.LegitHitNoAdmit, _, err = legitHits(trace, legit, false); err != nil {
+		_, _, _, err := MeasureMode(t, costs, policies[1], trace, out, intervals)
+		if err2 := t.Cache.SetAdmission(true); err == nil {
+			err = err2
+		}
+		if err != nil {
 			return nil, err
 		}
-		var offRuns, onRuns []float64
-		out := make([]uint32, n)
+		row.LegitHitNoAdmit = legitHits(out, legit)
+		var ns [3][]float64
 		for r := 0; r < runs; r++ {
-			dur, err := lookup(backend, trace, out)
-			if err != nil {
-				return nil, err
+			for m, p := range policies {
+				x, _, size, err := MeasureMode(t, costs, p, trace, out, intervals)
+				if err != nil {
+					return nil, err
+				}
+				ns[m] = append(ns[m], x)
+				switch m {
+				case 1:
+					row.LegitHit = legitHits(out, legit)
+				case 2:
+					row.AutoLegitHit, row.AutoEntries = legitHits(out, legit), size
+				}
 			}
-			offRuns = append(offRuns, float64(dur.Nanoseconds())/float64(n))
-			h, dur, err := legitHits(trace, legit, true)
-			if err != nil {
-				return nil, err
-			}
-			row.LegitHit = h
-			onRuns = append(onRuns, float64(dur.Nanoseconds())/float64(n))
 		}
-		row.Off, row.Cached = Median(offRuns), Median(onRuns)
+		row.Off, row.Fixed, row.Auto = Median(ns[0]), Median(ns[1]), Median(ns[2])
 		rows = append(rows, row)
 	}
-	return rows, s.probe.SetCache(0)
+	return rows, t.Cache.Resize(t.Family, 0)
 }
 
 // Lookup runs a mechanism over a trace in the setup's namespace (where the kernel

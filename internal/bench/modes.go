@@ -159,58 +159,65 @@ type ModeConfig struct {
 	Fixed, Min, Max int
 }
 
+// MeasureMode pushes a trace through a target in one mode, as a node runs it, from a
+// cold cache: the trace in intervals pieces with a Sizer tick (policy p, costs) between
+// them, after one interval with the cache off that is not counted (what ran before, a
+// bigger cache's memory or its table being freed, slows the next run by up to a third
+// here). It returns ns per packet (BPF time only), the hit rate and the size at the
+// end; out gets the answers (ProbeHit set on hits).
+func MeasureMode(t CacheTarget, costs cache.Costs, p cache.Policy, trace []netip.Addr, out []uint32, intervals int) (float64, float64, int, error) {
+	n := len(trace)
+	step := (n + intervals - 1) / intervals
+	if err := t.Cache.Resize(t.Family, 0); err != nil { // cold: a fresh table
+		return 0, 0, 0, err
+	}
+	if _, err := t.Lookup(trace[:min(step, n)], out); err != nil {
+		return 0, 0, 0, err
+	}
+	sizer := cache.NewSizer(t.Cache, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err := sizer.Apply(p); err != nil {
+		return 0, 0, 0, err
+	}
+	sizer.SetCosts(t.Family, costs)
+	before, err := t.Cache.Stats(t.Family)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	var total time.Duration
+	for i := 0; i < n; i += step {
+		j := min(i+step, n)
+		dur, err := t.Lookup(trace[i:j], out[i:j])
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		total += dur
+		if _, err := sizer.Tick(); err != nil {
+			return 0, 0, 0, err
+		}
+	}
+	after, err := t.Cache.Stats(t.Family)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	return float64(total.Nanoseconds()) / float64(n), float64(after.Sub(before).Hits) / float64(n), t.Cache.Entries(t.Family), nil
+}
+
+// Policies are the three modes the tables compare: off, fixed (entries of the
+// target's family) and auto within min and max.
+func Policies(f dataplane.Family, fixed, min, max int) []cache.Policy {
+	p := cache.Policy{Mode: cache.Fixed}
+	p.Entries[f] = fixed
+	return []cache.Policy{{Mode: cache.Off}, p, {Mode: cache.Auto, MinEntries: min, MaxEntries: max}}
+}
+
 // RunModes measures a target in every mode over every destination count and
-// distribution, each run from a cold cache, and checks every cached answer against
-// the cache-off one. costs is the target's calibrated cost model (cache.Calibrate).
-// Every mode runs the same way, as a node does: the trace in Intervals pieces with a
-// Sizer tick (its policy that mode's) between them; only BPF time counts.
+// distribution (MeasureMode, runs interleaved, the order of fixed and auto alternating)
+// and checks every cached answer against the cache-off one. costs is the target's
+// calibrated cost model (cache.Calibrate).
 func RunModes(t CacheTarget, costs cache.Costs, cfg ModeConfig) ([]ModeRow, error) {
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	n := cfg.Packets
 	want, got := make([]uint32, n), make([]uint32, n)
-	fixed := cache.Policy{Mode: cache.Fixed}
-	fixed.Entries[t.Family] = cfg.Fixed
-	policies := []cache.Policy{{Mode: cache.Off}, fixed, {Mode: cache.Auto, MinEntries: cfg.Min, MaxEntries: cfg.Max}}
-	// run pushes the trace through one mode from a cold cache: ns per packet, the hit
-	// rate and the size at the end.
-	step := (n + cfg.Intervals - 1) / cfg.Intervals
-	run := func(p cache.Policy, trace []netip.Addr, out []uint32) (float64, float64, int, error) {
-		if err := t.Cache.Resize(t.Family, 0); err != nil { // cold: a fresh table
-			return 0, 0, 0, err
-		}
-		// What ran before (a bigger cache's memory, its table freed) slows the next
-		// run by up to a third here: one interval with the cache off, not counted,
-		// puts every mode's run on the same footing.
-		if _, err := t.Lookup(trace[:min(step, n)], out); err != nil {
-			return 0, 0, 0, err
-		}
-		sizer := cache.NewSizer(t.Cache, quiet)
-		if err := sizer.Apply(p); err != nil {
-			return 0, 0, 0, err
-		}
-		sizer.SetCosts(t.Family, costs)
-		before, err := t.Cache.Stats(t.Family)
-		if err != nil {
-			return 0, 0, 0, err
-		}
-		var total time.Duration
-		for i := 0; i < n; i += step {
-			j := min(i+step, n)
-			dur, err := t.Lookup(trace[i:j], out[i:j])
-			if err != nil {
-				return 0, 0, 0, err
-			}
-			total += dur
-			if _, err := sizer.Tick(); err != nil {
-				return 0, 0, 0, err
-			}
-		}
-		after, err := t.Cache.Stats(t.Family)
-		if err != nil {
-			return 0, 0, 0, err
-		}
-		return float64(total.Nanoseconds()) / float64(n), float64(after.Sub(before).Hits) / float64(n), t.Cache.Entries(t.Family), nil
-	}
+	policies := Policies(t.Family, cfg.Fixed, cfg.Min, cfg.Max)
 	var rows []ModeRow
 	for _, z := range cfg.Zipfs {
 		for _, d := range cfg.Dests {
@@ -225,7 +232,7 @@ func RunModes(t CacheTarget, costs cache.Costs, cfg ModeConfig) ([]ModeRow, erro
 					if m == 0 {
 						out = want
 					}
-					x, h, entries, err := run(p, trace, out)
+					x, h, entries, err := MeasureMode(t, costs, p, trace, out, cfg.Intervals)
 					if err != nil {
 						return nil, err
 					}

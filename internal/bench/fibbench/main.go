@@ -340,18 +340,24 @@ func runCache(which string, n, runs int, png string) error {
 		return err
 	}
 	defer s.Close()
-	floods, err := s.RunFlood(dataplane.MechKernel, 1<<14, 4000, n, runs, 1.2, []float64{0, 0.5, 0.9})
+	targets := s.CacheTargets()
+	kernel := targets[1]
+	costs, err := cache.Calibrate(kernel.Runner, bench.Destinations(kernel.Routes, 1<<14, 1), 7)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("\nFloods: legitimate flows of 8-10 packets to 4,000 destinations (Zipf s=1.2) mixed with one-packet flood packets to random destinations; 16k-entry cache in front of bpf_fib_lookup, from a cold cache; %d packets, median of %d\n\n", n, runs)
-	fmt.Println("| flood share | legitimate hit rate (flood-free) | kept | without admission | ns/packet off | cached | cached / off |")
-	fmt.Println("|---|---|---|---|---|---|---|")
-	for _, r := range floods {
-		fmt.Printf("| %.0f%% | %.1f%% (%.1f%%) | %.0f%% | %.1f%% | %.1f | %.1f | %.2fx |\n", 100*r.Flood, 100*r.LegitHit, 100*r.NoFlood, 100*r.LegitHit/r.NoFlood,
-			100*r.LegitHitNoAdmit, r.Off, r.Cached, r.Cached/r.Off)
+	floods, err := bench.RunFlood(kernel, costs, 1<<14, 4000, n, runs, cfg.Intervals, 1.2, []float64{0, 0.5, 0.9})
+	if err != nil {
+		return err
 	}
-	targets := s.CacheTargets()
+	fmt.Printf("\nFloods, in front of bpf_fib_lookup: legitimate flows of 8-10 packets to 4,000 destinations (Zipf s=1.2) mixed with one-packet flood packets to random destinations; "+
+		"a 16k-entry cache (fixed) and auto, each from a cold start; %d packets in %d intervals, median of %d\n\n", n, cfg.Intervals, runs)
+	fmt.Println("| flood share | legitimate hit rate, fixed (flood-free) | kept | without admission | ns/packet off | fixed | fixed / off | auto | auto / off | auto: legitimate hit rate, size at the end |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
+	for _, r := range floods {
+		fmt.Printf("| %.0f%% | %.1f%% (%.1f%%) | %.0f%% | %.1f%% | %.1f | %.1f | %.2fx | %.1f | %.2fx | %.1f%%, %s |\n", 100*r.Flood, 100*r.LegitHit, 100*r.NoFlood, 100*r.LegitHit/r.NoFlood,
+			100*r.LegitHitNoAdmit, r.Off, r.Fixed, r.Fixed/r.Off, r.Auto, r.Auto/r.Off, 100*r.AutoLegitHit, size(r.AutoEntries))
+	}
 	if err := cacheTables(targets, cfg, png); err != nil {
 		return err
 	}
