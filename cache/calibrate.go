@@ -2,6 +2,8 @@ package cache
 
 import (
 	"fmt"
+	"math/bits"
+	"math/rand/v2"
 	"net/netip"
 	"slices"
 	"time"
@@ -15,42 +17,49 @@ type Runner interface {
 	Resize(entries int) error
 }
 
-// hotDestinations is how many distinct destinations the hit trace cycles through;
-// churnDestinations how many the miss trace cycles through a one-set cache (four
-// ways), so that nearly every lookup misses while the FIB's lines stay in the CPU
-// caches.
+// CalibrationDestinations is how many destinations Calibrate needs: the largest
+// working set it prices.
+const CalibrationDestinations = 1 << 14
+
+// calibrationSets are the working sets Calibrate prices a hit and a lookup at (the
+// last is CalibrationDestinations); churnDestinations is how many destinations the
+// miss trace spreads over a one-set cache (four ways), so nearly every lookup misses
+// while the FIB's lines stay in the CPU caches.
+var calibrationSets = []int{64, 1024, CalibrationDestinations}
+
 const (
-	hotDestinations   = 64
 	churnDestinations = 256
-	hitEntries        = 1024
 	missEntries       = 4
 )
 
+// CalibrationTrace is the length of each of Calibrate's traces: a Runner must take it.
+const CalibrationTrace = 1 << 16
+
 // Calibrate measures the cost model on this machine with BPF_PROG_TEST_RUN, from
-// destinations inside the FIB's routes (at least 4,096), the median of rounds rounds
-// (each runs every trace once, interleaved). Every trace keeps the FIB's lines in the
-// CPU caches, its cheapest case, so the cache is credited with no more than it saves
-// and the figures do not swing with the machine's memory traffic:
-//   - FIB: the path with the cache off, over 64 destinations repeated;
-//   - Hit: the same trace with the cache on, every lookup a hit;
+// CalibrationDestinations destinations inside the FIB's routes, the median of rounds
+// rounds (each runs every trace once, interleaved). Each trace draws its packets in
+// random order from a working set of destinations (a cycle in order would let the
+// CPU's predictors learn the lookups' branches), and is run once to warm up first:
+//   - FIB and Hit at each working set of calibrationSets: the path with the cache
+//     off, and on with room for the whole working set (every lookup a hit);
 //   - Miss: what the cache adds to a lookup it misses (and inserts): 256 destinations
-//     cycling through a one-set cache, with the cache on minus off.
+//     through a one-set cache, with the cache on minus off.
 //
-// The runner's cache is left off.
+// Costs.Hit and Costs.FIB are the smallest working set's. The runner's cache is left
+// off.
 func Calibrate(r Runner, addrs []netip.Addr, rounds int) (Costs, error) {
-	if len(addrs) < 4096 {
-		return Costs{}, fmt.Errorf("cache: calibrate with at least 4096 destinations, got %d", len(addrs))
+	if len(addrs) < CalibrationDestinations {
+		return Costs{}, fmt.Errorf("cache: calibrate with at least %d destinations, got %d", CalibrationDestinations, len(addrs))
 	}
-	cycle := func(k int) []netip.Addr {
-		out := make([]netip.Addr, len(addrs))
+	rng := rand.New(rand.NewPCG(1, 2))
+	from := func(k int) []netip.Addr {
+		out := make([]netip.Addr, CalibrationTrace)
 		for i := range out {
-			out[i] = addrs[i%k]
+			out[i] = addrs[rng.IntN(k)]
 		}
 		return out
 	}
-	hot, churn := cycle(hotDestinations), cycle(churnDestinations)
-	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(len(addrs)) }
-	var fib, hit, miss []float64
+	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / CalibrationTrace }
 	run := func(entries int, trace []netip.Addr) (float64, error) {
 		if err := r.Resize(entries); err != nil {
 			return 0, err
@@ -61,23 +70,44 @@ func Calibrate(r Runner, addrs []netip.Addr, rounds int) (Costs, error) {
 		d, err := r.Run(trace)
 		return per(d), err
 	}
+	type job struct {
+		entries int
+		trace   []netip.Addr
+		into    *[]float64
+	}
+	fib, hit := make([][]float64, len(calibrationSets)), make([][]float64, len(calibrationSets))
+	var jobs []job
+	for i, ws := range calibrationSets {
+		tr := from(ws)
+		// Room for the whole working set: entries at twice it, a power of two.
+		entries := 1 << bits.Len(uint(2*ws-1))
+		jobs = append(jobs, job{0, tr, &fib[i]}, job{entries, tr, &hit[i]})
+	}
+	var off, on []float64
+	churn := from(churnDestinations)
+	jobs = append(jobs, job{0, churn, &off}, job{missEntries, churn, &on})
 	for range max(1, rounds) {
-		var t [4]float64
-		for i, c := range []struct {
-			entries int
-			trace   []netip.Addr
-		}{{0, hot}, {hitEntries, hot}, {0, churn}, {missEntries, churn}} {
-			var err error
-			if t[i], err = run(c.entries, c.trace); err != nil {
+		for _, j := range jobs {
+			x, err := run(j.entries, j.trace)
+			if err != nil {
 				return Costs{}, err
 			}
+			*j.into = append(*j.into, x)
 		}
-		fib, hit, miss = append(fib, t[0]), append(hit, t[1]), append(miss, max(0, t[3]-t[2]))
 	}
 	if err := r.Resize(0); err != nil {
 		return Costs{}, err
 	}
-	return Costs{FIB: median(fib), Hit: median(hit), Miss: median(miss)}, nil
+	var miss []float64
+	for i := range off {
+		miss = append(miss, max(0, on[i]-off[i]))
+	}
+	c := Costs{Miss: median(miss)}
+	for i, ws := range calibrationSets {
+		c.Curve = append(c.Curve, CostPoint{WorkingSet: float64(ws), Hit: median(hit[i]), FIB: median(fib[i])})
+	}
+	c.Hit, c.FIB = c.Curve[0].Hit, c.Curve[0].FIB
+	return c, nil
 }
 
 func median(x []float64) float64 {

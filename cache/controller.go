@@ -13,6 +13,7 @@ package cache
 
 import (
 	"fmt"
+	"math"
 	"math/bits"
 )
 
@@ -31,9 +32,42 @@ type Stats struct {
 
 // Costs is the calibrated cost model, in ns per packet: Hit is a probe that hits,
 // Miss the extra a probe that misses (and inserts) adds to the FIB lookup, FIB the
-// lookup alone.
+// lookup alone. Both a hit and a lookup cost more as the working set outgrows the CPU
+// caches: Curve, when set, has Hit and FIB at several working sets (ascending), and
+// At gives the costs at any one.
 type Costs struct {
 	Hit, Miss, FIB float64
+	Curve          []CostPoint `json:",omitempty"`
+}
+
+// CostPoint is a hit's and a lookup's cost at one working set.
+type CostPoint struct {
+	WorkingSet, Hit, FIB float64
+}
+
+// At returns the costs at a working set: interpolated on the log of the working set
+// between the curve's points, the nearest point's outside them.
+func (c Costs) At(ws float64) Costs {
+	n := len(c.Curve)
+	if n == 0 {
+		return c
+	}
+	out := Costs{Miss: c.Miss}
+	switch {
+	case ws <= c.Curve[0].WorkingSet:
+		out.Hit, out.FIB = c.Curve[0].Hit, c.Curve[0].FIB
+	case ws >= c.Curve[n-1].WorkingSet:
+		out.Hit, out.FIB = c.Curve[n-1].Hit, c.Curve[n-1].FIB
+	default:
+		i := 1
+		for c.Curve[i].WorkingSet < ws {
+			i++
+		}
+		a, b := c.Curve[i-1], c.Curve[i]
+		t := math.Log(ws/a.WorkingSet) / math.Log(b.WorkingSet/a.WorkingSet)
+		out.Hit, out.FIB = a.Hit+t*(b.Hit-a.Hit), a.FIB+t*(b.FIB-a.FIB)
+	}
+	return out
 }
 
 // Saving is what the cache saves per packet, in ns, at hit rate h (negative: it costs).
@@ -106,11 +140,15 @@ func (c *Controller) Step(s Stats, costs Costs) Decision {
 	c.held++
 	d := c.judge(s, costs)
 	target := d.Entries
-	if target == c.want {
+	// Intervals agree when they point the same way (off, smaller, the same, larger),
+	// whatever the exact size: a working set near a power of two points at two sizes
+	// in turn, and must not hold the cache off. The latest size is taken.
+	if c.direction(target) == c.direction(c.want) {
 		c.agree++
 	} else {
-		c.want, c.agree = target, 1
+		c.agree = 1
 	}
+	c.want = target
 	d.Entries = c.entries
 	if target != c.entries && c.agree >= c.cfg.Confirm && c.held > c.cfg.Hold {
 		d.Reason = fmt.Sprintf("%s (%d intervals in a row): %d -> %d entries", d.Reason, c.agree, c.entries, target)
@@ -119,8 +157,23 @@ func (c *Controller) Step(s Stats, costs Costs) Decision {
 	return d
 }
 
+// direction classes a size against the current one: -2 off, -1 smaller, 0 the same,
+// 1 larger.
+func (c *Controller) direction(n int) int {
+	switch {
+	case n == c.entries:
+		return 0
+	case n == 0:
+		return -2
+	case n < c.entries:
+		return -1
+	}
+	return 1
+}
+
 // judge says what size this interval alone points to, and why.
 func (c *Controller) judge(s Stats, costs Costs) Decision {
+	costs = costs.At(s.WorkingSet)
 	margin := c.cfg.Margin * costs.FIB
 	if s.Lookups < MinLookups {
 		return Decision{Entries: c.entries, Regime: Idle, Reason: fmt.Sprintf("%d packets, fewer than %d: no change", s.Lookups, MinLookups)}

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -77,6 +78,20 @@ func TestTurnsOnWhereItPays(t *testing.T) {
 	}
 	if !strings.Contains(ds[2].Reason, "on at 1024") || ds[2].Regime != Pays {
 		t.Errorf("decision %+v: want regime pays and a reason naming the size", ds[2])
+	}
+}
+
+// TestWorkingSetAtAPowerOfTwo: a working set that straddles a power of two points at
+// two sizes in turn; the intervals still agree (on), and the cache goes on.
+func TestWorkingSetAtAPowerOfTwo(t *testing.T) {
+	c := newTestController(t)
+	var ds []Decision
+	for i := 0; i < 3; i++ {
+		ws := []float64{1900, 2200}[i%2] // 4096, 8192, 4096 entries
+		ds = append(ds, c.Step(traffic{lookups: 100_000, ws: ws}.stats(c.Entries()), kernelFIB))
+	}
+	if !ds[2].Changed || c.Entries() != 4096 {
+		t.Fatalf("working set alternating 1900/2200: %d entries after 3 intervals (%+v), want on at the latest size, 4096", c.Entries(), ds)
 	}
 }
 
@@ -186,5 +201,21 @@ func TestConfigErrors(t *testing.T) {
 		if _, err := NewController(cfg); err == nil {
 			t.Errorf("config %+v accepted", cfg)
 		}
+	}
+}
+
+// TestCostsAt interpolates the cost curve on the log of the working set.
+func TestCostsAt(t *testing.T) {
+	c := Costs{Hit: 40, Miss: 30, FIB: 100, Curve: []CostPoint{{64, 40, 100}, {1024, 50, 200}, {16384, 80, 400}}}
+	for _, tc := range []struct {
+		ws, hit, fib float64
+	}{{1, 40, 100}, {64, 40, 100}, {256, 45, 150}, {1024, 50, 200}, {4096, 65, 300}, {1e6, 80, 400}} {
+		got := c.At(tc.ws)
+		if math.Abs(got.Hit-tc.hit) > 1e-9 || math.Abs(got.FIB-tc.fib) > 1e-9 || got.Miss != 30 {
+			t.Errorf("At(%v) = %+v, want hit %v, FIB %v, miss 30", tc.ws, got, tc.hit, tc.fib)
+		}
+	}
+	if flat := (Costs{Hit: 1, Miss: 2, FIB: 3}); flat.At(1e6).FIB != 3 {
+		t.Error("costs without a curve changed with the working set")
 	}
 }

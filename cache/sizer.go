@@ -70,9 +70,10 @@ func (p Policy) Validate() error {
 }
 
 // Sizing defaults for auto: the controller must see the same verdict Confirm intervals
-// in a row, and a change stands Hold intervals; a change must promise 1% of a lookup.
+// in a row, and a change stands Hold intervals (so no flapping: at most one change in
+// Hold+1 intervals); a change must promise 1% of a lookup.
 const (
-	DefaultConfirm = 3
+	DefaultConfirm = 2
 	DefaultHold    = 5
 	DefaultMargin  = 0.01
 )

@@ -113,8 +113,7 @@ func (c *Cache) Resize(f Family, entries int) error {
 			sets := uint32(max(entries/4, 1))
 			k.Fam[f].Mask = sets - 1
 			k.Fam[f].Shift = uint32(bits.Len32(sets) - 1)
-			// At most dcGhostSets sets keep ghosts: every 2^shift-th.
-			k.Fam[f].GhostShift = uint32(max(0, bits.Len32(sets)-1-bits.Len32(dcGhostSets-1)))
+			k.Fam[f].GhostShift = ghostShift(int(sets))
 			c.entries[f] = entries
 			// The frequency sketch (both families) halves about every ten cache
 			// sizes of accesses (5,120 aging steps).
@@ -217,6 +216,14 @@ type CacheStats struct {
 	GhostHits uint64
 }
 
+// ghostShift says which sets keep ghosts: every 2^shift-th, a quarter of them (a
+// miss's ghost work in the others is saved) but at most dcGhostSets, and the only
+// one of a one-set cache.
+func ghostShift(sets int) uint32 {
+	log := bits.Len(uint(max(sets, 1))) - 1
+	return uint32(max(min(2, log), log-bits.Len(uint(dcGhostSets-1))))
+}
+
 // Sub returns the counts between an earlier reading and s.
 func (s CacheStats) Sub(old CacheStats) CacheStats {
 	return CacheStats{Lookups: s.Lookups - old.Lookups, Hits: s.Hits - old.Hits, Misses: s.Misses - old.Misses,
@@ -238,10 +245,7 @@ func (c *Cache) Stats(f Family) (CacheStats, error) {
 		}
 	}
 	c.mu.Lock()
-	shift := 0
-	if sets := c.entries[f&1] / 4; sets > dcGhostSets {
-		shift = bits.Len(uint(sets)) - 1 - bits.Len(uint(dcGhostSets-1))
-	}
+	shift := ghostShift(c.entries[f&1] / 4)
 	c.mu.Unlock()
 	// Bypasses (the cache off) are counted; the others consulted it.
 	return CacheStats{Lookups: out[0] + out[1] + out[2] + out[3], Hits: out[1], Misses: out[2], Stale: out[3], Inserts: out[4],

@@ -13,10 +13,9 @@ import (
 	"github.com/fibfleet/fibfleet/fib"
 )
 
-// Calibration: destinations per family, rounds (the median is kept), and when the
+// Calibration: rounds (the median is kept), and when the
 // table's size has moved enough since the last calibration to measure again.
 const (
-	calibrationDests  = 1 << 14
 	calibrationRounds = 5
 	recalibrateShare  = 0.25
 	recalibrateEvery  = 30 * time.Second
@@ -141,16 +140,16 @@ func (l *cacheLoop) calibrate(force bool) {
 // measure runs the calibration for one family on a probe sharing the node's FIB maps
 // (the probe has its own cache, so the forwarding cache is untouched).
 func (l *cacheLoop) measure(f dataplane.Family) (cache.Costs, error) {
-	dests := l.fib.SampleDestinations(f == dataplane.IPv6, calibrationDests, rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1)))
+	dests := l.fib.SampleDestinations(f == dataplane.IPv6, cache.CalibrationDestinations, rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1)))
 	if f == dataplane.IPv6 {
-		p, err := dataplane.NewFIBProbe6(l.dp, len(dests))
+		p, err := dataplane.NewFIBProbe6(l.dp, cache.CalibrationTrace)
 		if err != nil {
 			return cache.Costs{}, err
 		}
 		defer p.Close()
 		return cache.Calibrate(p.Runner(dataplane.Mech6FIBCached), dests, calibrationRounds)
 	}
-	p, err := dataplane.NewProbe(l.dp, len(dests))
+	p, err := dataplane.NewProbe(l.dp, cache.CalibrationTrace)
 	if err != nil {
 		return cache.Costs{}, err
 	}

@@ -532,8 +532,11 @@ static __always_inline void dc4_put(__u32 a, __u32 answer, struct dc_config *c, 
 			own = i;
 		if (dc_live(s->w[i].answer, s->w[i].epoch, c->epoch))
 			live |= 1 << i;
-		hash[i] = dc_hash32(s->w[i].key);
 	}
+	/* Only a full set needs its keys' hashes (estimates, the ghost of what leaves). */
+#pragma unroll
+	for (i = 0; i < 4; i++)
+		hash[i] = live == 0xf ? dc_hash32(s->w[i].key) : 0;
 	slot = dc_victim(c, DC_V4, m->h, own, live, hash, &move, &gone);
 	if (move > 0 && move < 4)
 		s->w[move] = s->w[0];

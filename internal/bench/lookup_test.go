@@ -58,7 +58,7 @@ func BenchmarkCache(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for _, t := range s.CacheTargets() {
-			costs, err := cache.Calibrate(t.Runner, Destinations(t.Routes, 4096, 1), 1)
+			costs, err := cache.Calibrate(t.Runner, Destinations(t.Routes, cache.CalibrationDestinations, 1), 1)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -84,7 +84,7 @@ func BenchmarkCacheFlood(b *testing.B) {
 	t := s.CacheTargets()[1]
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		costs, err := cache.Calibrate(t.Runner, Destinations(t.Routes, 4096, 1), 1)
+		costs, err := cache.Calibrate(t.Runner, Destinations(t.Routes, cache.CalibrationDestinations, 1), 1)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -27,13 +27,13 @@ func TestCacheClosedLoop(t *testing.T) {
 	}
 	routes := all[:100_000]
 	const interval = 40_000
-	s, err := bench.NewLookupSetup(routes, interval)
+	s, err := bench.NewLookupSetup(routes, max(interval, cache.CalibrationTrace))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	defer dataplane.OnOneCPU()()
-	costs, err := cache.Calibrate(s.Runner(dataplane.MechLPMCached), bench.Destinations(routes, 1<<14, 1), 3)
+	costs, err := cache.Calibrate(s.Runner(dataplane.MechLPMCached), bench.Destinations(routes, cache.CalibrationDestinations, 1), 3)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -334,7 +334,7 @@ func runConvergence(runs int) error {
 // a plot per FIB (its path with the FIB's name in place of "%s").
 func runCache(which string, n, runs int, png string) error {
 	cfg := bench.ModeConfig{Dests: []int{1, 2, 15, 100, 500, 1000, 2000, 4000, 8000, 100_000, 1_000_000, 10_000_000},
-		Zipfs: []float64{0.9, 1.2, 0}, Packets: n, Runs: runs, Intervals: 20, Fixed: 512, Min: 1 << 10, Max: 1 << 16}
+		Zipfs: []float64{0.9, 1.2, 0}, Packets: n, Runs: runs, Intervals: 50, Fixed: 512, Min: 1 << 10, Max: 1 << 16}
 	s, err := lookupSetup(which, n)
 	if err != nil {
 		return err
@@ -342,7 +342,7 @@ func runCache(which string, n, runs int, png string) error {
 	defer s.Close()
 	targets := s.CacheTargets()
 	kernel := targets[1]
-	costs, err := cache.Calibrate(kernel.Runner, bench.Destinations(kernel.Routes, 1<<14, 1), 7)
+	costs, err := cache.Calibrate(kernel.Runner, bench.Destinations(kernel.Routes, cache.CalibrationDestinations, 1), 7)
 	if err != nil {
 		return err
 	}
@@ -380,7 +380,7 @@ func runCache(which string, n, runs int, png string) error {
 // table per target (and plots it).
 func cacheTables(targets []bench.CacheTarget, cfg bench.ModeConfig, png string) error {
 	for _, t := range targets {
-		costs, err := cache.Calibrate(t.Runner, bench.Destinations(t.Routes, 1<<14, 1), 7)
+		costs, err := cache.Calibrate(t.Runner, bench.Destinations(t.Routes, cache.CalibrationDestinations, 1), 7)
 		if err != nil {
 			return err
 		}
