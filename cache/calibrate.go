@@ -37,15 +37,19 @@ const CalibrationTrace = 1 << 16
 
 // Calibrate measures the cost model on this machine with BPF_PROG_TEST_RUN, from
 // CalibrationDestinations destinations inside the FIB's routes, the median of rounds
-// rounds (each runs every trace once, interleaved). Each trace draws its packets in
-// random order from a working set of destinations (a cycle in order would let the
-// CPU's predictors learn the lookups' branches), and is run once to warm up first:
-//   - FIB and Hit at each working set of calibrationSets: the path with the cache
-//     off, and on with room for the whole working set (every lookup a hit);
-//   - Miss: what the cache adds to a lookup it misses (and inserts): 256 destinations
-//     through a one-set cache, with the cache on minus off.
+// rounds (each runs every trace once, interleaved). At each working set of
+// calibrationSets:
+//   - FIB and Hit: packets drawn in random order from the working set (a cycle in
+//     order would let the CPU's predictors learn the lookups' branches), run once to
+//     warm up, then with the cache off, and on with room for the whole working set
+//     (every lookup a hit);
+//   - Miss, what the cache adds to a lookup it misses (and inserts): at the smallest
+//     working set, 256 destinations through a one-set cache (the set's line hot); at
+//     the others, every destination once, in random order, into an empty cache four
+//     times the working set (its lines cold, as a flood finds them); the cache on
+//     minus off.
 //
-// Costs.Hit and Costs.FIB are the smallest working set's. The runner's cache is left
+// Costs.Hit, Miss and FIB are the smallest working set's. The runner's cache is left
 // off.
 func Calibrate(r Runner, addrs []netip.Addr, rounds int) (Costs, error) {
 	if len(addrs) < CalibrationDestinations {
@@ -59,36 +63,45 @@ func Calibrate(r Runner, addrs []netip.Addr, rounds int) (Costs, error) {
 		}
 		return out
 	}
-	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / CalibrationTrace }
-	run := func(entries int, trace []netip.Addr) (float64, error) {
+	// run times a trace, after a warm-up run unless the cache must stay empty.
+	run := func(entries int, trace []netip.Addr, warm bool) (float64, error) {
 		if err := r.Resize(entries); err != nil {
 			return 0, err
 		}
-		if _, err := r.Run(trace); err != nil { // warm: the FIB's lines, the cache
-			return 0, err
+		if warm {
+			if _, err := r.Run(trace); err != nil {
+				return 0, err
+			}
 		}
 		d, err := r.Run(trace)
-		return per(d), err
+		return float64(d.Nanoseconds()) / float64(len(trace)), err
 	}
 	type job struct {
 		entries int
 		trace   []netip.Addr
+		warm    bool
 		into    *[]float64
 	}
-	fib, hit := make([][]float64, len(calibrationSets)), make([][]float64, len(calibrationSets))
+	k := len(calibrationSets)
+	fib, hit, off, on := make([][]float64, k), make([][]float64, k), make([][]float64, k), make([][]float64, k)
 	var jobs []job
 	for i, ws := range calibrationSets {
 		tr := from(ws)
 		// Room for the whole working set: entries at twice it, a power of two.
 		entries := 1 << bits.Len(uint(2*ws-1))
-		jobs = append(jobs, job{0, tr, &fib[i]}, job{entries, tr, &hit[i]})
+		jobs = append(jobs, job{0, tr, true, &fib[i]}, job{entries, tr, true, &hit[i]})
+		if i == 0 {
+			churn := from(churnDestinations)
+			jobs = append(jobs, job{0, churn, true, &off[i]}, job{missEntries, churn, true, &on[i]})
+			continue
+		}
+		once := slices.Clone(addrs[:ws])
+		rng.Shuffle(len(once), func(a, b int) { once[a], once[b] = once[b], once[a] })
+		jobs = append(jobs, job{0, once, true, &off[i]}, job{4 * entries, once, false, &on[i]})
 	}
-	var off, on []float64
-	churn := from(churnDestinations)
-	jobs = append(jobs, job{0, churn, &off}, job{missEntries, churn, &on})
 	for range max(1, rounds) {
 		for _, j := range jobs {
-			x, err := run(j.entries, j.trace)
+			x, err := run(j.entries, j.trace, j.warm)
 			if err != nil {
 				return Costs{}, err
 			}
@@ -98,15 +111,15 @@ func Calibrate(r Runner, addrs []netip.Addr, rounds int) (Costs, error) {
 	if err := r.Resize(0); err != nil {
 		return Costs{}, err
 	}
-	var miss []float64
-	for i := range off {
-		miss = append(miss, max(0, on[i]-off[i]))
-	}
-	c := Costs{Miss: median(miss)}
+	var c Costs
 	for i, ws := range calibrationSets {
-		c.Curve = append(c.Curve, CostPoint{WorkingSet: float64(ws), Hit: median(hit[i]), FIB: median(fib[i])})
+		var miss []float64
+		for j := range off[i] {
+			miss = append(miss, max(0, on[i][j]-off[i][j]))
+		}
+		c.Curve = append(c.Curve, CostPoint{WorkingSet: float64(ws), Hit: median(hit[i]), Miss: median(miss), FIB: median(fib[i])})
 	}
-	c.Hit, c.FIB = c.Curve[0].Hit, c.Curve[0].FIB
+	c.Hit, c.Miss, c.FIB = c.Curve[0].Hit, c.Curve[0].Miss, c.Curve[0].FIB
 	return c, nil
 }
 

@@ -26,23 +26,24 @@ type Stats struct {
 	// GhostHits are misses that a cache twice the size would have hit.
 	GhostHits uint64
 	// WorkingSet estimates the distinct destinations of the interval (measured
-	// whether the cache is on or off).
-	WorkingSet float64
+	// whether the cache is on or off); HitWorkingSet those among hits (0: unknown).
+	// The hits' lookups would have cost what a lookup costs at their working set,
+	// which in mixed traffic (flows and a flood) is far hotter than the whole's.
+	WorkingSet, HitWorkingSet float64
 }
 
 // Costs is the calibrated cost model, in ns per packet: Hit is a probe that hits,
 // Miss the extra a probe that misses (and inserts) adds to the FIB lookup, FIB the
-// lookup alone. Both a hit and a lookup cost more as the working set outgrows the CPU
-// caches: Curve, when set, has Hit and FIB at several working sets (ascending), and
-// At gives the costs at any one.
+// lookup alone. All three grow as the working set outgrows the CPU caches: Curve,
+// when set, has them at several working sets (ascending), and At gives them at any.
 type Costs struct {
 	Hit, Miss, FIB float64
 	Curve          []CostPoint `json:",omitempty"`
 }
 
-// CostPoint is a hit's and a lookup's cost at one working set.
+// CostPoint is the costs at one working set.
 type CostPoint struct {
-	WorkingSet, Hit, FIB float64
+	WorkingSet, Hit, Miss, FIB float64
 }
 
 // At returns the costs at a working set: interpolated on the log of the working set
@@ -50,14 +51,13 @@ type CostPoint struct {
 func (c Costs) At(ws float64) Costs {
 	n := len(c.Curve)
 	if n == 0 {
-		return c
+		return Costs{Hit: c.Hit, Miss: c.Miss, FIB: c.FIB}
 	}
-	out := Costs{Miss: c.Miss}
+	p := c.Curve[0]
 	switch {
 	case ws <= c.Curve[0].WorkingSet:
-		out.Hit, out.FIB = c.Curve[0].Hit, c.Curve[0].FIB
 	case ws >= c.Curve[n-1].WorkingSet:
-		out.Hit, out.FIB = c.Curve[n-1].Hit, c.Curve[n-1].FIB
+		p = c.Curve[n-1]
 	default:
 		i := 1
 		for c.Curve[i].WorkingSet < ws {
@@ -65,9 +65,9 @@ func (c Costs) At(ws float64) Costs {
 		}
 		a, b := c.Curve[i-1], c.Curve[i]
 		t := math.Log(ws/a.WorkingSet) / math.Log(b.WorkingSet/a.WorkingSet)
-		out.Hit, out.FIB = a.Hit+t*(b.Hit-a.Hit), a.FIB+t*(b.FIB-a.FIB)
+		p = CostPoint{Hit: a.Hit + t*(b.Hit-a.Hit), Miss: a.Miss + t*(b.Miss-a.Miss), FIB: a.FIB + t*(b.FIB-a.FIB)}
 	}
-	return out
+	return Costs{Hit: p.Hit, Miss: p.Miss, FIB: p.FIB}
 }
 
 // Saving is what the cache saves per packet, in ns, at hit rate h (negative: it costs).
@@ -116,6 +116,11 @@ type Controller struct {
 	want    int // the size the last intervals pointed to
 	agree   int // how many in a row
 	held    int // intervals since the last change
+	steps   int // intervals since the start
+	// noLocalityAt is the working set of the last interval measured (cache on) to
+	// have no locality (0: none), at interval noLocalityStep.
+	noLocalityAt   float64
+	noLocalityStep int
 }
 
 // MinLookups is the fewest packets in an interval the controller judges by.
@@ -138,6 +143,7 @@ func (c *Controller) Entries() int { return c.entries }
 // Step takes one interval's stats and the cost model and returns the decision.
 func (c *Controller) Step(s Stats, costs Costs) Decision {
 	c.held++
+	c.steps++
 	d := c.judge(s, costs)
 	target := d.Entries
 	// Intervals agree when they point the same way (off, smaller, the same, larger),
@@ -171,9 +177,19 @@ func (c *Controller) direction(n int) int {
 	return 1
 }
 
+// Memory of a measured verdict of no locality: while the working set stays within a
+// factor of noLocalityBand of the one it was measured at, and for noLocalityHold
+// intervals, the cache stays off even if the working set alone predicts hits (in
+// mixed traffic it does: half a flood is one-packet destinations the prediction
+// cannot tell from flows).
+const (
+	noLocalityBand = 2.0
+	noLocalityHold = 60
+)
+
 // judge says what size this interval alone points to, and why.
-func (c *Controller) judge(s Stats, costs Costs) Decision {
-	costs = costs.At(s.WorkingSet)
+func (c *Controller) judge(s Stats, all Costs) Decision {
+	costs := all.At(s.WorkingSet)
 	margin := c.cfg.Margin * costs.FIB
 	if s.Lookups < MinLookups {
 		return Decision{Entries: c.entries, Regime: Idle, Reason: fmt.Sprintf("%d packets, fewer than %d: no change", s.Lookups, MinLookups)}
@@ -190,20 +206,33 @@ func (c *Controller) judge(s Stats, costs Costs) Decision {
 			return Decision{Regime: NoLocality, HitRate: h, Saving: sav,
 				Reason: fmt.Sprintf("off: a %d-entry cache would hit %.1f%% and save %.1f ns of a %.1f ns lookup, under the %.1f ns margin", c.cfg.MaxEntries, 100*h, sav, costs.FIB, margin)}
 		}
+		if ws := c.noLocalityAt; ws > 0 && c.steps-c.noLocalityStep < noLocalityHold && s.WorkingSet < ws*noLocalityBand && s.WorkingSet > ws/noLocalityBand {
+			return Decision{Regime: NoLocality, HitRate: h, Saving: sav,
+				Reason: fmt.Sprintf("off: the working set (%.0f) predicts a %.1f%% hit rate, but the cache measured no locality at %.0f %d intervals ago: off until the traffic changes",
+					s.WorkingSet, 100*h, ws, c.steps-c.noLocalityStep)}
+		}
 		n := c.fit(2 * s.WorkingSet)
 		return Decision{Entries: n, Regime: Pays, HitRate: h, Saving: sav,
 			Reason: fmt.Sprintf("off: the working set (%.0f destinations) predicts a %.1f%% hit rate saving %.1f ns: on at %d entries", s.WorkingSet, 100*h, sav, n)}
 	}
 	h := float64(s.Hits) / lookups
 	g := float64(s.GhostHits) / lookups
-	sav, sav2 := costs.Saving(h), costs.Saving(min(1, h+g))
+	// Hits save a lookup at the hits' working set; misses cost at the whole one.
+	hits := costs
+	if s.HitWorkingSet > 0 {
+		hits = all.At(s.HitWorkingSet)
+	}
+	saving := func(h float64) float64 { return h*(hits.FIB-hits.Hit) - (1-h)*costs.Miss }
+	sav, sav2 := saving(h), saving(min(1, h+g))
 	switch {
 	case sav2-sav > margin && c.entries < c.cfg.MaxEntries:
 		return Decision{Entries: 2 * c.entries, Regime: Undersized, HitRate: h, Saving: sav,
 			Reason: fmt.Sprintf("hit rate %.1f%%, ghost hits %.1f%%: twice the size would save %.1f ns more", 100*h, 100*g, sav2-sav)}
 	case sav <= margin:
+		c.noLocalityAt, c.noLocalityStep = s.WorkingSet, c.steps
 		return Decision{Entries: 0, Regime: NoLocality, HitRate: h, Saving: sav,
-			Reason: fmt.Sprintf("hit rate %.1f%% saves %.1f ns of a %.1f ns lookup, under the %.1f ns margin (ghost hits %.1f%%, working set %.0f): off", 100*h, sav, costs.FIB, margin, 100*g, s.WorkingSet)}
+			Reason: fmt.Sprintf("hit rate %.1f%% saves %.1f ns (a hit %.1f ns instead of a %.1f ns lookup; a miss +%.1f ns), under the %.1f ns margin (ghost hits %.1f%%, working set %.0f, of hits %.0f): off",
+				100*h, sav, hits.Hit, hits.FIB, costs.Miss, margin, 100*g, s.WorkingSet, s.HitWorkingSet)}
 	case s.WorkingSet < float64(c.entries)/4 && c.entries > c.cfg.MinEntries && g == 0:
 		return Decision{Entries: c.entries / 2, Regime: Oversized, HitRate: h, Saving: sav,
 			Reason: fmt.Sprintf("working set %.0f fits in a quarter of %d entries", s.WorkingSet, c.entries)}

@@ -206,16 +206,57 @@ func TestConfigErrors(t *testing.T) {
 
 // TestCostsAt interpolates the cost curve on the log of the working set.
 func TestCostsAt(t *testing.T) {
-	c := Costs{Hit: 40, Miss: 30, FIB: 100, Curve: []CostPoint{{64, 40, 100}, {1024, 50, 200}, {16384, 80, 400}}}
+	c := Costs{Hit: 40, Miss: 30, FIB: 100, Curve: []CostPoint{{64, 40, 30, 100}, {1024, 50, 50, 200}, {16384, 80, 150, 400}}}
 	for _, tc := range []struct {
-		ws, hit, fib float64
-	}{{1, 40, 100}, {64, 40, 100}, {256, 45, 150}, {1024, 50, 200}, {4096, 65, 300}, {1e6, 80, 400}} {
+		ws, hit, miss, fib float64
+	}{{1, 40, 30, 100}, {64, 40, 30, 100}, {256, 45, 40, 150}, {1024, 50, 50, 200}, {4096, 65, 100, 300}, {1e6, 80, 150, 400}} {
 		got := c.At(tc.ws)
-		if math.Abs(got.Hit-tc.hit) > 1e-9 || math.Abs(got.FIB-tc.fib) > 1e-9 || got.Miss != 30 {
-			t.Errorf("At(%v) = %+v, want hit %v, FIB %v, miss 30", tc.ws, got, tc.hit, tc.fib)
+		if math.Abs(got.Hit-tc.hit) > 1e-9 || math.Abs(got.FIB-tc.fib) > 1e-9 || math.Abs(got.Miss-tc.miss) > 1e-9 {
+			t.Errorf("At(%v) = %+v, want hit %v, miss %v, FIB %v", tc.ws, got, tc.hit, tc.miss, tc.fib)
 		}
 	}
 	if flat := (Costs{Hit: 1, Miss: 2, FIB: 3}); flat.At(1e6).FIB != 3 {
 		t.Error("costs without a curve changed with the working set")
+	}
+}
+
+// TestMixedFloodStaysOff: half of the traffic a flood of one-packet destinations, the
+// other half flows to a few hot destinations. From the working set alone the cache
+// looks worth having; on, it measures that its hits save little (their lookups were
+// cheap: a small working set of hits) while every flood packet pays a miss, and goes
+// off; off, it remembers, and stays off while the traffic looks the same, until the
+// working set changes.
+func TestMixedFloodStaysOff(t *testing.T) {
+	c := newTestController(t)
+	costs := Costs{Hit: 40, Miss: 30, FIB: 150, Curve: []CostPoint{{64, 40, 30, 150}, {16384, 100, 200, 800}}}
+	mixed := func() Stats {
+		s := Stats{Lookups: 100_000, WorkingSet: 50_000}
+		if c.Entries() > 0 {
+			s.Hits, s.HitWorkingSet = 45_000, 64
+		}
+		return s
+	}
+	var ds []Decision
+	for i := 0; i < 3; i++ {
+		ds = append(ds, c.Step(mixed(), costs))
+	}
+	if c.Entries() == 0 {
+		t.Fatalf("the working set alone predicts hits, but the cache stayed off: %+v", ds)
+	}
+	for i := 0; i < 6; i++ {
+		ds = append(ds, c.Step(mixed(), costs))
+	}
+	if c.Entries() != 0 {
+		t.Fatalf("on, with hits saving less than the flood's misses cost: still %d entries: %+v", c.Entries(), ds[3:])
+	}
+	for i := 0; i < 20; i++ {
+		d := c.Step(mixed(), costs)
+		if d.Changed || c.Entries() != 0 || !strings.Contains(d.Reason, "until the traffic changes") {
+			t.Fatalf("off after measuring no locality, same traffic, interval %d: %+v: want off, remembered", i, d)
+		}
+	}
+	run(c, locality, costs, 4)
+	if c.Entries() == 0 {
+		t.Fatal("the traffic changed to flows over 500 destinations, but the cache stayed off")
 	}
 }

@@ -14,6 +14,7 @@ import (
 type Dataplane interface {
 	Stats(dataplane.Family) (dataplane.CacheStats, error)
 	WorkingSet(f dataplane.Family, reset bool) (float64, error)
+	HitWorkingSet(f dataplane.Family, reset bool) (float64, error)
 	Resize(f dataplane.Family, entries int) error
 	Entries(dataplane.Family) int
 }
@@ -84,8 +85,9 @@ type Report struct {
 	Mode     Mode
 	Entries  int
 	Interval dataplane.CacheStats
-	// WorkingSet is the interval's distinct destinations (estimated).
-	WorkingSet float64
+	// WorkingSet is the interval's distinct destinations (estimated), HitWorkingSet
+	// those of its hits.
+	WorkingSet, HitWorkingSet float64
 	// Decision is the controller's (auto only).
 	Decision Decision
 	// Costs is the cost model the decision used; Calibrated says whether there is one.
@@ -118,6 +120,7 @@ func NewSizer(dp Dataplane, log *slog.Logger) *Sizer {
 	for f := range s.last {
 		s.last[f], _ = dp.Stats(dataplane.Family(f))
 		_, _ = dp.WorkingSet(dataplane.Family(f), true)
+		_, _ = dp.HitWorkingSet(dataplane.Family(f), true)
 		s.reports[f] = Report{Family: dataplane.Family(f), Mode: Off}
 	}
 	return s
@@ -191,14 +194,19 @@ func (s *Sizer) Tick() ([2]Report, error) {
 			errs = append(errs, err)
 			continue
 		}
-		r := Report{Family: fam, Mode: s.policy.Mode, Interval: now.Sub(s.last[f]), WorkingSet: ws, Costs: s.costs[f], Calibrated: s.calibrated[f]}
+		hws, err := s.dp.HitWorkingSet(fam, true)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		r := Report{Family: fam, Mode: s.policy.Mode, Interval: now.Sub(s.last[f]), WorkingSet: ws, HitWorkingSet: hws, Costs: s.costs[f], Calibrated: s.calibrated[f]}
 		s.last[f] = now
 		if c := s.ctrl[f]; c != nil {
 			if !s.calibrated[f] {
 				r.Decision = Decision{Entries: c.Entries(), Regime: Idle, Reason: "the cost model is not calibrated yet: the cache stays as it is"}
 			} else {
 				in := r.Interval
-				r.Decision = c.Step(Stats{Lookups: in.Lookups, Hits: in.Hits, GhostHits: in.GhostHits, WorkingSet: ws}, s.costs[f])
+				r.Decision = c.Step(Stats{Lookups: in.Lookups, Hits: in.Hits, GhostHits: in.GhostHits, WorkingSet: ws, HitWorkingSet: hws}, s.costs[f])
 				d := r.Decision
 				attrs := []any{"family", fam.String(), "entries", d.Entries, "regime", string(d.Regime),
 					"hit_rate", round3(d.HitRate), "saving_ns", round3(d.Saving), "reason", d.Reason}

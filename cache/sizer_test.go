@@ -21,6 +21,9 @@ func (f *fakeCache) Stats(fam dataplane.Family) (dataplane.CacheStats, error) {
 func (f *fakeCache) WorkingSet(fam dataplane.Family, reset bool) (float64, error) {
 	return f.ws[fam], nil
 }
+func (f *fakeCache) HitWorkingSet(fam dataplane.Family, reset bool) (float64, error) {
+	return 0, nil
+}
 func (f *fakeCache) Resize(fam dataplane.Family, n int) error {
 	f.entries[fam] = n
 	f.resizes++

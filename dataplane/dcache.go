@@ -53,8 +53,8 @@ const (
 // probe): its geometry per family, its epoch, and its measurements. Methods are safe
 // for concurrent use.
 type Cache struct {
-	ctl, stats, hll *ebpf.Map
-	outer           [2]*ebpf.Map
+	ctl, stats, hllMap *ebpf.Map
+	outer              [2]*ebpf.Map
 
 	mu      sync.Mutex
 	inner   [2]*ebpf.Map
@@ -62,7 +62,7 @@ type Cache struct {
 }
 
 func newCache(ctl, v4, v6, stats, hll *ebpf.Map) *Cache {
-	return &Cache{ctl: ctl, outer: [2]*ebpf.Map{v4, v6}, stats: stats, hll: hll}
+	return &Cache{ctl: ctl, outer: [2]*ebpf.Map{v4, v6}, stats: stats, hllMap: hll}
 }
 
 // CheckCacheEntries says whether a cache size is valid: 0 (off) or a power of two
@@ -256,14 +256,23 @@ func (c *Cache) Stats(f Family) (CacheStats, error) {
 // reset (the cache on or off), from the HyperLogLog registers XDP keeps per CPU (the
 // union of CPUs is the maximum of each register); reset starts a new interval.
 func (c *Cache) WorkingSet(f Family, reset bool) (float64, error) {
+	return c.hll(uint32(f&1), reset)
+}
+
+// HitWorkingSet estimates the distinct destinations among the cache's hits since the
+// last reset, the same way.
+func (c *Cache) HitWorkingSet(f Family, reset bool) (float64, error) {
+	return c.hll(uint32(f&1)+2, reset)
+}
+
+func (c *Cache) hll(k uint32, reset bool) (float64, error) {
 	var per [][]byte
-	k := uint32(f & 1)
-	if err := c.hll.Lookup(&k, &per); err != nil {
-		return 0, fmt.Errorf("dataplane: read the %s working-set registers: %w", f, err)
+	if err := c.hllMap.Lookup(&k, &per); err != nil {
+		return 0, fmt.Errorf("dataplane: read the working-set registers %d: %w", k, err)
 	}
-	regs := make([]byte, 0)
+	var regs []byte
 	for _, r := range per {
-		if len(regs) == 0 {
+		if regs == nil {
 			regs = make([]byte, len(r))
 		}
 		for i, v := range r {
@@ -275,8 +284,8 @@ func (c *Cache) WorkingSet(f Family, reset bool) (float64, error) {
 		for i := range zeros {
 			zeros[i] = make([]byte, len(regs))
 		}
-		if err := c.hll.Put(&k, zeros); err != nil {
-			return 0, fmt.Errorf("dataplane: reset the %s working-set registers: %w", f, err)
+		if err := c.hllMap.Put(&k, zeros); err != nil {
+			return 0, fmt.Errorf("dataplane: reset the working-set registers %d: %w", k, err)
 		}
 	}
 	return HyperLogLog(regs) * (1 << dcHLLSample), nil

@@ -5,7 +5,10 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"sync/atomic"
 	"testing"
+
+	"github.com/cilium/ebpf"
 )
 
 // TestForwardingCache runs frames through the forwarding program with the destination
@@ -236,5 +239,49 @@ func TestCacheSizes(t *testing.T) {
 		if got := d.Cache().Entries(IPv6); got != n {
 			t.Errorf("resized to %d, Entries says %d", n, got)
 		}
+	}
+}
+
+// TestResizeUnderTraffic resizes both families' caches over and over (and turns them
+// off and on) while frames of both families keep going through the forwarding
+// program: every frame must still leave by its route, none dropped, none passed.
+func TestResizeUnderTraffic(t *testing.T) {
+	d := testDataplane(t)
+	frames := [][]byte{frame(frameOpts{dst: netip.MustParseAddr("198.51.100.7"), payload: 20}), frame6(frame6Opts{dst: "2001:db8:100::7", payload: 20})}
+	const rounds = 40
+	var resized atomic.Int32
+	errc := make(chan error, 1)
+	go func() {
+		sizes := []int{4, 64, 0, 1024, 16, 1 << 14, 256, 0}
+		for n := 0; n < rounds; n++ {
+			for f := range 2 {
+				if err := d.Cache().Resize(Family(f), sizes[n%len(sizes)]); err != nil {
+					errc <- err
+					return
+				}
+			}
+			resized.Add(1)
+		}
+		errc <- nil
+	}()
+	sent := 0
+	for ; resized.Load() < rounds && sent < 10_000_000; sent++ {
+		in := frames[sent%2]
+		opts := &ebpf.RunOptions{Data: in, DataOut: make([]byte, len(in)+512)}
+		ret, err := d.Program().Run(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ret != xdpRedirect || !bytes.Equal(opts.DataOut[:6], gwMAC) {
+			t.Fatalf("frame %d during resizes: action %d, destination MAC %x; want a redirect to %s", sent, ret, opts.DataOut[:6], gwMAC)
+		}
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d frames forwarded during %d resizes of each family", sent, rounds)
+	s := stats(t, d)
+	if s[Forwarded].Packets+s[ForwardedV6].Packets != uint64(sent) || s[ForwardedV6].Packets != uint64(sent/2) || s.Passed() != 0 {
+		t.Errorf("counters %+v: want all %d frames forwarded and nothing passed", s, sent)
 	}
 }

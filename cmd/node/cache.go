@@ -181,10 +181,11 @@ type cacheFamily struct {
 	// BytesPerCPU is the table's memory on each CPU.
 	BytesPerCPU int `json:"bytes_per_cpu"`
 	// The last interval: packets, hit rate, ghost hits, working set.
-	Lookups    uint64  `json:"lookups"`
-	HitRate    float64 `json:"hit_rate"`
-	GhostHits  uint64  `json:"ghost_hits"`
-	WorkingSet float64 `json:"working_set"`
+	Lookups       uint64  `json:"lookups"`
+	HitRate       float64 `json:"hit_rate"`
+	GhostHits     uint64  `json:"ghost_hits"`
+	WorkingSet    float64 `json:"working_set"`
+	HitWorkingSet float64 `json:"hit_working_set"`
 	// The controller's last verdict (auto), and the cost model it used.
 	Regime     string      `json:"regime,omitempty"`
 	Reason     string      `json:"reason,omitempty"`
@@ -208,7 +209,7 @@ func (l *cacheLoop) status() cacheStatus {
 		tot, _ := l.dp.Cache().Stats(f)
 		n := l.dp.Cache().Entries(f)
 		c := cacheFamily{Family: f.String(), Mode: string(l.sizer.Policy().Mode), Entries: n, BytesPerCPU: n / 4 * dataplane.CacheSetBytes[f],
-			Lookups: r.Interval.Lookups, GhostHits: r.Interval.GhostHits, WorkingSet: r.WorkingSet,
+			Lookups: r.Interval.Lookups, GhostHits: r.Interval.GhostHits, WorkingSet: r.WorkingSet, HitWorkingSet: r.HitWorkingSet,
 			Regime: string(r.Decision.Regime), Reason: r.Decision.Reason, Costs: costs[f], Calibrated: ok[f], Totals: tot}
 		if r.Interval.Lookups > 0 {
 			c.HitRate = float64(r.Interval.Hits) / float64(r.Interval.Lookups)

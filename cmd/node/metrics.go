@@ -76,7 +76,7 @@ func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.Kern
 		cacheEntries:  d("cache", "entries", "Destination cache size (entries per CPU; 0: off).", "family"),
 		cacheLookups:  d("cache", "lookups_total", "Packets that reached the FIB step, the cache on or off.", "family"),
 		cacheEvents:   d("cache", "events_total", "Destination cache events: hit, miss, stale (an entry of an old epoch or route generation), insert, evict (a live entry replaced), refuse (admission kept the busier entries), ghost_hit (a miss twice the cache would have hit, estimated from sampled sets).", "family", "event"),
-		cacheWS:       d("cache", "working_set", "Distinct destinations in the last interval (HyperLogLog on a hash-sampled sixteenth of packets).", "family"),
+		cacheWS:       d("cache", "working_set", "Distinct destinations in the last interval (HyperLogLog on a hash-sampled sixteenth of packets), of all packets (of=all) and of the cache's hits (of=hits).", "family", "of"),
 		cacheHitRate:  d("cache", "hit_ratio", "Hits per lookup in the last interval.", "family"),
 		cacheCost:     d("cache", "cost_nanoseconds", "The calibrated cost model (BPF test runs on this machine): fib (a lookup with the cache off), hit, miss (what a miss adds).", "family", "kind"),
 		cacheRegimes:  d("cache", "decisions_total", "The controller's verdicts, one per interval in auto mode: pays, undersized, oversized, no_locality, idle.", "family", "regime"),
@@ -169,7 +169,8 @@ func (m *metrics) collectCache(ch chan<- prometheus.Metric) {
 		}{{"hit", t.Hits}, {"miss", t.Misses}, {"stale", t.Stale}, {"insert", t.Inserts}, {"evict", t.Evictions}, {"refuse", t.Refused}, {"ghost_hit", t.GhostHits}} {
 			c(m.cacheEvents, e.v, fam, e.name)
 		}
-		g(m.cacheWS, f.WorkingSet, fam)
+		g(m.cacheWS, f.WorkingSet, fam, "all")
+		g(m.cacheWS, f.HitWorkingSet, fam, "hits")
 		g(m.cacheHitRate, f.HitRate, fam)
 		if f.Calibrated {
 			g(m.cacheCost, f.Costs.FIB, fam, "fib")

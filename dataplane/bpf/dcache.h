@@ -23,7 +23,8 @@
  * Measurements for the sizing controller (cache/): per family, lookups (counted
  * whether the cache is on or off), hits, misses, stale, inserts, evictions, refusals;
  * a HyperLogLog of the destinations on a hash-sampled sixteenth of packets (the
- * working set, measured with the cache off too); and ghost hits: misses that a cache
+ * working set, measured with the cache off too; and one of the destinations of hits,
+ * whose lookups the cache saved); and ghost hits: misses that a cache
  * with twice the ways would have hit, from the tags of the entries last pushed out of
  * a sample of the sets (set sampling, as utility monitors do).
  */
@@ -174,7 +175,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);
 	__type(value, struct dc_hll);
-	__uint(max_entries, 2);
+	__uint(max_entries, 4); /* per family: all destinations, then those of hits */
 } dc_hll SEC(".maps");
 
 static __always_inline void dc_observe(__u32 fam, __u32 h)
@@ -500,6 +501,7 @@ static __always_inline __u32 dc4_find(__u32 a, struct dc_config *c, struct dc_mi
 			continue;
 		if (s->w[i].gen == m->gen && s->w[i].epoch == c->epoch) {
 			dc_record(m->h, c->age_every, 1);
+			dc_observe(DC_V4 + 2, m->h);
 			dc_count(DC_V4, DC_HIT);
 			return s->w[i].answer;
 		}
@@ -586,6 +588,7 @@ static __always_inline __u32 dc6_find(const __u32 *a, struct dc_config *c, struc
 			continue;
 		if (s->w[i].gen == m->gen && s->w[i].epoch == c->epoch) {
 			dc_record(m->h, c->age_every, 1);
+			dc_observe(DC_V6 + 2, m->h);
 			dc_count(DC_V6, DC_HIT);
 			return s->w[i].answer;
 		}

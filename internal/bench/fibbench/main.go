@@ -384,15 +384,18 @@ func cacheTables(targets []bench.CacheTarget, cfg bench.ModeConfig, png string) 
 		if err != nil {
 			return err
 		}
-		slog.Info("calibrated", "target", t.Name, "fib_ns", costs.FIB, "hit_ns", costs.Hit, "miss_ns", costs.Miss)
 		rows, err := bench.RunModes(t, costs, cfg)
 		if err != nil {
 			return err
 		}
+		var curve []string
+		for _, p := range costs.Curve {
+			curve = append(curve, fmt.Sprintf("%.0f destinations: lookup %.1f, hit %.1f, miss +%.1f", p.WorkingSet, p.FIB, p.Hit, p.Miss))
+		}
 		fmt.Printf("\n%s, %d prefixes: flows of 8-10 packets (16 interleaved) to D destinations, %d packets per run in %d intervals (the sizer ticks between), "+
 			"median of %d interleaved runs, each from a cold cache; ns per packet (loop included) and the median of each run's ratio to off. "+
-			"Calibrated: FIB %.1f ns, hit %.1f ns, miss +%.1f ns.\n\n",
-			t.Name, len(t.Routes), cfg.Packets, cfg.Intervals, cfg.Runs, costs.FIB, costs.Hit, costs.Miss)
+			"Calibrated (ns): %s.\n\n",
+			t.Name, len(t.Routes), cfg.Packets, cfg.Intervals, cfg.Runs, strings.Join(curve, "; "))
 		fmt.Println("| traffic | D | distinct in trace | off | fixed 512 | hit | auto | hit | auto's size at the end |")
 		fmt.Println("|---|---|---|---|---|---|---|---|---|")
 		for _, r := range rows {
