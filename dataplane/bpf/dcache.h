@@ -469,6 +469,52 @@ static __always_inline int dc_victim(struct dc_config *c, __u32 fam, __u32 h, in
 	return 0;
 }
 
+/* dc_set_of returns the set of hash m->h in a family's table (and its index in
+ * *idx), or 0 when the cache is off or meets a resize half done: a bypass. */
+static __always_inline void *dc_set_of(void *outer, __u32 fam, struct dc_config *c, struct dc_miss *m, __u32 *idx)
+{
+	__u32 zero = 0, key;
+	void *inner, *s;
+
+	m->set = 0;
+	inner = bpf_map_lookup_elem(outer, &zero);
+	if (!inner) {
+		dc_count(fam, DC_BYPASS);
+		return 0;
+	}
+	*idx = m->h & c->fam[fam & 1].mask;
+	key = bpf_get_smp_processor_id() << (c->fam[fam & 1].shift & 31) | *idx;
+	s = bpf_map_lookup_elem(inner, &key);
+	if (!s)
+		dc_count(fam, DC_BYPASS);
+	return s;
+}
+
+/* dc_hit counts a hit and returns its answer. */
+static __always_inline __u32 dc_hit(__u32 fam, struct dc_config *c, struct dc_miss *m, __u32 answer)
+{
+	dc_record(m->h, c->age_every, 1);
+	dc_observe(fam + 2, m->h);
+	dc_count(fam, DC_HIT);
+	return answer;
+}
+
+/* dc_missed counts a miss (stale: an entry of an old epoch or generation was there)
+ * and fills m for the insert. */
+static __always_inline __u32 dc_missed(__u32 fam, struct dc_config *c, struct dc_miss *m, void *s, __u32 idx, int stale)
+{
+	dc_record(m->h, c->age_every, 0);
+	m->set = s;
+	m->ghost = dc_ghost_base(c, fam, idx);
+	if (stale) {
+		dc_count(fam, DC_STALE);
+	} else {
+		dc_count(fam, DC_MISS);
+		dc_ghost_check(fam, m->ghost, m->h);
+	}
+	return 0;
+}
+
 #ifdef FIB4_H
 /* dc4_find looks destination a (host order, hash m->h) up in its set: the cached
  * answer, or 0 on a miss, with m filled for dc4_put. The region's generation is read
@@ -476,47 +522,22 @@ static __always_inline int dc_victim(struct dc_config *c, __u32 fam, __u32 h, in
  * an answer stamped with the new generation is a new answer. */
 static __always_inline __u32 dc4_find(__u32 a, struct dc_config *c, struct dc_miss *m)
 {
-	__u32 zero = 0, idx, key, stale = 0;
-	struct dc4_set *s;
-	void *inner;
+	__u32 idx = 0, stale = 0;
+	struct dc4_set *s = dc_set_of(&dc4_maps, DC_V4, c, m, &idx);
 	int i;
 
-	m->set = 0;
-	inner = bpf_map_lookup_elem(&dc4_maps, &zero);
-	if (!inner) {
-		dc_count(DC_V4, DC_BYPASS);
+	if (!s)
 		return 0;
-	}
-	idx = m->h & c->fam[0].mask;
-	key = bpf_get_smp_processor_id() << (c->fam[0].shift & 31) | idx;
-	s = bpf_map_lookup_elem(inner, &key);
-	if (!s) {
-		dc_count(DC_V4, DC_BYPASS);
-		return 0;
-	}
 	m->gen = fib4_gen(a);
 #pragma unroll
 	for (i = 0; i < 4; i++) {
 		if (s->w[i].key != a || !s->w[i].answer)
 			continue;
-		if (s->w[i].gen == m->gen && s->w[i].epoch == c->epoch) {
-			dc_record(m->h, c->age_every, 1);
-			dc_observe(DC_V4 + 2, m->h);
-			dc_count(DC_V4, DC_HIT);
-			return s->w[i].answer;
-		}
+		if (s->w[i].gen == m->gen && s->w[i].epoch == c->epoch)
+			return dc_hit(DC_V4, c, m, s->w[i].answer);
 		stale = 1;
 	}
-	dc_record(m->h, c->age_every, 0);
-	m->set = s;
-	m->ghost = dc_ghost_base(c, DC_V4, idx);
-	if (stale) {
-		dc_count(DC_V4, DC_STALE);
-	} else {
-		dc_count(DC_V4, DC_MISS);
-		dc_ghost_check(DC_V4, m->ghost, m->h);
-	}
-	return 0;
+	return dc_missed(DC_V4, c, m, s, idx, stale);
 }
 
 /* dc4_put caches the FIB's answer for a after dc4_find missed. */
@@ -563,47 +584,22 @@ static __always_inline int dc6_same(const __u32 *k, const __u32 *a)
 /* dc6_find is dc4_find for an IPv6 destination a (network order). */
 static __always_inline __u32 dc6_find(const __u32 *a, struct dc_config *c, struct dc_miss *m)
 {
-	__u32 zero = 0, idx, key, stale = 0;
-	struct dc6_set *s;
-	void *inner;
+	__u32 idx = 0, stale = 0;
+	struct dc6_set *s = dc_set_of(&dc6_maps, DC_V6, c, m, &idx);
 	int i;
 
-	m->set = 0;
-	inner = bpf_map_lookup_elem(&dc6_maps, &zero);
-	if (!inner) {
-		dc_count(DC_V6, DC_BYPASS);
+	if (!s)
 		return 0;
-	}
-	idx = m->h & c->fam[1].mask;
-	key = bpf_get_smp_processor_id() << (c->fam[1].shift & 31) | idx;
-	s = bpf_map_lookup_elem(inner, &key);
-	if (!s) {
-		dc_count(DC_V6, DC_BYPASS);
-		return 0;
-	}
 	m->gen = fib6_gen_of(a);
 #pragma unroll
 	for (i = 0; i < 4; i++) {
 		if (s->w[i].hash != m->h || !s->w[i].answer || !dc6_same(s->w[i].key, a))
 			continue;
-		if (s->w[i].gen == m->gen && s->w[i].epoch == c->epoch) {
-			dc_record(m->h, c->age_every, 1);
-			dc_observe(DC_V6 + 2, m->h);
-			dc_count(DC_V6, DC_HIT);
-			return s->w[i].answer;
-		}
+		if (s->w[i].gen == m->gen && s->w[i].epoch == c->epoch)
+			return dc_hit(DC_V6, c, m, s->w[i].answer);
 		stale = 1;
 	}
-	dc_record(m->h, c->age_every, 0);
-	m->set = s;
-	m->ghost = dc_ghost_base(c, DC_V6, idx);
-	if (stale) {
-		dc_count(DC_V6, DC_STALE);
-	} else {
-		dc_count(DC_V6, DC_MISS);
-		dc_ghost_check(DC_V6, m->ghost, m->h);
-	}
-	return 0;
+	return dc_missed(DC_V6, c, m, s, idx, stale);
 }
 
 /* dc6_put caches the FIB's answer for a after dc6_find missed. */
