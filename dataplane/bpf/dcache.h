@@ -85,31 +85,22 @@ struct {
  * declarations of the types an inner map definition points to). BPF_F_INNER_MAP lets
  * a replacement have another size; the kernel allows it for plain arrays only, so an
  * inner map holds every CPU's sets, CPU c's at c << shift: per-CPU by layout. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__type(key, __u32);
-	__uint(max_entries, 1);
-	__array(values, struct {
-		__uint(type, BPF_MAP_TYPE_ARRAY);
-		__uint(map_flags, BPF_F_INNER_MAP);
-		__uint(key_size, sizeof(__u32));
-		__uint(value_size, sizeof(struct dc4_set));
-		__uint(max_entries, 1);
-	});
-} dc4_maps SEC(".maps");
+#define DC_TABLE(name, set_t)                                      \
+	struct {                                                   \
+		__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);          \
+		__type(key, __u32);                                \
+		__uint(max_entries, 1);                            \
+		__array(values, struct {                           \
+			__uint(type, BPF_MAP_TYPE_ARRAY);          \
+			__uint(map_flags, BPF_F_INNER_MAP);        \
+			__uint(key_size, sizeof(__u32));           \
+			__uint(value_size, sizeof(set_t));         \
+			__uint(max_entries, 1);                    \
+		});                                                \
+	} name SEC(".maps")
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__type(key, __u32);
-	__uint(max_entries, 1);
-	__array(values, struct {
-		__uint(type, BPF_MAP_TYPE_ARRAY);
-		__uint(map_flags, BPF_F_INNER_MAP);
-		__uint(key_size, sizeof(__u32));
-		__uint(value_size, sizeof(struct dc6_set));
-		__uint(max_entries, 1);
-	});
-} dc6_maps SEC(".maps");
+DC_TABLE(dc4_maps, struct dc4_set);
+DC_TABLE(dc6_maps, struct dc6_set);
 
 /* Per-CPU counters, DC_NSTATS per family. */
 enum dc_stat {
