@@ -547,8 +547,10 @@ func testNodeCache(t *testing.T, sk *lab.Skeleton, backend string) {
 	c := get()
 	v4 := c.Families[0]
 	t.Logf("ipv4 after steady traffic to %d destinations: %d entries, hit rate %.2f, %s: %s", len(dsts), v4.Entries, v4.HitRate, v4.Regime, v4.Reason)
-	if v4.Mode != "auto" || v4.Regime == "" || v4.Regime == "idle" || v4.Totals.Lookups < uint64(len(dsts)*400) {
-		t.Fatalf("ipv4: %+v, want auto judging the traffic", v4)
+	// The last interval may hold only the traffic's tail (idle); the verdicts counted
+	// over the run are checked below.
+	if v4.Mode != "auto" || v4.Totals.Lookups < uint64(len(dsts)*400) {
+		t.Fatalf("ipv4: %+v, want auto, every packet counted", v4)
 	}
 	m, err := sk.Metrics()
 	if err != nil {
