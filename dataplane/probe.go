@@ -172,18 +172,11 @@ func (p *Probe) Cache() *Cache { return p.cache }
 
 // SetCache sizes the probe's IPv4 destination cache (entries: a power of two from 4
 // to MaxCacheEntries; 0 turns it off), empty, with admission (TinyLFU) on.
-func (p *Probe) SetCache(entries int) error { return setProbeCache(p.cache, IPv4, entries, true) }
-
-// SetCacheNoAdmission is SetCache with every miss admitted, for comparison.
-func (p *Probe) SetCacheNoAdmission(entries int) error {
-	return setProbeCache(p.cache, IPv4, entries, false)
-}
-
-func setProbeCache(c *Cache, f Family, entries int, admission bool) error {
-	if err := c.SetAdmission(admission); err != nil {
+func (p *Probe) SetCache(entries int) error {
+	if err := p.cache.SetAdmission(true); err != nil {
 		return err
 	}
-	return c.Resize(f, entries)
+	return p.cache.Resize(IPv4, entries)
 }
 
 // FlushCache bumps the cache's epoch: every entry is stale at once, nothing walked.

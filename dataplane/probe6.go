@@ -186,11 +186,6 @@ func (p *Probe6) Close() error {
 // Cache is the probe's own destination cache (the production code, its own maps).
 func (p *Probe6) Cache() *Cache { return p.cache }
 
-// SetCache sizes the probe's IPv6 destination cache (entries: a power of two from 4
-// to MaxCacheEntries; 0 turns it off), empty, with admission (TinyLFU) on or off.
-func (p *Probe6) SetCache(entries int, admission bool) error {
-	return setProbeCache(p.cache, IPv6, entries, admission)
-}
 
 // LoadLPM fills the LPM trie reference with prefix -> value.
 func (p *Probe6) LoadLPM(prefixes []netip.Prefix, values []uint32) error {
