@@ -186,7 +186,6 @@ func (p *Probe6) Close() error {
 // Cache is the probe's own destination cache (the production code, its own maps).
 func (p *Probe6) Cache() *Cache { return p.cache }
 
-
 // LoadLPM fills the LPM trie reference with prefix -> value.
 func (p *Probe6) LoadLPM(prefixes []netip.Prefix, values []uint32) error {
 	keys := make([]fib6probeLpmKeyV6, len(prefixes))
