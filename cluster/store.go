@@ -1,0 +1,297 @@
+// Package cluster keeps what the fleet shares in etcd: the cache policy (for the
+// fleet, and per node), the flush epoch, and the nodes registered under leases. Every
+// value is JSON with a schema version; every write is validated and made with
+// compare-and-swap on the key's revision, so two operators (or ctl and a node) never
+// overwrite each other unseen.
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/fibfleet/fibfleet/cache"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Schema is the version of the JSON values this package writes; it refuses others.
+const Schema = 1
+
+// ErrConflict: the key changed since the revision the write expected. Read it again.
+var ErrConflict = errors.New("cluster: the value changed since it was read (compare-and-swap failed): read it again and retry")
+
+// ErrNoPolicy: etcd holds no policy for the node or the fleet; the node's config file
+// decides.
+var ErrNoPolicy = errors.New("cluster: no cache policy in etcd")
+
+// AnyRevision makes a write unconditional; NoRevision requires the key to be absent.
+const (
+	AnyRevision int64 = -1
+	NoRevision  int64 = 0
+)
+
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+
+// Store reads and writes the fleet's keys under /fibfleet/<cluster>/.
+type Store struct {
+	cli    *clientv3.Client
+	prefix string
+}
+
+// NewStore uses cli for the cluster's keys.
+func NewStore(cli *clientv3.Client, clusterName string) (*Store, error) {
+	if !namePattern.MatchString(clusterName) {
+		return nil, fmt.Errorf("cluster: name %q: use letters, digits, '.', '_' or '-' (at most 63)", clusterName)
+	}
+	return &Store{cli: cli, prefix: "/fibfleet/" + clusterName + "/"}, nil
+}
+
+// policyDoc is a cache policy as stored.
+type policyDoc struct {
+	Schema     int    `json:"schema"`
+	Mode       string `json:"mode"`
+	EntriesV4  int    `json:"entries_v4,omitempty"`
+	EntriesV6  int    `json:"entries_v6,omitempty"`
+	MinEntries int    `json:"min_entries,omitempty"`
+	MaxEntries int    `json:"max_entries,omitempty"`
+}
+
+func (s *Store) policyKey(node string) string {
+	if node == "" {
+		return s.prefix + "policy"
+	}
+	return s.prefix + "policy/nodes/" + node
+}
+
+// Source says where a policy came from.
+type Source string
+
+const (
+	FromNode  Source = "node"  // the node's override in etcd
+	FromFleet Source = "fleet" // the fleet's policy in etcd
+)
+
+// Policy is the policy in force for a node: its override, else the fleet's
+// (ErrNoPolicy when neither is in etcd: the node's config file then applies).
+func (s *Store) Policy(ctx context.Context, node string) (cache.Policy, Source, error) {
+	if err := checkNode(node); err != nil {
+		return cache.Policy{}, "", err
+	}
+	for _, src := range []struct {
+		node string
+		from Source
+	}{{node, FromNode}, {"", FromFleet}} {
+		p, _, err := s.GetPolicy(ctx, src.node)
+		if errors.Is(err, ErrNoPolicy) {
+			continue
+		}
+		return p, src.from, err
+	}
+	return cache.Policy{}, "", ErrNoPolicy
+}
+
+// GetPolicy reads the fleet's policy (node "") or a node's override, with the
+// revision to give SetPolicy.
+func (s *Store) GetPolicy(ctx context.Context, node string) (cache.Policy, int64, error) {
+	var d policyDoc
+	rev, err := s.get(ctx, s.policyKey(node), &d)
+	if err != nil {
+		return cache.Policy{}, 0, err
+	}
+	if rev == 0 {
+		return cache.Policy{}, 0, ErrNoPolicy
+	}
+	p := cache.Policy{Mode: cache.Mode(d.Mode), Entries: [2]int{d.EntriesV4, d.EntriesV6}, MinEntries: d.MinEntries, MaxEntries: d.MaxEntries}
+	if err := p.Validate(); err != nil {
+		return cache.Policy{}, 0, fmt.Errorf("cluster: the policy at %s is invalid (fix it with ctl cache set): %w", s.policyKey(node), err)
+	}
+	return p, rev, nil
+}
+
+// SetPolicy validates a policy and writes it for the fleet (node "") or a node, if the
+// key is still at revision rev (AnyRevision: whatever it is; NoRevision: absent). It
+// returns the new revision; on a failed validation nothing is written.
+func (s *Store) SetPolicy(ctx context.Context, node string, p cache.Policy, rev int64) (int64, error) {
+	if node != "" {
+		if err := checkNode(node); err != nil {
+			return 0, err
+		}
+	}
+	if err := p.Validate(); err != nil {
+		return 0, fmt.Errorf("cluster: %w", err)
+	}
+	d := policyDoc{Schema: Schema, Mode: string(p.Mode), EntriesV4: p.Entries[0], EntriesV6: p.Entries[1], MinEntries: p.MinEntries, MaxEntries: p.MaxEntries}
+	return s.put(ctx, s.policyKey(node), d, rev)
+}
+
+// epochDoc is the flush epoch as stored.
+type epochDoc struct {
+	Schema int    `json:"schema"`
+	Epoch  uint32 `json:"epoch"`
+}
+
+// Epoch is the fleet's flush epoch (0 before the first flush) and its revision.
+func (s *Store) Epoch(ctx context.Context) (uint32, int64, error) {
+	var d epochDoc
+	rev, err := s.get(ctx, s.prefix+"epoch", &d)
+	return d.Epoch, rev, err
+}
+
+// Flush bumps the fleet's epoch by one, with compare-and-swap (retried when another
+// flush won the race), and returns the new epoch: every node's cached entries of the
+// old epoch are stale once it applies it.
+func (s *Store) Flush(ctx context.Context) (uint32, error) {
+	for {
+		e, rev, err := s.Epoch(ctx)
+		if err != nil {
+			return 0, err
+		}
+		_, err = s.put(ctx, s.prefix+"epoch", epochDoc{Schema: Schema, Epoch: e + 1}, rev)
+		if errors.Is(err, ErrConflict) {
+			continue
+		}
+		return e + 1, err
+	}
+}
+
+// NodeInfo is what a node registers: who it is and where to reach it.
+type NodeInfo struct {
+	Schema     int    `json:"schema"`
+	Name       string `json:"name"`
+	BGPAddress string `json:"bgp_address,omitempty"`
+	ASN        uint32 `json:"asn,omitempty"`
+	APIAddress string `json:"api_address,omitempty"`
+	Version    string `json:"version,omitempty"`
+}
+
+// Registration is a node's key under a lease kept alive until Close (or the process
+// dies: the key goes when the lease expires).
+type Registration struct {
+	cli    *clientv3.Client
+	lease  clientv3.LeaseID
+	cancel context.CancelFunc
+}
+
+// Register puts the node under /nodes/<name> with a lease of ttl, kept alive in the
+// background: the registered nodes are the fleet a flush waits for.
+func (s *Store) Register(ctx context.Context, n NodeInfo, ttl time.Duration) (*Registration, error) {
+	if err := checkNode(n.Name); err != nil {
+		return nil, err
+	}
+	if ttl < time.Second {
+		return nil, fmt.Errorf("cluster: lease ttl %s: use at least 1s", ttl)
+	}
+	n.Schema = Schema
+	b, err := json.Marshal(n)
+	if err != nil {
+		return nil, err
+	}
+	l, err := s.cli.Grant(ctx, int64(ttl/time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: grant a lease (is etcd reachable?): %w", err)
+	}
+	if _, err := s.cli.Put(ctx, s.prefix+"nodes/"+n.Name, string(b), clientv3.WithLease(l.ID)); err != nil {
+		return nil, fmt.Errorf("cluster: register node %s: %w", n.Name, err)
+	}
+	kctx, cancel := context.WithCancel(context.Background())
+	ka, err := s.cli.KeepAlive(kctx, l.ID)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("cluster: keep node %s's lease alive: %w", n.Name, err)
+	}
+	go func() {
+		for range ka { // drain the responses; the channel closes with kctx or the lease
+		}
+	}()
+	return &Registration{cli: s.cli, lease: l.ID, cancel: cancel}, nil
+}
+
+// Close stops the keep-alive and revokes the lease: the node leaves at once.
+func (r *Registration) Close(ctx context.Context) error {
+	r.cancel()
+	if _, err := r.cli.Revoke(ctx, r.lease); err != nil {
+		return fmt.Errorf("cluster: revoke the node's lease: %w", err)
+	}
+	return nil
+}
+
+// Nodes are the nodes registered under live leases.
+func (s *Store) Nodes(ctx context.Context) ([]NodeInfo, error) {
+	resp, err := s.cli.Get(ctx, s.prefix+"nodes/", clientv3.WithPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("cluster: list the registered nodes (is etcd reachable?): %w", err)
+	}
+	var out []NodeInfo
+	for _, kv := range resp.Kvs {
+		var n NodeInfo
+		if err := decode(kv.Value, &n, string(kv.Key)); err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// get decodes a key's value into v and returns its revision (0: absent, v untouched).
+func (s *Store) get(ctx context.Context, key string, v any) (int64, error) {
+	resp, err := s.cli.Get(ctx, key)
+	if err != nil {
+		return 0, fmt.Errorf("cluster: read %s (is etcd reachable?): %w", key, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return 0, nil
+	}
+	kv := resp.Kvs[0]
+	return kv.ModRevision, decode(kv.Value, v, key)
+}
+
+// decode reads a JSON value of this schema.
+func decode(b []byte, v any, key string) error {
+	var head struct {
+		Schema int `json:"schema"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return fmt.Errorf("cluster: %s is not JSON: %w", key, err)
+	}
+	if head.Schema != Schema {
+		return fmt.Errorf("cluster: %s has schema %d, this version reads %d: upgrade the node or rewrite the key", key, head.Schema, Schema)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("cluster: decode %s: %w", key, err)
+	}
+	return nil
+}
+
+// put writes v as JSON if the key's revision is rev (AnyRevision: unconditionally).
+func (s *Store) put(ctx context.Context, key string, v any, rev int64) (int64, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return 0, err
+	}
+	op := clientv3.OpPut(key, string(b))
+	if rev == AnyRevision {
+		resp, err := s.cli.Put(ctx, key, string(b))
+		if err != nil {
+			return 0, fmt.Errorf("cluster: write %s (is etcd reachable?): %w", key, err)
+		}
+		return resp.Header.Revision, nil
+	}
+	resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).Then(op).Commit()
+	if err != nil {
+		return 0, fmt.Errorf("cluster: write %s (is etcd reachable?): %w", key, err)
+	}
+	if !resp.Succeeded {
+		return 0, fmt.Errorf("%w (%s)", ErrConflict, key)
+	}
+	return resp.Header.Revision, nil
+}
+
+func checkNode(name string) error {
+	if !namePattern.MatchString(name) {
+		return fmt.Errorf("cluster: node name %q: use letters, digits, '.', '_' or '-' (at most 63)", name)
+	}
+	return nil
+}

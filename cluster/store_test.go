@@ -1,0 +1,212 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fibfleet/fibfleet/cache"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// testStore starts a real etcd (embedded, loopback, its data in the test's temporary
+// directory) and returns a store on it and the raw client.
+func testStore(t *testing.T) (*Store, *clientv3.Client) {
+	t.Helper()
+	e, err := StartEmbedded(t.TempDir(), "fftest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{e.Endpoint}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	s, err := NewStore(cli, "lab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, cli
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+// TestPolicyPrecedenceAndCAS: no policy, then the fleet's, then a node's override
+// (only for that node); writes against a stale revision and invalid policies change
+// nothing.
+func TestPolicyPrecedenceAndCAS(t *testing.T) {
+	s, cli := testStore(t)
+	c := ctx(t)
+	if _, _, err := s.Policy(c, "r1"); !errors.Is(err, ErrNoPolicy) {
+		t.Fatalf("empty etcd: %v, want ErrNoPolicy", err)
+	}
+	fleet := cache.Policy{Mode: cache.Auto, MinEntries: 1024, MaxEntries: 65536}
+	rev, err := s.SetPolicy(c, "", fleet, NoRevision)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SetPolicy(c, "", fleet, NoRevision); !errors.Is(err, ErrConflict) {
+		t.Fatalf("create over an existing policy: %v, want ErrConflict", err)
+	}
+	override := cache.Policy{Mode: cache.Fixed, Entries: [2]int{512, 0}}
+	if _, err := s.SetPolicy(c, "r2", override, NoRevision); err != nil {
+		t.Fatal(err)
+	}
+	for node, want := range map[string]struct {
+		p   cache.Policy
+		src Source
+	}{"r1": {fleet, FromFleet}, "r2": {override, FromNode}} {
+		p, src, err := s.Policy(c, node)
+		if err != nil || p != want.p || src != want.src {
+			t.Errorf("%s: %+v from %s (%v), want %+v from %s", node, p, src, err, want.p, want.src)
+		}
+	}
+
+	// A write with the revision read succeeds once; the second, with the same (now
+	// stale) revision, fails and leaves the first's value.
+	off := cache.Policy{Mode: cache.Off}
+	if _, err := s.SetPolicy(c, "", off, rev); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SetPolicy(c, "", fleet, rev); !errors.Is(err, ErrConflict) {
+		t.Fatalf("write at a stale revision: %v, want ErrConflict", err)
+	}
+	if p, _, _ := s.GetPolicy(c, ""); p != off {
+		t.Fatalf("after a failed compare-and-swap the fleet policy is %+v, want %+v", p, off)
+	}
+
+	// Invalid policies and names: an error saying what to do, etcd untouched.
+	before, err := cli.Get(c, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		node string
+		p    cache.Policy
+		want string
+	}{
+		{"", cache.Policy{Mode: "sometimes"}, "use off, fixed or auto"},
+		{"", cache.Policy{Mode: cache.Fixed, Entries: [2]int{1000, 0}}, "power of two"},
+		{"r1", cache.Policy{Mode: cache.Auto, MinEntries: 4096, MaxEntries: 1024}, "above cache.max_entries"},
+		{"bad/name", off, "node name"},
+	} {
+		if _, err := s.SetPolicy(c, tc.node, tc.p, AnyRevision); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v for %q: %v, want an error saying %q", tc.p, tc.node, err, tc.want)
+		}
+	}
+	after, err := cli.Get(c, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Header.Revision != before.Header.Revision {
+		t.Errorf("refused writes moved etcd's revision from %d to %d", before.Header.Revision, after.Header.Revision)
+	}
+
+	// A value of another schema is refused on read, saying so.
+	if _, err := cli.Put(c, "/fibfleet/lab/policy", `{"schema":2,"mode":"auto"}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.GetPolicy(c, ""); err == nil || !strings.Contains(err.Error(), "schema 2") {
+		t.Errorf("a schema 2 value: %v, want an error naming the schema", err)
+	}
+}
+
+// TestFlushConcurrent: flushes from two clients at once, each a compare-and-swap
+// increment: none lost.
+func TestFlushConcurrent(t *testing.T) {
+	s, _ := testStore(t)
+	c := ctx(t)
+	if e, _, err := s.Epoch(c); err != nil || e != 0 {
+		t.Fatalf("epoch before any flush: %d (%v), want 0", e, err)
+	}
+	var wg sync.WaitGroup
+	seen := make(chan uint32, 40)
+	for w := 0; w < 2; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 20; i++ {
+				e, err := s.Flush(c)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				seen <- e
+			}
+		}()
+	}
+	wg.Wait()
+	close(seen)
+	got := map[uint32]bool{}
+	for e := range seen {
+		if got[e] {
+			t.Errorf("epoch %d returned by two flushes", e)
+		}
+		got[e] = true
+	}
+	if e, _, _ := s.Epoch(c); e != 40 || len(got) != 40 {
+		t.Fatalf("after 40 flushes: epoch %d, %d distinct, want 40 and 40", e, len(got))
+	}
+}
+
+// TestRegisterLease: a registered node is listed while its lease lives; Close revokes
+// it at once, and a node whose keep-alive stops (a crashed process) goes when its
+// lease expires.
+func TestRegisterLease(t *testing.T) {
+	s, _ := testStore(t)
+	c := ctx(t)
+	r1, err := s.Register(c, NodeInfo{Name: "r1", ASN: 65000, APIAddress: "127.0.0.1:9464", Version: "test"}, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := s.Register(c, NodeInfo{Name: "r2"}, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func() string {
+		t.Helper()
+		ns, err := s.Nodes(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, n := range ns {
+			out = append(out, n.Name)
+		}
+		return strings.Join(out, ",")
+	}
+	time.Sleep(3 * time.Second) // longer than both leases: kept alive
+	if got := names(); got != "r1,r2" {
+		t.Fatalf("registered nodes %q, want r1,r2 (kept alive past their ttl)", got)
+	}
+	ns, _ := s.Nodes(c)
+	if ns[0].ASN != 65000 || ns[0].APIAddress != "127.0.0.1:9464" || ns[0].Schema != Schema {
+		t.Errorf("r1 registered as %+v", ns[0])
+	}
+	if err := r1.Close(c); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(); got != "r2" {
+		t.Fatalf("after r1 left: %q, want r2", got)
+	}
+	// r2 crashes: its keep-alive stops, the lease is not revoked.
+	r2.cancel()
+	deadline := time.Now().Add(10 * time.Second)
+	for names() != "" {
+		if time.Now().After(deadline) {
+			t.Fatal("r2 is still registered 10 s after its keep-alive stopped (ttl 1 s)")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if _, err := s.Register(c, NodeInfo{Name: "../x"}, time.Second); err == nil {
+		t.Error("a node name with a slash was registered")
+	}
+}
