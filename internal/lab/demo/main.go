@@ -7,8 +7,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -121,6 +123,35 @@ func run(duration time.Duration, nodeBin, mode string, rate int, hold bool) erro
 				fmt.Fprintf(w, "\tpassed to the kernel: %s\t\t\t%d\n", r, st[r].Packets)
 			}
 		}
+		printCache(w, sk)
 		w.Flush()
+	}
+}
+
+// printCache shows the node's destination cache per family (GET /api/v1/cache): its
+// mode and size and the controller's last verdict.
+func printCache(w io.Writer, sk *lab.Skeleton) {
+	body, err := sk.Get("/api/v1/cache")
+	if err != nil {
+		fmt.Fprintf(w, "\tdst cache: %v\n", err)
+		return
+	}
+	var st struct {
+		Families []struct {
+			Family, Mode, Regime, Reason string
+			Entries                      int
+			HitRate                      float64 `json:"hit_rate"`
+		}
+	}
+	if err := json.Unmarshal(body, &st); err != nil {
+		fmt.Fprintf(w, "\tdst cache: %v\n", err)
+		return
+	}
+	for _, f := range st.Families {
+		size := "off"
+		if f.Entries > 0 {
+			size = fmt.Sprintf("%d entries, %.0f%% hits", f.Entries, 100*f.HitRate)
+		}
+		fmt.Fprintf(w, "\tdst cache %s (%s): %s\t\t\t%s\n", f.Family, f.Mode, size, f.Reason)
 	}
 }
