@@ -85,7 +85,8 @@ func MeasureConvergence(ctx context.Context, nodeBin, dir string, routes []table
 			return false, err
 		}
 		now := time.Now()
-		if established.IsZero() && m[`fibfleet_bgp_sessions{state="established"}`] == 1 {
+		// At least the IPv4 session (the lab's IPv6 session may come up first or not).
+		if established.IsZero() && m[`fibfleet_bgp_sessions{state="established"}`] >= 1 {
 			established = now
 		}
 		const peer = `{neighbor="` + lab.UpstreamAddr + `"`
