@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/fibfleet/fibfleet/cache"
@@ -294,4 +295,75 @@ func checkNode(name string) error {
 		return fmt.Errorf("cluster: node name %q: use letters, digits, '.', '_' or '-' (at most 63)", name)
 	}
 	return nil
+}
+
+// Applied is what a node reports it applied: the epoch, the cache policy and where it
+// came from, the geometry in force, its FIB's digest and size, its version.
+type Applied struct {
+	Schema       int       `json:"schema"`
+	Node         string    `json:"node"`
+	Epoch        uint32    `json:"epoch"`
+	PolicySource string    `json:"policy_source"` // node, fleet or config
+	Mode         string    `json:"mode"`
+	Entries      [2]int    `json:"entries"` // IPv4, IPv6 (0: off)
+	Digests      [2]string `json:"digests"`
+	Routes       [2]int    `json:"routes"`
+	Version      string    `json:"version"`
+	At           time.Time `json:"at"`
+}
+
+// ReportApplied writes a node's applied state (last writer wins: only the node writes
+// its own).
+func (s *Store) ReportApplied(ctx context.Context, a Applied) error {
+	if err := checkNode(a.Node); err != nil {
+		return err
+	}
+	a.Schema = Schema
+	_, err := s.put(ctx, s.prefix+"applied/"+a.Node, a, AnyRevision)
+	return err
+}
+
+// AppliedStates are every node's last report, by node.
+func (s *Store) AppliedStates(ctx context.Context) (map[string]Applied, error) {
+	resp, err := s.cli.Get(ctx, s.prefix+"applied/", clientv3.WithPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("cluster: read the applied states (is etcd reachable?): %w", err)
+	}
+	out := map[string]Applied{}
+	for _, kv := range resp.Kvs {
+		var a Applied
+		if err := decode(kv.Value, &a, string(kv.Key)); err != nil {
+			return nil, err
+		}
+		out[a.Node] = a
+	}
+	return out, nil
+}
+
+// Watch sends a signal whenever the cache policy (the fleet's or any node's) or the
+// epoch changes: the node then reads what applies to it. One signal stands for any
+// number of changes, so a burst of writes costs one read. The client re-establishes
+// the watch while etcd is away; the channel closes when ctx ends or the watch fails for
+// good (a compacted revision): watch again, and read, then.
+func (s *Store) Watch(ctx context.Context) <-chan struct{} {
+	out := make(chan struct{}, 1)
+	ch := s.cli.Watch(ctx, s.prefix, clientv3.WithPrefix())
+	go func() {
+		defer close(out)
+		for resp := range ch {
+			relevant := false
+			for _, ev := range resp.Events {
+				k := string(ev.Kv.Key)
+				relevant = relevant || strings.HasPrefix(k, s.prefix+"policy") || k == s.prefix+"epoch"
+			}
+			if !relevant {
+				continue
+			}
+			select {
+			case out <- struct{}{}:
+			default: // a signal is pending already
+			}
+		}
+	}()
+	return out
 }

@@ -210,3 +210,50 @@ func TestRegisterLease(t *testing.T) {
 		t.Error("a node name with a slash was registered")
 	}
 }
+
+// TestWatchAndApplied: policy and epoch changes signal the watcher, other keys do
+// not; applied states round-trip.
+func TestWatchAndApplied(t *testing.T) {
+	s, _ := testStore(t)
+	c := ctx(t)
+	w := s.Watch(c)
+	expect := func(what string, want bool) {
+		t.Helper()
+		select {
+		case <-w:
+			if !want {
+				t.Fatalf("%s signalled the watcher", what)
+			}
+		case <-time.After(map[bool]time.Duration{true: 10 * time.Second, false: 500 * time.Millisecond}[want]):
+			if want {
+				t.Fatalf("%s: no signal within 10 s", what)
+			}
+		}
+	}
+	if _, err := s.SetPolicy(c, "", cache.Policy{Mode: cache.Off}, AnyRevision); err != nil {
+		t.Fatal(err)
+	}
+	expect("the fleet policy", true)
+	if _, err := s.SetPolicy(c, "r1", cache.Policy{Mode: cache.Auto, MinEntries: 1024, MaxEntries: 4096}, AnyRevision); err != nil {
+		t.Fatal(err)
+	}
+	expect("a node's policy", true)
+	if _, err := s.Flush(c); err != nil {
+		t.Fatal(err)
+	}
+	expect("a flush", true)
+	a := Applied{Node: "r1", Epoch: 1, PolicySource: string(FromNode), Mode: "auto", Entries: [2]int{2048, 0},
+		Digests: [2]string{"0123456789abcdef", "fedcba9876543210"}, Routes: [2]int{1168945, 279855}, Version: "test", At: time.Now().UTC().Truncate(time.Second)}
+	if err := s.ReportApplied(c, a); err != nil {
+		t.Fatal(err)
+	}
+	expect("an applied state", false)
+	got, err := s.AppliedStates(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Schema = Schema
+	if len(got) != 1 || got["r1"] != a {
+		t.Fatalf("applied states %+v, want r1's %+v", got, a)
+	}
+}
