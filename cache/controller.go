@@ -77,6 +77,9 @@ type Config struct {
 	// MinEntries and MaxEntries bound the size (powers of two); the cache is either
 	// off or within them.
 	MinEntries, MaxEntries int
+	// TargetHitRate, when above 0, is a hit rate that is enough: at or above it the
+	// cache does not grow, whatever ghost hits promise.
+	TargetHitRate float64
 	// Margin is the saving, as a fraction of the FIB cost, a change must promise
 	// (0.01 in production: the cache must never cost more than 1%).
 	Margin float64
@@ -227,7 +230,7 @@ func (c *Controller) judge(s Stats, all Costs) Decision {
 	g := float64(s.GhostHits) / lookups
 	sav, sav2 := costs.Saving(h), costs.Saving(min(1, h+g))
 	switch {
-	case sav2-sav > margin && c.entries < c.cfg.MaxEntries:
+	case sav2-sav > margin && c.entries < c.cfg.MaxEntries && (c.cfg.TargetHitRate == 0 || h < c.cfg.TargetHitRate):
 		return Decision{Entries: 2 * c.entries, Regime: Undersized, HitRate: h, Saving: sav,
 			Reason: fmt.Sprintf("hit rate %.1f%%, ghost hits %.1f%%: twice the size would save %.1f ns more", 100*h, 100*g, sav2-sav)}
 	case sav <= margin:

@@ -154,6 +154,25 @@ func TestGrowsWhenUndersized(t *testing.T) {
 	}
 }
 
+// A target hit rate is enough: the cache stops growing once it reaches it, though
+// ghost hits say a bigger one would hit more.
+func TestTargetHitRateStopsGrowth(t *testing.T) {
+	c, err := NewController(Config{MinEntries: 512, MaxEntries: 1 << 16, TargetHitRate: 0.5, Margin: 0.01, Confirm: 3, Hold: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(c, locality, kernelFIB, 10)
+	bigger := traffic{lookups: 400_000, ws: 12_000}
+	ds := run(c, bigger, kernelFIB, 60)
+	// 4096 entries hit 32%, 8192 hit 65%: the first size at or above 50%.
+	if c.Entries() != 8192 {
+		t.Fatalf("target 50%%, working set 12,000: %d entries, want 8192", c.Entries())
+	}
+	if last := ds[len(ds)-1]; last.Regime != Pays || last.HitRate < 0.5 {
+		t.Errorf("last decision %+v: want pays at a hit rate of at least 50%%", last)
+	}
+}
+
 func TestShrinksWhenOversized(t *testing.T) {
 	c := newTestController(t)
 	run(c, traffic{lookups: 400_000, ws: 12_000}, kernelFIB, 10)

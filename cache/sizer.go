@@ -40,6 +40,10 @@ type Policy struct {
 	Entries [2]int
 	// MinEntries and MaxEntries bound auto.
 	MinEntries, MaxEntries int
+	// TargetHitRate, in auto, stops the cache growing once its hit rate reaches it
+	// (0: grow while twice the size saves more): a fleet that knows what hit rate
+	// is enough spares the memory and the colder lines of a bigger table.
+	TargetHitRate float64
 }
 
 // Validate reports every bad field, each with what to do.
@@ -63,6 +67,9 @@ func (p Policy) Validate() error {
 		pow("cache.max_entries", p.MaxEntries, false)
 		if p.MinEntries > p.MaxEntries {
 			errs = append(errs, fmt.Errorf("cache.min_entries %d is above cache.max_entries %d", p.MinEntries, p.MaxEntries))
+		}
+		if !(p.TargetHitRate >= 0 && p.TargetHitRate <= 1) {
+			errs = append(errs, fmt.Errorf("cache.target_hit_rate %v: use a fraction from 0 (none) to 1, such as 0.9", p.TargetHitRate))
 		}
 	default:
 		errs = append(errs, fmt.Errorf("cache.mode %q: use off, fixed or auto", p.Mode))
@@ -142,7 +149,8 @@ func (s *Sizer) Apply(p Policy) error {
 		case Fixed:
 			want = p.Entries[f]
 		case Auto:
-			c, err := NewController(Config{MinEntries: p.MinEntries, MaxEntries: p.MaxEntries, Margin: DefaultMargin, Confirm: DefaultConfirm, Hold: DefaultHold})
+			c, err := NewController(Config{MinEntries: p.MinEntries, MaxEntries: p.MaxEntries, TargetHitRate: p.TargetHitRate,
+				Margin: DefaultMargin, Confirm: DefaultConfirm, Hold: DefaultHold})
 			if err != nil {
 				return err
 			}
@@ -156,7 +164,7 @@ func (s *Sizer) Apply(p Policy) error {
 	}
 	s.policy = p
 	s.log.Info("cache policy applied", "mode", p.Mode, "entries_v4", s.dp.Entries(dataplane.IPv4), "entries_v6", s.dp.Entries(dataplane.IPv6),
-		"min_entries", p.MinEntries, "max_entries", p.MaxEntries)
+		"min_entries", p.MinEntries, "max_entries", p.MaxEntries, "target_hit_rate", p.TargetHitRate)
 	return nil
 }
 

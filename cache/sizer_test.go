@@ -44,6 +44,9 @@ func TestPolicyValidate(t *testing.T) {
 		{Policy{Mode: Fixed, Entries: [2]int{0, 1 << 30}}, "cache.entries_v6"},
 		{Policy{Mode: Auto, MinEntries: 0, MaxEntries: 1024}, "cache.min_entries 0"},
 		{Policy{Mode: Auto, MinEntries: 4096, MaxEntries: 1024}, "above cache.max_entries"},
+		{Policy{Mode: Auto, MinEntries: 1024, MaxEntries: 4096, TargetHitRate: 0.9}, ""},
+		{Policy{Mode: Auto, MinEntries: 1024, MaxEntries: 4096, TargetHitRate: 1.5}, "cache.target_hit_rate 1.5"},
+		{Policy{Mode: Auto, MinEntries: 1024, MaxEntries: 4096, TargetHitRate: -0.1}, "cache.target_hit_rate -0.1"},
 	} {
 		err := tc.p.Validate()
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {

@@ -5,44 +5,81 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 )
 
-// Embedded is an etcd server inside the node's process, for a node that runs alone
-// (no etcd endpoints configured): the same client API as a real cluster, its data in
-// a directory of its own, listening on loopback only.
+// EmbeddedConfig configures the etcd a node runs inside its own process when no etcd
+// endpoints are configured: a one-member cluster, so one node runs alone on defaults.
+type EmbeddedConfig struct {
+	// Dir holds the data (created if missing).
+	Dir string
+	// Name is the member's name.
+	Name string
+	// Listen is the client URL: http://127.0.0.1:2379, unix:///path/etcd.sock; empty:
+	// a free loopback port.
+	Listen string
+	// TLS, when set, serves clients over TLS (an https:// or unixs:// Listen).
+	TLS *transport.TLSInfo
+}
+
+// Embedded is an etcd server inside the node's process: the same client API as a real
+// cluster, its data in a directory of its own.
 type Embedded struct {
 	e *embed.Etcd
 	// Endpoint is the client URL to give clientv3.
 	Endpoint string
 }
 
-// StartEmbedded starts a one-member etcd with its data in dir (created if missing)
-// and waits until it serves. Client and peer ports are free loopback ports.
-func StartEmbedded(dir, name string) (*Embedded, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("cluster: create the embedded etcd's data directory %s: %w", dir, err)
+// StartEmbedded starts a one-member etcd and waits until it serves. Its peer port is
+// a loopback port (no other member will ever connect), chosen free the first time and
+// kept with the data.
+func StartEmbedded(c EmbeddedConfig) (*Embedded, error) {
+	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("cluster: create the embedded etcd's data directory %s: %w", c.Dir, err)
 	}
-	client, err := freeURL()
-	if err != nil {
-		return nil, err
+	var client url.URL
+	if c.Listen == "" {
+		u, err := freeURL()
+		if err != nil {
+			return nil, err
+		}
+		client = u
+	} else {
+		u, err := url.Parse(c.Listen)
+		if err != nil || u.Scheme == "" {
+			return nil, fmt.Errorf("cluster: embedded etcd listen %q: write a URL such as http://127.0.0.1:2379 or unix:///var/lib/fibfleet/etcd.sock", c.Listen)
+		}
+		client = *u
+		if strings.HasPrefix(u.Scheme, "unix") {
+			// A socket left by a killed run would make the listen fail.
+			_ = os.Remove(u.Host + u.Path)
+			if err := os.MkdirAll(filepath.Dir(u.Host+u.Path), 0o755); err != nil {
+				return nil, fmt.Errorf("cluster: embedded etcd socket directory: %w", err)
+			}
+		}
 	}
-	peer, err := freeURL()
+	peer, err := peerURL(c.Dir)
 	if err != nil {
 		return nil, err
 	}
 	cfg := embed.NewConfig()
-	cfg.Name = name
-	cfg.Dir = dir
+	cfg.Name = c.Name
+	cfg.Dir = c.Dir
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
-	cfg.InitialCluster = name + "=" + peer.String()
+	cfg.InitialCluster = c.Name + "=" + peer.String()
+	if c.TLS != nil {
+		cfg.ClientTLSInfo = *c.TLS
+	}
 	cfg.LogLevel = "error" // etcd's own log is zap's; the node logs what matters
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: start the embedded etcd in %s: %w", dir, err)
+		return nil, fmt.Errorf("cluster: start the embedded etcd in %s (is %s in use?): %w", c.Dir, client.String(), err)
 	}
 	select {
 	case <-e.Server.ReadyNotify():
@@ -51,13 +88,32 @@ func StartEmbedded(dir, name string) (*Embedded, error) {
 		return nil, fmt.Errorf("cluster: embedded etcd failed to start: %w", err)
 	case <-time.After(time.Minute):
 		e.Close()
-		return nil, fmt.Errorf("cluster: embedded etcd in %s not ready after a minute (is its data directory another member's?)", dir)
+		return nil, fmt.Errorf("cluster: embedded etcd in %s not ready after a minute (is its data directory another member's?)", c.Dir)
 	}
 	return &Embedded{e: e, Endpoint: client.String()}, nil
 }
 
 // Close stops the server.
 func (e *Embedded) Close() { e.e.Close() }
+
+// peerURL is the member's peer URL: the one its data directory was made with, else a
+// free loopback port, remembered there (a restarted member must keep its peer URL).
+func peerURL(dir string) (url.URL, error) {
+	file := filepath.Join(dir, "fibfleet-peer-url")
+	if b, err := os.ReadFile(file); err == nil {
+		if u, err := url.Parse(strings.TrimSpace(string(b))); err == nil && u.Host != "" {
+			return *u, nil
+		}
+	}
+	u, err := freeURL()
+	if err != nil {
+		return u, err
+	}
+	if err := os.WriteFile(file, []byte(u.String()+"\n"), 0o600); err != nil {
+		return u, fmt.Errorf("cluster: remember the embedded etcd's peer URL: %w", err)
+	}
+	return u, nil
+}
 
 // freeURL is an http URL on a loopback port free right now.
 func freeURL() (url.URL, error) {

@@ -10,8 +10,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
-	"strings"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/fibfleet/fibfleet/cache"
@@ -58,6 +60,8 @@ type policyDoc struct {
 	EntriesV6  int    `json:"entries_v6,omitempty"`
 	MinEntries int    `json:"min_entries,omitempty"`
 	MaxEntries int    `json:"max_entries,omitempty"`
+	// TargetHitRate stops auto growing once reached (0: none).
+	TargetHitRate float64 `json:"target_hit_rate,omitempty"`
 }
 
 func (s *Store) policyKey(node string) string {
@@ -105,7 +109,7 @@ func (s *Store) GetPolicy(ctx context.Context, node string) (cache.Policy, int64
 	if rev == 0 {
 		return cache.Policy{}, 0, ErrNoPolicy
 	}
-	p := cache.Policy{Mode: cache.Mode(d.Mode), Entries: [2]int{d.EntriesV4, d.EntriesV6}, MinEntries: d.MinEntries, MaxEntries: d.MaxEntries}
+	p := cache.Policy{Mode: cache.Mode(d.Mode), Entries: [2]int{d.EntriesV4, d.EntriesV6}, MinEntries: d.MinEntries, MaxEntries: d.MaxEntries, TargetHitRate: d.TargetHitRate}
 	if err := p.Validate(); err != nil {
 		return cache.Policy{}, 0, fmt.Errorf("cluster: the policy at %s is invalid (fix it with ctl cache set): %w", s.policyKey(node), err)
 	}
@@ -124,8 +128,32 @@ func (s *Store) SetPolicy(ctx context.Context, node string, p cache.Policy, rev 
 	if err := p.Validate(); err != nil {
 		return 0, fmt.Errorf("cluster: %w", err)
 	}
-	d := policyDoc{Schema: Schema, Mode: string(p.Mode), EntriesV4: p.Entries[0], EntriesV6: p.Entries[1], MinEntries: p.MinEntries, MaxEntries: p.MaxEntries}
+	d := policyDoc{Schema: Schema, Mode: string(p.Mode), EntriesV4: p.Entries[0], EntriesV6: p.Entries[1], MinEntries: p.MinEntries, MaxEntries: p.MaxEntries, TargetHitRate: p.TargetHitRate}
 	return s.put(ctx, s.policyKey(node), d, rev)
+}
+
+// DeletePolicy removes the fleet's policy (node "") or a node's override if its key is
+// still at revision rev (AnyRevision: whatever it is): the next in precedence applies.
+// Removing an absent key is not an error.
+func (s *Store) DeletePolicy(ctx context.Context, node string, rev int64) error {
+	if node != "" {
+		if err := checkNode(node); err != nil {
+			return err
+		}
+	}
+	key := s.policyKey(node)
+	txn := s.cli.Txn(ctx)
+	if rev != AnyRevision {
+		txn = txn.If(clientv3.Compare(clientv3.ModRevision(key), "=", rev))
+	}
+	resp, err := txn.Then(clientv3.OpDelete(key)).Commit()
+	if err != nil {
+		return fmt.Errorf("cluster: delete %s (is etcd reachable?): %w", key, err)
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("%w (%s)", ErrConflict, key)
+	}
+	return nil
 }
 
 // epochDoc is the flush epoch as stored.
@@ -168,52 +196,122 @@ type NodeInfo struct {
 	Version    string `json:"version,omitempty"`
 }
 
-// Registration is a node's key under a lease kept alive until Close (or the process
-// dies: the key goes when the lease expires).
+// Registration is a node's key under a lease kept alive until Close. A process that
+// dies stops the keep-alive and its key goes when the lease expires; a lease lost while
+// the node lives (etcd away for longer than the ttl) is granted again and the key put
+// back, by the registration itself, as soon as etcd answers.
 type Registration struct {
-	cli    *clientv3.Client
-	lease  clientv3.LeaseID
+	store *Store
+	info  []byte
+	key   string
+	ttl   time.Duration
+	log   *slog.Logger
+
+	kctx   context.Context
 	cancel context.CancelFunc
+	mu     sync.Mutex
+	lease  clientv3.LeaseID
+	ka     <-chan *clientv3.LeaseKeepAliveResponse
+	// registered is false from a lease's loss until the key is back.
+	registered bool
 }
 
 // Register puts the node under /nodes/<name> with a lease of ttl, kept alive in the
-// background: the registered nodes are the fleet a flush waits for.
-func (s *Store) Register(ctx context.Context, n NodeInfo, ttl time.Duration) (*Registration, error) {
+// background: the registered nodes are the fleet a flush waits for. The first
+// registration happens before it returns (an error says etcd did not take it).
+func (s *Store) Register(ctx context.Context, n NodeInfo, ttl time.Duration, log *slog.Logger) (*Registration, error) {
 	if err := checkNode(n.Name); err != nil {
 		return nil, err
 	}
 	if ttl < time.Second {
 		return nil, fmt.Errorf("cluster: lease ttl %s: use at least 1s", ttl)
 	}
+	if log == nil {
+		log = slog.Default()
+	}
 	n.Schema = Schema
 	b, err := json.Marshal(n)
 	if err != nil {
 		return nil, err
 	}
-	l, err := s.cli.Grant(ctx, int64(ttl/time.Second))
-	if err != nil {
-		return nil, fmt.Errorf("cluster: grant a lease (is etcd reachable?): %w", err)
-	}
-	if _, err := s.cli.Put(ctx, s.prefix+"nodes/"+n.Name, string(b), clientv3.WithLease(l.ID)); err != nil {
-		return nil, fmt.Errorf("cluster: register node %s: %w", n.Name, err)
-	}
 	kctx, cancel := context.WithCancel(context.Background())
-	ka, err := s.cli.KeepAlive(kctx, l.ID)
-	if err != nil {
+	r := &Registration{store: s, info: b, key: s.prefix + "nodes/" + n.Name, ttl: ttl, log: log, kctx: kctx, cancel: cancel}
+	if err := r.register(ctx); err != nil {
 		cancel()
-		return nil, fmt.Errorf("cluster: keep node %s's lease alive: %w", n.Name, err)
+		return nil, err
 	}
-	go func() {
-		for range ka { // drain the responses; the channel closes with kctx or the lease
+	go r.keep()
+	return r, nil
+}
+
+// register grants a lease, puts the key under it and starts its keep-alive.
+func (r *Registration) register(ctx context.Context) error {
+	cli := r.store.cli
+	l, err := cli.Grant(ctx, int64(r.ttl/time.Second))
+	if err != nil {
+		return fmt.Errorf("cluster: grant a lease (is etcd reachable?): %w", err)
+	}
+	if _, err := cli.Put(ctx, r.key, string(r.info), clientv3.WithLease(l.ID)); err != nil {
+		return fmt.Errorf("cluster: register %s: %w", r.key, err)
+	}
+	ka, err := cli.KeepAlive(r.kctx, l.ID)
+	if err != nil {
+		return fmt.Errorf("cluster: keep the lease of %s alive: %w", r.key, err)
+	}
+	r.mu.Lock()
+	r.lease, r.ka, r.registered = l.ID, ka, true
+	r.mu.Unlock()
+	return nil
+}
+
+// keep drains keep-alive responses; when the channel closes without Close (the lease
+// expired or was revoked) it registers again, retrying every second.
+func (r *Registration) keep() {
+	for {
+		r.mu.Lock()
+		ka := r.ka
+		r.mu.Unlock()
+		for range ka {
 		}
-	}()
-	return &Registration{cli: s.cli, lease: l.ID, cancel: cancel}, nil
+		if r.kctx.Err() != nil {
+			return
+		}
+		r.mu.Lock()
+		r.registered = false
+		r.mu.Unlock()
+		r.log.Warn("etcd lease lost (etcd away for longer than the lease ttl?): registering again", "key", r.key)
+		for {
+			ctx, cancel := context.WithTimeout(r.kctx, 5*time.Second)
+			err := r.register(ctx)
+			cancel()
+			if err == nil {
+				r.log.Info("registered in etcd again", "key", r.key)
+				break
+			}
+			select {
+			case <-r.kctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}
+}
+
+// Registered says whether the node's key is under a live lease, as far as this
+// process knows.
+func (r *Registration) Registered() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.registered
 }
 
 // Close stops the keep-alive and revokes the lease: the node leaves at once.
 func (r *Registration) Close(ctx context.Context) error {
 	r.cancel()
-	if _, err := r.cli.Revoke(ctx, r.lease); err != nil {
+	r.mu.Lock()
+	lease := r.lease
+	r.mu.Unlock()
+	if _, err := r.store.cli.Revoke(ctx, lease); err != nil {
 		return fmt.Errorf("cluster: revoke the node's lease: %w", err)
 	}
 	return nil
@@ -297,19 +395,38 @@ func checkNode(name string) error {
 	return nil
 }
 
-// Applied is what a node reports it applied: the epoch, the cache policy and where it
-// came from, the geometry in force, its FIB's digest and size, its version.
+// Applied is what a node reports it applied: the epoch, the cache policy (and where
+// it came from, and the etcd revision of its key), the cache's geometry in force, its
+// FIB's digests and sizes per family, its version.
 type Applied struct {
-	Schema       int       `json:"schema"`
-	Node         string    `json:"node"`
-	Epoch        uint32    `json:"epoch"`
-	PolicySource string    `json:"policy_source"` // node, fleet or config
-	Mode         string    `json:"mode"`
-	Entries      [2]int    `json:"entries"` // IPv4, IPv6 (0: off)
-	Digests      [2]string `json:"digests"`
-	Routes       [2]int    `json:"routes"`
-	Version      string    `json:"version"`
-	At           time.Time `json:"at"`
+	Schema       int    `json:"schema"`
+	Node         string `json:"node"`
+	Epoch        uint32 `json:"epoch"`
+	PolicySource string `json:"policy_source"` // node, fleet or config
+	// PolicyRevision is the etcd revision of the policy key applied (0: the config's).
+	PolicyRevision int64   `json:"policy_revision"`
+	Mode           string  `json:"mode"`
+	FixedEntries   [2]int  `json:"fixed_entries,omitempty"`
+	MinEntries     int     `json:"min_entries,omitempty"`
+	MaxEntries     int     `json:"max_entries,omitempty"`
+	TargetHitRate  float64 `json:"target_hit_rate,omitempty"`
+	// Entries is the cache's size in force per family (IPv4, IPv6; 0: off).
+	Entries [2]int    `json:"entries"`
+	Digests [2]string `json:"digests"`
+	Routes  [2]int    `json:"routes"`
+	Version string    `json:"version"`
+	At      time.Time `json:"at"`
+}
+
+// SetPolicy fills the policy fields from p.
+func (a *Applied) SetPolicy(p cache.Policy, src Source, rev int64) {
+	a.PolicySource, a.PolicyRevision, a.Mode = string(src), rev, string(p.Mode)
+	a.FixedEntries, a.MinEntries, a.MaxEntries, a.TargetHitRate = p.Entries, p.MinEntries, p.MaxEntries, p.TargetHitRate
+}
+
+// Policy is the policy the node applied.
+func (a Applied) Policy() cache.Policy {
+	return cache.Policy{Mode: cache.Mode(a.Mode), Entries: a.FixedEntries, MinEntries: a.MinEntries, MaxEntries: a.MaxEntries, TargetHitRate: a.TargetHitRate}
 }
 
 // ReportApplied writes a node's applied state (last writer wins: only the node writes
@@ -340,30 +457,69 @@ func (s *Store) AppliedStates(ctx context.Context) (map[string]Applied, error) {
 	return out, nil
 }
 
-// Watch sends a signal whenever the cache policy (the fleet's or any node's) or the
-// epoch changes: the node then reads what applies to it. One signal stands for any
-// number of changes, so a burst of writes costs one read. The client re-establishes
-// the watch while etcd is away; the channel closes when ctx ends or the watch fails for
-// good (a compacted revision): watch again, and read, then.
-func (s *Store) Watch(ctx context.Context) <-chan struct{} {
-	out := make(chan struct{}, 1)
-	ch := s.cli.Watch(ctx, s.prefix, clientv3.WithPrefix())
-	go func() {
-		defer close(out)
-		for resp := range ch {
-			relevant := false
+// Ack is one node's acknowledgement of an epoch, After the wait started.
+type Ack struct {
+	Node  string
+	After time.Duration
+}
+
+// WaitApplied waits until every node in nodes reports an epoch of at least epoch, or
+// ctx ends. It returns who acknowledged (in order of arrival, with the time since the
+// call) and who did not; it fails only when etcd cannot be read.
+//
+// The watch opens before the read: a watch from a past revision is served by etcd's
+// catch-up loop (100 ms ticks), one from now is pushed at once; a report in between
+// is in the read.
+func (s *Store) WaitApplied(ctx context.Context, epoch uint32, nodes []string) ([]Ack, []string, error) {
+	start := time.Now()
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	ch := s.cli.Watch(wctx, s.prefix+"applied/", clientv3.WithPrefix())
+	waiting := map[string]bool{}
+	for _, n := range nodes {
+		waiting[n] = true
+	}
+	var acks []Ack
+	see := func(a Applied) {
+		if waiting[a.Node] && a.Epoch >= epoch {
+			delete(waiting, a.Node)
+			acks = append(acks, Ack{Node: a.Node, After: time.Since(start)})
+		}
+	}
+	states, err := s.AppliedStates(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, a := range states {
+		see(a)
+	}
+	for len(waiting) > 0 {
+		select {
+		case <-ctx.Done():
+			return acks, missing(waiting), nil
+		case resp, ok := <-ch:
+			if !ok {
+				return acks, missing(waiting), ctx.Err()
+			}
+			if err := resp.Err(); err != nil {
+				return acks, missing(waiting), fmt.Errorf("cluster: watch the applied states: %w", err)
+			}
 			for _, ev := range resp.Events {
-				k := string(ev.Kv.Key)
-				relevant = relevant || strings.HasPrefix(k, s.prefix+"policy") || k == s.prefix+"epoch"
-			}
-			if !relevant {
-				continue
-			}
-			select {
-			case out <- struct{}{}:
-			default: // a signal is pending already
+				var a Applied
+				if ev.Type == clientv3.EventTypePut && decode(ev.Kv.Value, &a, string(ev.Kv.Key)) == nil {
+					see(a)
+				}
 			}
 		}
-	}()
+	}
+	return acks, nil, nil
+}
+
+func missing(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for n := range m {
+		out = append(out, n)
+	}
+	slices.Sort(out)
 	return out
 }

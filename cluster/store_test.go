@@ -16,7 +16,7 @@ import (
 // directory) and returns a store on it and the raw client.
 func testStore(t *testing.T) (*Store, *clientv3.Client) {
 	t.Helper()
-	e, err := StartEmbedded(t.TempDir(), "fftest")
+	e, err := StartEmbedded(EmbeddedConfig{Dir: t.TempDir(), Name: "fftest"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,11 +163,11 @@ func TestFlushConcurrent(t *testing.T) {
 func TestRegisterLease(t *testing.T) {
 	s, _ := testStore(t)
 	c := ctx(t)
-	r1, err := s.Register(c, NodeInfo{Name: "r1", ASN: 65000, APIAddress: "127.0.0.1:9464", Version: "test"}, 2*time.Second)
+	r1, err := s.Register(c, NodeInfo{Name: "r1", ASN: 65000, APIAddress: "127.0.0.1:9464", Version: "test"}, 2*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2, err := s.Register(c, NodeInfo{Name: "r2"}, time.Second)
+	r2, err := s.Register(c, NodeInfo{Name: "r2"}, time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,48 +206,22 @@ func TestRegisterLease(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if _, err := s.Register(c, NodeInfo{Name: "../x"}, time.Second); err == nil {
+	if _, err := s.Register(c, NodeInfo{Name: "../x"}, time.Second, nil); err == nil {
 		t.Error("a node name with a slash was registered")
 	}
 }
 
-// TestWatchAndApplied: policy and epoch changes signal the watcher, other keys do
-// not; applied states round-trip.
-func TestWatchAndApplied(t *testing.T) {
+// TestAppliedAndWait: applied states round-trip; WaitApplied returns who reported an
+// epoch (already, or while it waits) and who did not by the deadline.
+func TestAppliedAndWait(t *testing.T) {
 	s, _ := testStore(t)
 	c := ctx(t)
-	w := s.Watch(c)
-	expect := func(what string, want bool) {
-		t.Helper()
-		select {
-		case <-w:
-			if !want {
-				t.Fatalf("%s signalled the watcher", what)
-			}
-		case <-time.After(map[bool]time.Duration{true: 10 * time.Second, false: 500 * time.Millisecond}[want]):
-			if want {
-				t.Fatalf("%s: no signal within 10 s", what)
-			}
-		}
-	}
-	if _, err := s.SetPolicy(c, "", cache.Policy{Mode: cache.Off}, AnyRevision); err != nil {
-		t.Fatal(err)
-	}
-	expect("the fleet policy", true)
-	if _, err := s.SetPolicy(c, "r1", cache.Policy{Mode: cache.Auto, MinEntries: 1024, MaxEntries: 4096}, AnyRevision); err != nil {
-		t.Fatal(err)
-	}
-	expect("a node's policy", true)
-	if _, err := s.Flush(c); err != nil {
-		t.Fatal(err)
-	}
-	expect("a flush", true)
-	a := Applied{Node: "r1", Epoch: 1, PolicySource: string(FromNode), Mode: "auto", Entries: [2]int{2048, 0},
+	a := Applied{Node: "r1", Epoch: 1, Entries: [2]int{2048, 0},
 		Digests: [2]string{"0123456789abcdef", "fedcba9876543210"}, Routes: [2]int{1168945, 279855}, Version: "test", At: time.Now().UTC().Truncate(time.Second)}
+	a.SetPolicy(cache.Policy{Mode: cache.Auto, MinEntries: 1024, MaxEntries: 4096, TargetHitRate: 0.9}, FromNode, 7)
 	if err := s.ReportApplied(c, a); err != nil {
 		t.Fatal(err)
 	}
-	expect("an applied state", false)
 	got, err := s.AppliedStates(c)
 	if err != nil {
 		t.Fatal(err)
@@ -255,5 +229,25 @@ func TestWatchAndApplied(t *testing.T) {
 	a.Schema = Schema
 	if len(got) != 1 || got["r1"] != a {
 		t.Fatalf("applied states %+v, want r1's %+v", got, a)
+	}
+	if p := got["r1"].Policy(); p.TargetHitRate != 0.9 || p.MaxEntries != 4096 {
+		t.Errorf("policy read back %+v", p)
+	}
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		_ = s.ReportApplied(c, Applied{Node: "r2", Epoch: 2})
+		_ = s.ReportApplied(c, Applied{Node: "r3", Epoch: 0}) // not yet
+	}()
+	wctx, cancel := context.WithTimeout(c, 2*time.Second)
+	defer cancel()
+	acks, miss, err := s.WaitApplied(wctx, 1, []string{"r1", "r2", "r3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(acks) != 2 || acks[0].Node != "r1" || acks[1].Node != "r2" || acks[1].After < 150*time.Millisecond {
+		t.Errorf("acknowledgements %+v, want r1 at once and r2 after about 200ms", acks)
+	}
+	if len(miss) != 1 || miss[0] != "r3" {
+		t.Errorf("missing %v, want [r3]", miss)
 	}
 }

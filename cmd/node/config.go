@@ -39,12 +39,14 @@ type CacheConfig struct {
 	EntriesV6  int    `yaml:"entries_v6"`
 	MinEntries int    `yaml:"min_entries"`
 	MaxEntries int    `yaml:"max_entries"`
+	// TargetHitRate stops auto growing once the hit rate reaches it (0: none).
+	TargetHitRate float64 `yaml:"target_hit_rate"`
 	// Interval is the controller's measurement interval.
 	Interval time.Duration `yaml:"interval"`
 }
 
 func (c CacheConfig) policy() cache.Policy {
-	return cache.Policy{Mode: cache.Mode(c.Mode), Entries: [2]int{c.EntriesV4, c.EntriesV6}, MinEntries: c.MinEntries, MaxEntries: c.MaxEntries}
+	return cache.Policy{Mode: cache.Mode(c.Mode), Entries: [2]int{c.EntriesV4, c.EntriesV6}, MinEntries: c.MinEntries, MaxEntries: c.MaxEntries, TargetHitRate: c.TargetHitRate}
 }
 
 // BGPConfig configures the embedded speaker.

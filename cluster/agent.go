@@ -1,0 +1,374 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/fibfleet/fibfleet/cache"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// FromConfig says the node applies its config file's policy: etcd holds none for it.
+const FromConfig Source = "config"
+
+// Applier is what an Agent drives on its node.
+type Applier interface {
+	// ApplyEpoch makes the dataplane's cache entries of other epochs stale.
+	ApplyEpoch(epoch uint32) error
+	// ApplyPolicy sizes the cache by a (validated) policy.
+	ApplyPolicy(p cache.Policy) error
+	// Report fills in what only the node knows: cache geometry, FIB digests and
+	// route counts, version.
+	Report(a *Applied)
+}
+
+// AgentConfig configures a node's agent.
+type AgentConfig struct {
+	Store *Store
+	Node  string
+	// Default is the config file's policy: in force while etcd holds none.
+	Default cache.Policy
+	Applier Applier
+	Logger  *slog.Logger
+	// ReportEvery is how often the applied state is written again when it changed
+	// (cache geometry, digests, routes; default 5 s). Epochs and policies are
+	// reported as soon as they are applied.
+	ReportEvery time.Duration
+	// CheckEvery is how often etcd is asked whether it answers (default 5 s): a
+	// watch waits silently while etcd is away.
+	CheckEvery time.Duration
+}
+
+// AgentStatus is what the agent applied and whether etcd answers.
+type AgentStatus struct {
+	Connected      bool         `json:"connected"`
+	LastError      string       `json:"last_error,omitempty"`
+	Epoch          uint32       `json:"epoch"`
+	Policy         cache.Policy `json:"policy"`
+	PolicySource   Source       `json:"policy_source"`
+	PolicyRevision int64        `json:"policy_revision"`
+	// Flushes counts epochs applied after the first; Resyncs, full reads of etcd.
+	Flushes uint64 `json:"flushes"`
+	Resyncs uint64 `json:"resyncs"`
+}
+
+// Agent keeps a node in step with the fleet's keys: it reads the epoch and the
+// policies (the node's override, the fleet's) at one revision, applies what differs
+// from what the node has, reports, then follows changes from that revision. A flush
+// goes from the watch event straight to the dataplane. While etcd is away the node
+// keeps what it applied; when etcd answers again the agent reads everything again
+// and applies only what changed, so a restart of etcd is not a flush.
+type Agent struct {
+	cfg AgentConfig
+	log *slog.Logger
+
+	mu       sync.Mutex
+	status   AgentStatus
+	applied  bool // an epoch has been applied (the first is not a flush)
+	fleet    *versioned
+	override *versioned
+	reported Applied
+}
+
+type versioned struct {
+	p   cache.Policy
+	rev int64
+}
+
+// NewAgent returns an agent; Run starts it.
+func NewAgent(cfg AgentConfig) (*Agent, error) {
+	if cfg.Store == nil || cfg.Applier == nil {
+		return nil, errors.New("cluster: an agent needs a store and an applier")
+	}
+	if err := checkNode(cfg.Node); err != nil {
+		return nil, err
+	}
+	if err := cfg.Default.Validate(); err != nil {
+		return nil, fmt.Errorf("cluster: the config file's cache policy: %w", err)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.ReportEvery == 0 {
+		cfg.ReportEvery = 5 * time.Second
+	}
+	if cfg.CheckEvery == 0 {
+		cfg.CheckEvery = 5 * time.Second
+	}
+	a := &Agent{cfg: cfg, log: cfg.Logger}
+	a.status.Policy, a.status.PolicySource = cfg.Default, FromConfig
+	return a, nil
+}
+
+// Status is what the agent applied, and whether etcd answers.
+func (a *Agent) Status() AgentStatus {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.status
+}
+
+// Run applies the config's policy, then follows etcd until ctx ends.
+func (a *Agent) Run(ctx context.Context) {
+	if err := a.cfg.Applier.ApplyPolicy(a.cfg.Default); err != nil {
+		a.log.Error("apply the config file's cache policy", "err", err)
+	}
+	for ctx.Err() == nil {
+		rev, err := a.sync(ctx)
+		if err == nil {
+			err = a.follow(ctx, rev)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			a.disconnected(err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}
+}
+
+func (a *Agent) disconnected(err error) {
+	a.mu.Lock()
+	was := a.status.Connected
+	a.status.Connected, a.status.LastError = false, err.Error()
+	a.mu.Unlock()
+	if was {
+		a.log.Warn("etcd does not answer: keeping the last epoch and cache policy applied, forwarding as before", "err", err)
+	}
+}
+
+func (a *Agent) keys() (epoch, fleet, node string) {
+	s := a.cfg.Store
+	return s.prefix + "epoch", s.policyKey(""), s.policyKey(a.cfg.Node)
+}
+
+// sync reads the epoch and both policies at one revision, applies what differs and
+// reports; it returns the revision read.
+func (a *Agent) sync(ctx context.Context) (int64, error) {
+	ek, fk, nk := a.keys()
+	tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	resp, err := a.cfg.Store.cli.Txn(tctx).Then(clientv3.OpGet(ek), clientv3.OpGet(fk), clientv3.OpGet(nk)).Commit()
+	if err != nil {
+		return 0, fmt.Errorf("cluster: read the fleet's epoch and policies: %w", err)
+	}
+	var epoch epochDoc
+	var fleet, node *versioned
+	for i, r := range resp.Responses {
+		kvs := r.GetResponseRange().Kvs
+		if len(kvs) == 0 {
+			continue
+		}
+		switch i {
+		case 0:
+			if err := decode(kvs[0].Value, &epoch, ek); err != nil {
+				a.log.Error("the fleet's epoch key is unreadable: ignored", "err", err)
+			}
+		case 1:
+			fleet = a.decodePolicy(kvs[0].Value, kvs[0].ModRevision, fk)
+		case 2:
+			node = a.decodePolicy(kvs[0].Value, kvs[0].ModRevision, nk)
+		}
+	}
+	a.mu.Lock()
+	was := a.status.Connected
+	a.status.Connected, a.status.LastError = true, ""
+	a.status.Resyncs++
+	a.fleet, a.override = fleet, node
+	a.mu.Unlock()
+	if !was {
+		a.log.Info("etcd answers: following the fleet's epoch and cache policy", "revision", resp.Header.Revision)
+	}
+	a.applyEpoch(epoch.Epoch)
+	a.applyPolicy()
+	a.report(ctx, true)
+	return resp.Header.Revision, nil
+}
+
+// decodePolicy reads a policy value; an invalid one is logged and left out (the
+// next in precedence applies), since a node cannot fix it.
+func (a *Agent) decodePolicy(b []byte, rev int64, key string) *versioned {
+	var d policyDoc
+	if err := decode(b, &d, key); err != nil {
+		a.log.Error("a cache policy in etcd is unreadable: ignored (fix it with ctl cache set)", "key", key, "err", err)
+		return nil
+	}
+	p := cache.Policy{Mode: cache.Mode(d.Mode), Entries: [2]int{d.EntriesV4, d.EntriesV6}, MinEntries: d.MinEntries, MaxEntries: d.MaxEntries, TargetHitRate: d.TargetHitRate}
+	if err := p.Validate(); err != nil {
+		a.log.Error("a cache policy in etcd is invalid: ignored (fix it with ctl cache set)", "key", key, "err", err)
+		return nil
+	}
+	return &versioned{p: p, rev: rev}
+}
+
+// follow applies changes of the epoch and the policies after revision rev, until the
+// watch fails, etcd comes back after being away (then everything is read again), or
+// ctx ends.
+func (a *Agent) follow(ctx context.Context, rev int64) error {
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	ek, fk, nk := a.keys()
+	cli := a.cfg.Store.cli
+	epochs := cli.Watch(wctx, ek, clientv3.WithRev(rev+1))
+	policies := cli.Watch(wctx, fk, clientv3.WithPrefix(), clientv3.WithRev(rev+1))
+	check := time.NewTicker(a.cfg.CheckEvery)
+	defer check.Stop()
+	report := time.NewTicker(a.cfg.ReportEvery)
+	defer report.Stop()
+	away := false
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-check.C:
+			if err := Ping(ctx, cli); err != nil {
+				a.disconnected(err)
+				away = true
+			} else if away {
+				return nil // back: read everything again
+			}
+		case <-report.C:
+			if !away {
+				a.report(ctx, false)
+			}
+		case resp, ok := <-epochs:
+			if !ok || resp.Err() != nil {
+				return watchErr(resp, ok)
+			}
+			for _, ev := range resp.Events {
+				var d epochDoc
+				if ev.Type == clientv3.EventTypePut {
+					if err := decode(ev.Kv.Value, &d, ek); err != nil {
+						a.log.Error("the fleet's epoch key is unreadable: ignored", "err", err)
+						continue
+					}
+				}
+				a.applyEpoch(d.Epoch)
+			}
+			a.report(ctx, true)
+		case resp, ok := <-policies:
+			if !ok || resp.Err() != nil {
+				return watchErr(resp, ok)
+			}
+			changed := false
+			for _, ev := range resp.Events {
+				k := string(ev.Kv.Key)
+				if k != fk && k != nk {
+					continue // another node's override
+				}
+				var v *versioned
+				if ev.Type == clientv3.EventTypePut {
+					v = a.decodePolicy(ev.Kv.Value, ev.Kv.ModRevision, k)
+				}
+				a.mu.Lock()
+				if k == fk {
+					a.fleet = v
+				} else {
+					a.override = v
+				}
+				a.mu.Unlock()
+				changed = true
+			}
+			if changed {
+				a.applyPolicy()
+				a.report(ctx, true)
+			}
+		}
+	}
+}
+
+func watchErr(resp clientv3.WatchResponse, ok bool) error {
+	if !ok {
+		return errors.New("cluster: the watch of the fleet's keys closed")
+	}
+	return fmt.Errorf("cluster: the watch of the fleet's keys failed: %w", resp.Err())
+}
+
+// applyEpoch sets the dataplane's epoch when it differs from the one applied.
+func (a *Agent) applyEpoch(e uint32) {
+	a.mu.Lock()
+	same := a.applied && a.status.Epoch == e
+	first := !a.applied
+	a.mu.Unlock()
+	if same {
+		return
+	}
+	if err := a.cfg.Applier.ApplyEpoch(e); err != nil {
+		a.log.Error("apply the fleet's flush epoch to the dataplane", "epoch", e, "err", err)
+		return
+	}
+	a.mu.Lock()
+	a.status.Epoch, a.applied = e, true
+	if !first {
+		a.status.Flushes++
+	}
+	a.mu.Unlock()
+	if first {
+		a.log.Info("fleet epoch applied", "epoch", e)
+	} else {
+		a.log.Info("fleet flush applied: cached destinations of earlier epochs are stale", "epoch", e)
+	}
+}
+
+// applyPolicy applies the policy in force (override, fleet, config) when it differs
+// from the one applied.
+func (a *Agent) applyPolicy() {
+	a.mu.Lock()
+	p, src, rev := a.cfg.Default, FromConfig, int64(0)
+	if a.override != nil {
+		p, src, rev = a.override.p, FromNode, a.override.rev
+	} else if a.fleet != nil {
+		p, src, rev = a.fleet.p, FromFleet, a.fleet.rev
+	}
+	same := p == a.status.Policy
+	a.status.PolicySource, a.status.PolicyRevision = src, rev
+	a.mu.Unlock()
+	if same {
+		return
+	}
+	if err := a.cfg.Applier.ApplyPolicy(p); err != nil {
+		a.log.Error("apply the fleet's cache policy", "source", src, "revision", rev, "err", err)
+		a.mu.Lock()
+		a.status.LastError = err.Error()
+		a.mu.Unlock()
+		return
+	}
+	a.mu.Lock()
+	a.status.Policy = p
+	a.mu.Unlock()
+	a.log.Info("cache policy from "+string(src)+" applied", "mode", p.Mode, "revision", rev)
+}
+
+// report writes the applied state: always when now is set (something was applied),
+// else only when it changed.
+func (a *Agent) report(ctx context.Context, now bool) {
+	a.mu.Lock()
+	st := Applied{Node: a.cfg.Node, Epoch: a.status.Epoch}
+	st.SetPolicy(a.status.Policy, a.status.PolicySource, a.status.PolicyRevision)
+	last := a.reported
+	a.mu.Unlock()
+	a.cfg.Applier.Report(&st)
+	last.At = time.Time{}
+	if !now && st == last {
+		return
+	}
+	cmp := st
+	st.At = time.Now().UTC()
+	tctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if err := a.cfg.Store.ReportApplied(tctx, st); err != nil {
+		a.log.Warn("report the applied state to etcd", "err", err)
+		return
+	}
+	a.mu.Lock()
+	a.reported = cmp
+	a.mu.Unlock()
+}

@@ -1,0 +1,255 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fibfleet/fibfleet/cache"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// recorder is an Applier that records what it was told to apply.
+type recorder struct {
+	mu       sync.Mutex
+	epochs   []uint32
+	policies []cache.Policy
+}
+
+func (r *recorder) ApplyEpoch(e uint32) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.epochs = append(r.epochs, e)
+	return nil
+}
+
+func (r *recorder) ApplyPolicy(p cache.Policy) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.policies = append(r.policies, p)
+	return nil
+}
+
+func (r *recorder) Report(a *Applied) { a.Version = "test"; a.Routes = [2]int{10, 1} }
+
+func (r *recorder) calls() ([]uint32, []cache.Policy) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.epochs), slices.Clone(r.policies)
+}
+
+// eventually polls cond every 20 ms for up to 10 s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within 10 s: %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func startAgent(t *testing.T, s *Store, node string, def cache.Policy) (*Agent, *recorder) {
+	t.Helper()
+	rec := &recorder{}
+	a, err := NewAgent(AgentConfig{Store: s, Node: node, Default: def, Applier: rec, ReportEvery: 100 * time.Millisecond, CheckEvery: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { a.Run(c); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return a, rec
+}
+
+// TestAgentFollowsFleet: the config's policy until etcd holds one, then the fleet's,
+// then the node's override (another node's changes nothing), back to the fleet's when
+// the override goes; a flush is applied once and acknowledged; each step reported in
+// etcd with the revision of the policy applied.
+func TestAgentFollowsFleet(t *testing.T) {
+	s, _ := testStore(t)
+	c := ctx(t)
+	def := cache.Policy{Mode: cache.Off}
+	a, rec := startAgent(t, s, "r1", def)
+	applied := func() Applied {
+		st, err := s.AppliedStates(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st["r1"]
+	}
+	expect := func(what string, p cache.Policy, src Source, rev int64) {
+		t.Helper()
+		eventually(t, what, func() bool {
+			st := a.Status()
+			ap := applied()
+			return st.Policy == p && st.PolicySource == src && st.PolicyRevision == rev &&
+				ap.Policy() == p && ap.PolicySource == string(src) && ap.PolicyRevision == rev && ap.Version == "test"
+		})
+	}
+	expect("the config's policy", def, FromConfig, 0)
+
+	fleet := cache.Policy{Mode: cache.Auto, MinEntries: 1024, MaxEntries: 8192, TargetHitRate: 0.95}
+	frev, err := s.SetPolicy(c, "", fleet, NoRevision)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect("the fleet's policy", fleet, FromFleet, frev)
+
+	own := cache.Policy{Mode: cache.Fixed, Entries: [2]int{512, 256}}
+	orev, err := s.SetPolicy(c, "r1", own, NoRevision)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect("the node's override", own, FromNode, orev)
+	if _, err := s.SetPolicy(c, "r2", cache.Policy{Mode: cache.Off}, NoRevision); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if st := a.Status(); st.Policy != own {
+		t.Fatalf("another node's override changed r1's policy to %+v", st.Policy)
+	}
+	if err := s.DeletePolicy(c, "r1", orev); err != nil {
+		t.Fatal(err)
+	}
+	expect("the fleet's policy after the override went", fleet, FromFleet, frev)
+
+	e, err := s.Flush(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acks, miss, err := s.WaitApplied(c, e, []string{"r1"})
+	if err != nil || len(acks) != 1 || len(miss) != 0 {
+		t.Fatalf("flush %d: acknowledged by %v, missing %v (%v)", e, acks, miss, err)
+	}
+	epochs, policies := rec.calls()
+	if !slices.Equal(epochs, []uint32{0, 1}) {
+		t.Errorf("epochs applied %v, want [0 1]", epochs)
+	}
+	if want := []cache.Policy{def, fleet, own, fleet}; !slices.Equal(policies, want) {
+		t.Errorf("policies applied %+v, want %+v (each once)", policies, want)
+	}
+	if st := a.Status(); st.Flushes != 1 || !st.Connected {
+		t.Errorf("status %+v: want 1 flush, connected", st)
+	}
+}
+
+// TestAgentSurvivesEtcdRestart: with etcd stopped the agent keeps what it applied and
+// says it is disconnected; when etcd is back it reads everything again and applies
+// nothing (no flush, no policy), and the epoch's key is untouched; later flushes
+// apply as before.
+func TestAgentSurvivesEtcdRestart(t *testing.T) {
+	dir := t.TempDir()
+	cfg := EmbeddedConfig{Dir: filepath.Join(dir, "data"), Name: "ffrestart", Listen: "unix://" + filepath.Join(dir, "etcd.sock")}
+	e, err := StartEmbedded(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err := NewClient(EtcdConfig{Endpoints: []string{e.Endpoint}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	s, err := NewStore(cli, "lab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := ctx(t)
+	fleet := cache.Policy{Mode: cache.Fixed, Entries: [2]int{1024, 0}}
+	if _, err := s.SetPolicy(c, "", fleet, NoRevision); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Flush(c); err != nil {
+		t.Fatal(err)
+	}
+	a, rec := startAgent(t, s, "r1", cache.Policy{Mode: cache.Off})
+	eventually(t, "the fleet's epoch and policy applied", func() bool {
+		st := a.Status()
+		return st.Epoch == 1 && st.Policy == fleet
+	})
+	get := func() *clientv3.GetResponse {
+		t.Helper()
+		r, err := cli.Get(c, "/fibfleet/lab/epoch")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	before := get().Kvs[0].ModRevision
+	resyncs := a.Status().Resyncs
+
+	e.Close()
+	eventually(t, "the agent sees etcd gone", func() bool { return !a.Status().Connected })
+	if st := a.Status(); st.Epoch != 1 || st.Policy != fleet {
+		t.Fatalf("without etcd the agent dropped what it applied: %+v", st)
+	}
+	e, err = StartEmbedded(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { e.Close() }()
+	eventually(t, "the agent reconnected and read again", func() bool {
+		st := a.Status()
+		return st.Connected && st.Resyncs > resyncs
+	})
+	epochs, policies := rec.calls()
+	if !slices.Equal(epochs, []uint32{1}) || len(policies) != 2 {
+		t.Fatalf("after etcd's restart: epochs applied %v, policies %+v; want [1] and the config's then the fleet's only", epochs, policies)
+	}
+	if after := get().Kvs[0].ModRevision; after != before {
+		t.Errorf("the epoch key's revision moved from %d to %d", before, after)
+	}
+	if _, err := s.Flush(c); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a flush after the restart applied", func() bool { return a.Status().Epoch == 2 })
+}
+
+// TestRegistrationComesBack: a lease lost under a live node (revoked here, as an
+// expiry during a long etcd outage would) is granted again and the key put back.
+func TestRegistrationComesBack(t *testing.T) {
+	s, cli := testStore(t)
+	c := ctx(t)
+	r, err := s.Register(c, NodeInfo{Name: "r1"}, 2*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(c)
+	r.mu.Lock()
+	lease := r.lease
+	r.mu.Unlock()
+	if _, err := cli.Revoke(c, lease); err != nil {
+		t.Fatal(err)
+	}
+	if ns, _ := s.Nodes(c); len(ns) != 0 {
+		t.Fatalf("after the revoke: %d nodes registered", len(ns))
+	}
+	eventually(t, "registered again", func() bool {
+		ns, err := s.Nodes(c)
+		return err == nil && len(ns) == 1 && r.Registered()
+	})
+	r.mu.Lock()
+	if r.lease == lease {
+		t.Error("registered again under the revoked lease")
+	}
+	r.mu.Unlock()
+}
+
+func TestAgentRejectsBadConfig(t *testing.T) {
+	s, _ := testStore(t)
+	for _, tc := range []AgentConfig{
+		{Store: s, Node: "r1", Default: cache.Policy{Mode: "sometimes"}, Applier: &recorder{}},
+		{Store: s, Node: "a/b", Default: cache.Policy{Mode: cache.Off}, Applier: &recorder{}},
+		{Store: s, Node: "r1", Default: cache.Policy{Mode: cache.Off}},
+	} {
+		if _, err := NewAgent(tc); err == nil {
+			t.Errorf("NewAgent(%s) accepted a bad config", fmt.Sprint(tc.Node, " ", tc.Default.Mode))
+		}
+	}
+}
