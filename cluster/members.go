@@ -255,7 +255,7 @@ func (m *Members) note(n *memberlist.Node, st string) {
 
 // The memberlist.Delegate: only metadata; fibfleet's shared state is in etcd.
 
-func (m *Members) NodeMeta(int) []byte                 { return m.meta }
+func (m *Members) NodeMeta(int) []byte { return m.meta }
 func (m *Members) NotifyMsg(b []byte) {
 	if name, ok := strings.CutPrefix(string(b), leavingMsg); ok {
 		m.mu.Lock()
