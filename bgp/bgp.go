@@ -72,6 +72,9 @@ type Config struct {
 	// GRPCAddress serves GoBGP's own API (for the `gobgp` CLI); empty disables it.
 	GRPCAddress string
 	Neighbors   []Neighbor
+	// MeshAddress is the address this node's iBGP mesh sessions start from (its
+	// address on the link between the fleet's nodes); invalid: no mesh.
+	MeshAddress netip.Addr
 	Logger      *slog.Logger
 }
 
@@ -118,6 +121,8 @@ type PeerStatus struct {
 	Address netip.Addr
 	ASN     uint32
 	State   string // idle, connect, active, opensent, openconfirm, established
+	// Mesh is set for the fleet's own nodes (iBGP), unset for upstreams.
+	Mesh bool
 }
 
 // Speaker is a running embedded BGP speaker.
@@ -138,6 +143,12 @@ type Speaker struct {
 	// eors holds, per neighbour, its session's families and whether each one's
 	// End-of-RIB arrived: the dump is complete when all have.
 	eors map[netip.Addr]map[bgp.Family]bool
+	// asn and meshLocal configure mesh peers; mesh holds them, originated the
+	// prefixes this node announces to them.
+	asn        uint32
+	meshLocal  netip.Addr
+	mesh       map[netip.Addr]bool
+	originated map[netip.Prefix]netip.Addr
 }
 
 // prefixLimit enforces a neighbour's max-prefix limit. GoBGP's own (PrefixLimits)
@@ -157,6 +168,9 @@ func (c Config) Validate() error {
 	var errs []error
 	if c.ASN == 0 {
 		errs = append(errs, errors.New("bgp.asn must be set (a private ASN such as 65000 for a lab)"))
+	}
+	if c.MeshAddress.IsValid() && !c.MeshAddress.Is4() {
+		errs = append(errs, fmt.Errorf("bgp mesh address %s: use the node's IPv4 address on the mesh link (IPv6 routes travel over it too)", c.MeshAddress))
 	}
 	if !c.RouterID.Is4() {
 		errs = append(errs, errors.New("bgp.router_id must be an IPv4 address (usually the node's loopback)"))
@@ -216,17 +230,13 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 	wctx, cancel := context.WithCancel(context.Background())
 	s := &Speaker{srv: srv, log: log, events: make(chan Event, 64), done: make(chan struct{}), cancel: cancel,
 		peers: map[netip.Addr]*PeerStatus{}, limits: map[netip.Addr]*prefixLimit{}, loads: map[netip.Addr]*Load{},
-		eors: map[netip.Addr]map[bgp.Family]bool{}}
+		eors: map[netip.Addr]map[bgp.Family]bool{}, asn: cfg.ASN, meshLocal: cfg.MeshAddress,
+		mesh: map[netip.Addr]bool{}, originated: map[netip.Prefix]netip.Addr{}}
 
-	// Export deny-by-default: no policy, default reject.
-	err = srv.SetPolicyAssignment(ctx, &api.SetPolicyAssignmentRequest{Assignment: &api.PolicyAssignment{
-		Name:          "global",
-		Direction:     api.PolicyDirection_POLICY_DIRECTION_EXPORT,
-		DefaultAction: api.RouteAction_ROUTE_ACTION_REJECT,
-	}})
-	if err != nil {
+	// Export deny-by-default: only the fleet's own mesh gets routes (mesh.go).
+	if err := s.setupExport(ctx); err != nil {
 		s.Stop()
-		return nil, fmt.Errorf("bgp: set export policy: %w", err)
+		return nil, err
 	}
 	// One watcher, so GoBGP delivers best paths, updates, End-of-RIBs and peer events
 	// to the callbacks in the order it produced them.

@@ -1,0 +1,216 @@
+package bgp
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+
+	api "github.com/osrg/gobgp/v4/api"
+	"github.com/osrg/gobgp/v4/pkg/apiutil"
+	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
+)
+
+// The fleet's iBGP full mesh. Every node peers with every live member (cluster's
+// membership decides who), so a route learned from an upstream by any node reaches
+// all, with its next hop unchanged (iBGP): a node resolves a next hop that is not on
+// its own links through the route its owner originates for that link (Originate).
+// Routes learned over the mesh are not sent on to other mesh peers (a full mesh
+// needs no reflection) nor to upstreams.
+//
+// Export stays deny-by-default: the only export statement accepts towards the
+// neighbours in the mesh's neighbour set. GoBGP's neighbour condition matches every
+// neighbour while its set is empty, so the set always holds a placeholder that can
+// never be a peer.
+const (
+	meshSet         = "fibfleet-mesh"
+	meshPolicy      = "fibfleet-export-to-mesh"
+	meshPlaceholder = "255.255.255.255/32"
+	// Mesh timers: a dead member is unpeered by membership within seconds; the hold
+	// timer is for a session that dies while its member lives, and stays long enough
+	// that a node busy loading a full table on 2 cores never misses it.
+	meshHold, meshKeepalive = 30, 10
+)
+
+// MeshPeer is another node of the fleet.
+type MeshPeer struct {
+	Address netip.Addr
+	// Port is its BGP port (0: 179).
+	Port uint16
+}
+
+// setupExport installs the export policy: accept towards the mesh, reject the rest.
+func (s *Speaker) setupExport(ctx context.Context) error {
+	err := s.srv.AddDefinedSet(ctx, &api.AddDefinedSetRequest{DefinedSet: &api.DefinedSet{
+		DefinedType: api.DefinedType_DEFINED_TYPE_NEIGHBOR, Name: meshSet, List: []string{meshPlaceholder}}})
+	if err != nil {
+		return fmt.Errorf("bgp: define the mesh's neighbour set: %w", err)
+	}
+	err = s.srv.AddPolicy(ctx, &api.AddPolicyRequest{Policy: &api.Policy{Name: meshPolicy, Statements: []*api.Statement{{
+		Name:       meshPolicy + "-accept",
+		Conditions: &api.Conditions{NeighborSet: &api.MatchSet{Type: api.MatchSet_TYPE_ANY, Name: meshSet}},
+		Actions:    &api.Actions{RouteAction: api.RouteAction_ROUTE_ACTION_ACCEPT},
+	}}}})
+	if err != nil {
+		return fmt.Errorf("bgp: add the mesh's export policy: %w", err)
+	}
+	err = s.srv.SetPolicyAssignment(ctx, &api.SetPolicyAssignmentRequest{Assignment: &api.PolicyAssignment{
+		Name:          "global",
+		Direction:     api.PolicyDirection_POLICY_DIRECTION_EXPORT,
+		Policies:      []*api.Policy{{Name: meshPolicy}},
+		DefaultAction: api.RouteAction_ROUTE_ACTION_REJECT,
+	}})
+	if err != nil {
+		return fmt.Errorf("bgp: set the export policy: %w", err)
+	}
+	return nil
+}
+
+func hostPrefix(a netip.Addr) string { return netip.PrefixFrom(a, a.BitLen()).String() }
+
+// AddMeshPeer peers with another node over iBGP (both unicast families), from the
+// configured mesh address. Adding a peer twice is a no-op.
+func (s *Speaker) AddMeshPeer(ctx context.Context, p MeshPeer) error {
+	if !s.meshLocal.IsValid() {
+		return fmt.Errorf("bgp: mesh peer %s: this speaker has no mesh address (bgp.Config.MeshAddress)", p.Address)
+	}
+	s.mu.Lock()
+	known := s.mesh[p.Address]
+	s.mu.Unlock()
+	if known {
+		return nil
+	}
+	// In the set first, so the first update the session sends passes export.
+	err := s.srv.AddDefinedSet(ctx, &api.AddDefinedSetRequest{DefinedSet: &api.DefinedSet{
+		DefinedType: api.DefinedType_DEFINED_TYPE_NEIGHBOR, Name: meshSet, List: []string{hostPrefix(p.Address)}}})
+	if err != nil {
+		return fmt.Errorf("bgp: add mesh peer %s to the export set: %w", p.Address, err)
+	}
+	peer := &api.Peer{
+		Conf: &api.PeerConf{NeighborAddress: p.Address.String(), PeerAsn: s.asn, Description: "fibfleet mesh"},
+		AfiSafis: []*api.AfiSafi{
+			{Config: &api.AfiSafiConfig{Family: apiFamilies[IPv4Unicast], Enabled: true}},
+			{Config: &api.AfiSafiConfig{Family: apiFamilies[IPv6Unicast], Enabled: true}},
+		},
+		Transport: &api.Transport{LocalAddress: s.meshLocal.String(), RemotePort: uint32(p.Port)},
+		Timers:    &api.Timers{Config: &api.TimersConfig{ConnectRetry: 2, HoldTime: meshHold, KeepaliveInterval: meshKeepalive}},
+		// Helper only, as for upstreams: the peer's dump ends with End-of-RIB.
+		GracefulRestart: &api.GracefulRestart{Enabled: true, HelperOnly: true, RestartTime: 120},
+	}
+	if err := s.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: peer}); err != nil {
+		_ = s.srv.DeleteDefinedSet(ctx, &api.DeleteDefinedSetRequest{DefinedSet: &api.DefinedSet{
+			DefinedType: api.DefinedType_DEFINED_TYPE_NEIGHBOR, Name: meshSet, List: []string{hostPrefix(p.Address)}}})
+		return fmt.Errorf("bgp: add mesh peer %s: %w", p.Address, err)
+	}
+	s.mu.Lock()
+	s.mesh[p.Address] = true
+	s.peers[p.Address] = &PeerStatus{Address: p.Address, ASN: s.asn, State: "idle", Mesh: true}
+	s.loads[p.Address] = &Load{Neighbor: p.Address}
+	s.eors[p.Address] = map[bgp.Family]bool{bgp.RF_IPv4_UC: false, bgp.RF_IPv6_UC: false}
+	s.mu.Unlock()
+	s.log.Info("mesh peer added", "neighbor", p.Address)
+	return nil
+}
+
+// RemoveMeshPeer closes the session with a node (its routes are withdrawn at once)
+// and forgets it.
+func (s *Speaker) RemoveMeshPeer(ctx context.Context, a netip.Addr) error {
+	s.mu.Lock()
+	known := s.mesh[a]
+	s.mu.Unlock()
+	if !known {
+		return nil
+	}
+	if err := s.srv.DeletePeer(ctx, &api.DeletePeerRequest{Address: a.String()}); err != nil {
+		return fmt.Errorf("bgp: remove mesh peer %s: %w", a, err)
+	}
+	err := s.srv.DeleteDefinedSet(ctx, &api.DeleteDefinedSetRequest{DefinedSet: &api.DefinedSet{
+		DefinedType: api.DefinedType_DEFINED_TYPE_NEIGHBOR, Name: meshSet, List: []string{hostPrefix(a)}}})
+	s.mu.Lock()
+	delete(s.mesh, a)
+	delete(s.peers, a)
+	delete(s.loads, a)
+	delete(s.eors, a)
+	s.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("bgp: remove mesh peer %s from the export set: %w", a, err)
+	}
+	s.log.Info("mesh peer removed", "neighbor", a)
+	return nil
+}
+
+// MeshPeers are the mesh's peers and their session states.
+func (s *Speaker) MeshPeers() []PeerStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []PeerStatus
+	for a := range s.mesh {
+		out = append(out, *s.peers[a])
+	}
+	return out
+}
+
+// Originate announces a prefix to the mesh with the given next hop (one of this
+// node's addresses on the mesh): a node announces the subnets of its upstream links,
+// so that the others can resolve next hops there through it. Announcing a prefix
+// again replaces its next hop.
+func (s *Speaker) Originate(prefix netip.Prefix, nexthop netip.Addr) error {
+	p, err := originPath(prefix, nexthop)
+	if err != nil {
+		return err
+	}
+	if _, err := s.srv.AddPath(apiutil.AddPathRequest{Paths: []*apiutil.Path{p}}); err != nil {
+		return fmt.Errorf("bgp: originate %s via %s: %w", prefix, nexthop, err)
+	}
+	s.mu.Lock()
+	s.originated[prefix.Masked()] = nexthop
+	s.mu.Unlock()
+	return nil
+}
+
+// StopOriginating withdraws a prefix Originate announced.
+func (s *Speaker) StopOriginating(prefix netip.Prefix) error {
+	prefix = prefix.Masked()
+	s.mu.Lock()
+	nh, ok := s.originated[prefix]
+	delete(s.originated, prefix)
+	s.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	p, err := originPath(prefix, nh)
+	if err != nil {
+		return err
+	}
+	if err := s.srv.DeletePath(apiutil.DeletePathRequest{Paths: []*apiutil.Path{p}}); err != nil {
+		return fmt.Errorf("bgp: withdraw %s: %w", prefix, err)
+	}
+	return nil
+}
+
+func originPath(prefix netip.Prefix, nexthop netip.Addr) (*apiutil.Path, error) {
+	prefix = prefix.Masked()
+	if prefix.Addr().Is4() != nexthop.Is4() {
+		return nil, fmt.Errorf("bgp: originate %s: the next hop %s must be of the same family", prefix, nexthop)
+	}
+	nlri, err := bgp.NewIPAddrPrefix(prefix)
+	if err != nil {
+		return nil, fmt.Errorf("bgp: originate %s: %w", prefix, err)
+	}
+	attrs := []bgp.PathAttributeInterface{bgp.NewPathAttributeOrigin(0)}
+	family := bgp.RF_IPv4_UC
+	if prefix.Addr().Is4() {
+		nh, err := bgp.NewPathAttributeNextHop(nexthop)
+		if err != nil {
+			return nil, fmt.Errorf("bgp: originate %s via %s: %w", prefix, nexthop, err)
+		}
+		attrs = append(attrs, nh)
+	} else {
+		family = bgp.RF_IPv6_UC
+		mp, err := bgp.NewPathAttributeMpReachNLRI(family, []bgp.PathNLRI{{NLRI: nlri}}, nexthop)
+		if err != nil {
+			return nil, fmt.Errorf("bgp: originate %s via %s: %w", prefix, nexthop, err)
+		}
+		attrs = append(attrs, mp)
+	}
+	return &apiutil.Path{Family: family, Nlri: nlri, Attrs: attrs}, nil
+}
