@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
@@ -68,6 +69,10 @@ type Stats struct {
 	Routes             int
 	Nexthops           int
 	UnresolvedNexthops int
+	// RecursiveNexthops resolve through another FIB route's next hop (iBGP next hops
+	// on another node's link); LocalNexthops are the node's own addresses (routes it
+	// originates: the kernel delivers their traffic).
+	RecursiveNexthops, LocalNexthops int
 	// Refused counts routes the compiled FIB had no room for (no free second-level
 	// group): their /24 passes to the kernel until a group frees up.
 	Refused uint64
@@ -92,7 +97,17 @@ type nexthop struct {
 	gw   netip.Addr
 	refs int
 	res  Resolution
+	// direct: the kernel resolved gw on one of the node's links. Otherwise via, when
+	// valid, is the next hop of the FIB route gw resolves through (recursion, one
+	// level); local: gw is one of the node's own addresses (a route this node
+	// originates), whose traffic the kernel delivers.
+	direct bool
+	via    netip.Addr
+	local  bool
 }
+
+// ErrLocal is what a Resolver returns for one of the node's own addresses.
+var ErrLocal = errors.New("fib: the next hop is one of this node's own addresses")
 
 type freedID struct {
 	id uint32
@@ -122,6 +137,11 @@ type FIB struct {
 	// 1: IPv6): order-independent and
 	// updated in O(1) per change, so nodes can compare tables without a walk.
 	digest [2]uint64
+	// indirect are the nexthops not resolved on a link (recursive, through a kernel
+	// route, or not at all): a route change covering one's next hop marks it dirty,
+	// and the batch's end resolves it again.
+	indirect map[*nexthop]struct{}
+	dirty    map[*nexthop]struct{}
 }
 
 // New returns an empty FIB that writes to dp and resolves with res.
@@ -150,6 +170,8 @@ func New(dp Dataplane, res Resolver, log *slog.Logger) (*FIB, error) {
 		byGW:    map[netip.Addr]*nexthop{},
 		byNeigh: map[netip.Addr]map[*nexthop]struct{}{},
 		nextID:  1,
+		indirect: map[*nexthop]struct{}{},
+		dirty:    map[*nexthop]struct{}{},
 	}, nil
 }
 
@@ -180,6 +202,7 @@ func (f *FIB) Apply(batch []Update) error {
 			"refused", n, "groups", f.v4.t.Groups(), "kernel_slots", len(f.v4.kernel))
 	}
 	f.retryKernelSlots()
+	f.refreshDirty()
 	f.commit()
 	return errors.Join(errs...)
 }
@@ -220,7 +243,8 @@ func (f *FIB) apply(u Update) error {
 		f.routes.Delete(p)
 		f.digest[family(p)] -= routeHash(p, old)
 		f.withdraw(p)
-		if f.sync != nil {
+		f.touch(p)
+		if f.sync != nil && !f.byGW[old].local {
 			f.sync.routeChanged(p, old, Resolution{}, true)
 		}
 		f.release(old)
@@ -257,13 +281,41 @@ func (f *FIB) apply(u Update) error {
 	} else if err := f.v4.add(p, nh.id); errors.Is(err, errGroupsFull) {
 		f.refused++
 	}
+	f.touch(p)
 	if f.sync != nil {
-		f.sync.routeChanged(p, u.Nexthop, nh.res, false)
+		// Routes this node originates (local next hops) are the kernel's own
+		// connected routes: never mirrored, never deleted.
+		switch {
+		case !nh.local:
+			f.sync.routeChanged(p, u.Nexthop, nh.res, false)
+		case had && !f.byGW[old].local:
+			f.sync.routeChanged(p, old, Resolution{}, true)
+		}
 	}
 	if had {
 		f.release(old)
 	}
 	return nil
+}
+
+// touch marks the indirect nexthops whose next hop p covers: their resolution
+// through the FIB may have changed.
+func (f *FIB) touch(p netip.Prefix) {
+	for nh := range f.indirect {
+		if p.Contains(nh.gw.WithZone("")) {
+			f.dirty[nh] = struct{}{}
+		}
+	}
+}
+
+// refreshDirty resolves the marked nexthops again.
+func (f *FIB) refreshDirty() {
+	for nh := range f.dirty {
+		delete(f.dirty, nh)
+		if f.byGW[nh.gw] == nh {
+			f.refresh(nh)
+		}
+	}
 }
 
 // withdraw removes p (already gone from the master table) from the compiled FIB.
@@ -330,18 +382,56 @@ func (f *FIB) acquire(gw netip.Addr) (*nexthop, error) {
 		f.nextID++
 	}
 	nh := &nexthop{id: id, gw: gw, refs: 1}
-	res, err := f.res.Resolve(gw)
+	r, err := f.resolve(gw)
 	if err != nil {
 		f.log.Warn("next hop unresolved; its routes pass to the kernel until it resolves", "nexthop", gw, "err", err)
 	}
-	nh.res = res
+	nh.res, nh.direct, nh.via, nh.local = r.res, r.direct, r.via, r.local
 	if err := f.dp.SetNexthop(id, nh.res.Nexthop); err != nil {
 		f.freeIDs = append(f.freeIDs, freedID{id: id}) // never published: reusable at once
 		return nil, fmt.Errorf("fib: write nexthop %s: %w", gw, err)
 	}
 	f.byGW[gw] = nh
 	f.index(nh)
+	if !nh.direct {
+		f.indirect[nh] = struct{}{}
+	}
 	return nh, nil
+}
+
+// resolution is where a next hop leads.
+type resolution struct {
+	res    Resolution
+	direct bool
+	via    netip.Addr
+	local  bool
+}
+
+// resolve finds where a next hop leads: on one of the node's links (the kernel says
+// so), else through the FIB's own longest route covering it (one level: that route's
+// next hop must be on a link; an iBGP route's next hop is the upstream's address on
+// another node's link, and that node announces the link's subnet with itself as next
+// hop), else through a kernel route, else nowhere yet. The node's own addresses are
+// local: their traffic is the kernel's.
+func (f *FIB) resolve(gw netip.Addr) (resolution, error) {
+	r, err := f.res.Resolve(gw)
+	switch {
+	case errors.Is(err, ErrLocal):
+		return resolution{local: true}, nil
+	case err == nil && r.Neighbor == gw.WithZone(""):
+		return resolution{res: r, direct: true}, nil
+	}
+	plain := gw.WithZone("")
+	if p, gw2, ok := f.routes.LookupPrefixLPM(netip.PrefixFrom(plain, plain.BitLen())); ok && gw2 != gw {
+		if nh2 := f.byGW[gw2]; nh2 != nil && nh2.direct {
+			return resolution{res: nh2.res, via: gw2}, nil
+		}
+		if err == nil {
+			return resolution{res: r}, nil
+		}
+		return resolution{}, fmt.Errorf("next hop %s: its route %s goes via %s, which is not on a link (recursion goes one level)", gw, p, gw2)
+	}
+	return resolution{res: r}, err
 }
 
 func (f *FIB) index(nh *nexthop) {
@@ -379,6 +469,8 @@ func (f *FIB) release(gw netip.Addr) {
 	if n := nh.res.Neighbor; n.IsValid() && f.byNeigh[n] == nil {
 		f.res.Release(n)
 	}
+	delete(f.indirect, nh)
+	delete(f.dirty, nh)
 	delete(f.byGW, gw)
 	f.released = append(f.released, nh.id)
 }
@@ -388,16 +480,29 @@ func (f *FIB) release(gw netip.Addr) {
 func (f *FIB) NeighborChanged(neigh netip.Addr) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for nh := range f.byNeigh[neigh] {
-		f.refresh(nh)
-	}
+	f.refreshAll(slices.Collect(maps.Keys(f.byNeigh[neigh])))
 }
 
 // RefreshAll re-resolves every nexthop (after a link change, for example).
 func (f *FIB) RefreshAll() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for _, nh := range f.byGW {
+	f.refreshAll(slices.Collect(maps.Values(f.byGW)))
+}
+
+// refreshAll refreshes nexthops, those on a link first: a recursive one copies the
+// resolution of the one it goes through.
+func (f *FIB) refreshAll(nhs []*nexthop) {
+	slices.SortFunc(nhs, func(a, b *nexthop) int {
+		switch {
+		case a.direct == b.direct:
+			return 0
+		case a.direct:
+			return -1
+		}
+		return 1
+	})
+	for _, nh := range nhs {
 		f.refresh(nh)
 	}
 }
@@ -410,16 +515,23 @@ func (f *FIB) RetryUnresolved() {
 	f.retryKernelSlots()
 	f.commit()
 	for _, nh := range f.byGW {
-		if !nh.res.Nexthop.Resolved {
+		if !nh.res.Nexthop.Resolved && !nh.local {
 			f.refresh(nh)
 		}
 	}
 }
 
 func (f *FIB) refresh(nh *nexthop) {
-	r, err := f.res.Resolve(nh.gw)
+	rr, err := f.resolve(nh.gw)
 	if err != nil {
 		f.log.Debug("next hop still unresolved", "nexthop", nh.gw, "err", err)
+	}
+	r := rr.res
+	nh.direct, nh.via, nh.local = rr.direct, rr.via, rr.local
+	if nh.direct {
+		delete(f.indirect, nh)
+	} else {
+		f.indirect[nh] = struct{}{}
 	}
 	if sameResolution(r, nh.res) {
 		return
@@ -428,11 +540,34 @@ func (f *FIB) refresh(nh *nexthop) {
 		f.log.Warn("rewrite nexthop", "nexthop", nh.gw, "err", err)
 		return
 	}
-	f.log.Info("nexthop changed", "nexthop", nh.gw, "id", nh.id, "resolved", r.Nexthop.Resolved,
+	f.log.Info("nexthop changed", "nexthop", nh.gw, "id", nh.id, "resolved", r.Nexthop.Resolved, "via", nh.via,
 		"ifindex", r.Nexthop.Ifindex, "mac", r.Nexthop.DstMAC.String())
+	moved := r.Neighbor != nh.res.Neighbor || r.Nexthop.Ifindex != nh.res.Nexthop.Ifindex || r.Nexthop.VLAN != nh.res.Nexthop.VLAN
 	f.unindex(nh)
 	nh.res = r
 	f.index(nh)
+	if moved && f.sync != nil && !nh.local {
+		f.resync(nh)
+	}
+	if nh.direct {
+		// Recursive nexthops through this one copy its resolution.
+		for dep := range f.indirect {
+			if dep.via == nh.gw {
+				f.refresh(dep)
+			}
+		}
+	}
+}
+
+// resync queues the kernel copies of every route through a nexthop again: the path
+// they go by in the kernel (the neighbour, the interface) moved. A walk of the table,
+// for a rare event (a recursive next hop's route changed, or it resolved at last).
+func (f *FIB) resync(nh *nexthop) {
+	for p, gw := range f.routes.All() {
+		if gw == nh.gw {
+			f.sync.routeChanged(p, gw, nh.res, false)
+		}
+	}
 }
 
 func sameResolution(a, b Resolution) bool {
@@ -511,8 +646,14 @@ func (f *FIB) Stats() Stats {
 	s.RoutesV4, s.RoutesV6 = f.routes.Size4(), f.routes.Size6()
 	s.V6Keys, s.V6Pending, s.V6Long, s.V6Buckets = f.v6.stats()
 	for _, nh := range f.byGW {
-		if !nh.res.Nexthop.Resolved {
+		switch {
+		case nh.local:
+			s.LocalNexthops++
+		case !nh.res.Nexthop.Resolved:
 			s.UnresolvedNexthops++
+		}
+		if nh.via.IsValid() {
+			s.RecursiveNexthops++
 		}
 	}
 	return s

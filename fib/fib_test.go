@@ -68,6 +68,7 @@ func (d *fakeDP) DeleteNexthop(id uint32) error {
 type fakeRes struct {
 	macs       map[netip.Addr]net.HardwareAddr
 	unresolved map[netip.Addr]bool
+	local      map[netip.Addr]bool
 	calls      int
 	released   []netip.Addr
 }
@@ -76,6 +77,9 @@ func (r *fakeRes) Release(n netip.Addr) { r.released = append(r.released, n) }
 
 func (r *fakeRes) Resolve(gw netip.Addr) (Resolution, error) {
 	r.calls++
+	if r.local[gw] {
+		return Resolution{}, fmt.Errorf("%s: %w", gw, ErrLocal)
+	}
 	if gw.Is6() {
 		// IPv6 next hops: 2001:db8:ffff::/48 is on link (ifindex 1), MAC ..:last byte.
 		if !pfx("2001:db8:ffff::/48").Contains(gw) {
@@ -570,5 +574,102 @@ func TestSampleDestinations(t *testing.T) {
 		if len(distinct) < 900 {
 			t.Errorf("v6=%v: %d distinct destinations of 1000: not spread inside the routes", v6, len(distinct))
 		}
+	}
+}
+
+// TestRecursiveNexthops: a next hop off every link (an iBGP route's, on another node's
+// link) resolves through the FIB's own route covering it, follows that route's
+// changes and its neighbour, goes one level only, survives a self-loop; the node's own
+// addresses are local (counted apart, never mirrored to the kernel); the kernel copies
+// of the routes follow where their next hop resolves.
+func TestRecursiveNexthops(t *testing.T) {
+	dp := newFakeDP(t, 16)
+	res := &fakeRes{macs: map[netip.Addr]net.HardwareAddr{}, unresolved: map[netip.Addr]bool{}, local: map[netip.Addr]bool{ip("10.0.9.1"): true}}
+	f := newFIB(t, dp, res)
+	ks := NewKernelSync(254, nil)
+	f.SyncKernel(ks)
+	apply := func(us ...Update) {
+		t.Helper()
+		if err := f.Apply(us); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at := func(a string) dataplane.Nexthop { return dp.nexthops[f.v4.lookup(ip(a))] }
+	kernel := func(p string) kernelOp {
+		ks.mu.Lock()
+		defer ks.mu.Unlock()
+		return ks.pending[pfx(p)]
+	}
+
+	apply(Update{Prefix: pfx("198.51.100.0/24"), Nexthop: ip("192.0.2.2")})
+	if s := f.Stats(); s.UnresolvedNexthops != 1 || at("198.51.100.1").Resolved {
+		t.Fatalf("a next hop with no route to it: %+v, nexthop %+v", s, at("198.51.100.1"))
+	}
+	apply(Update{Prefix: pfx("192.0.2.0/24"), Nexthop: ip("10.0.1.7")})
+	if nh := at("198.51.100.1"); !nh.Resolved || nh.Ifindex != 2 || nh.DstMAC[5] != 7 {
+		t.Fatalf("through 192.0.2.0/24 via 10.0.1.7: nexthop %+v, want resolved on ifindex 2, MAC ..:07", nh)
+	}
+	if s := f.Stats(); s.UnresolvedNexthops != 0 || s.RecursiveNexthops != 1 {
+		t.Fatalf("stats %+v: want one recursive nexthop, none unresolved", s)
+	}
+	if op := kernel("198.51.100.0/24"); op.del || op.gw != ip("10.0.1.7") || op.oif != 2 {
+		t.Fatalf("kernel copy %+v: want via 10.0.1.7 on ifindex 2 (the neighbour it resolves through)", op)
+	}
+
+	res.macs[ip("10.0.1.7")] = net.HardwareAddr{2, 0, 0, 0, 0, 0x77}
+	f.NeighborChanged(ip("10.0.1.7"))
+	if a, b := at("198.51.100.1"), at("192.0.2.1"); a.DstMAC[5] != 0x77 || b.DstMAC[5] != 0x77 {
+		t.Fatalf("after the neighbour's MAC changed: recursive %s, direct %s; want ..:77 on both", a.DstMAC, b.DstMAC)
+	}
+
+	apply(Update{Prefix: pfx("192.0.2.0/25"), Nexthop: ip("10.0.3.9")})
+	if nh := at("198.51.100.1"); nh.Ifindex != 4 || nh.DstMAC[5] != 9 {
+		t.Fatalf("a more specific route via 10.0.3.9: nexthop %+v, want ifindex 4, MAC ..:09", nh)
+	}
+	if op := kernel("198.51.100.0/24"); op.gw != ip("10.0.3.9") || op.oif != 4 {
+		t.Fatalf("kernel copy after the move %+v: want via 10.0.3.9 on ifindex 4", op)
+	}
+	apply(Update{Prefix: pfx("192.0.2.0/25"), Withdraw: true})
+	if nh := at("198.51.100.1"); nh.Ifindex != 2 || nh.DstMAC[5] != 0x77 {
+		t.Fatalf("the more specific withdrawn: nexthop %+v, want ifindex 2 again", nh)
+	}
+
+	// One level: a next hop whose covering route is itself recursive stays unresolved.
+	apply(Update{Prefix: pfx("203.0.113.0/24"), Nexthop: ip("198.51.100.5")})
+	if nh := at("203.0.113.1"); nh.Resolved {
+		t.Fatalf("two levels of recursion resolved: %+v", nh)
+	}
+	// A route whose next hop lies inside itself resolves through nothing.
+	apply(Update{Prefix: pfx("100.64.0.0/24"), Nexthop: ip("100.64.0.1")})
+	if nh := at("100.64.0.9"); nh.Resolved {
+		t.Fatalf("a self-loop resolved: %+v", nh)
+	}
+	apply(Update{Prefix: pfx("192.0.2.0/24"), Withdraw: true})
+	if nh := at("198.51.100.1"); nh.Resolved {
+		t.Fatalf("the covering route withdrawn: nexthop %+v still resolved", nh)
+	}
+
+	// A route this node originates: local, in the table and its digest, passed to the
+	// kernel (unresolved in the dataplane), never mirrored.
+	d0, _ := f.Digests()
+	apply(Update{Prefix: pfx("10.0.9.0/24"), Nexthop: ip("10.0.9.1")})
+	if s := f.Stats(); s.LocalNexthops != 1 || at("10.0.9.5").Resolved {
+		t.Fatalf("a local next hop: %+v, nexthop %+v", s, at("10.0.9.5"))
+	}
+	if d1, _ := f.Digests(); d1 == d0 {
+		t.Error("a local route left the digest unchanged")
+	}
+	ks.mu.Lock()
+	_, mirrored := ks.pending[pfx("10.0.9.0/24")]
+	ks.mu.Unlock()
+	if mirrored {
+		t.Error("a local route was queued for the kernel")
+	}
+	apply(Update{Prefix: pfx("10.0.9.0/24"), Withdraw: true})
+	ks.mu.Lock()
+	_, mirrored = ks.pending[pfx("10.0.9.0/24")]
+	ks.mu.Unlock()
+	if mirrored {
+		t.Error("a local route's withdrawal was queued for the kernel (it would delete the connected route)")
 	}
 }

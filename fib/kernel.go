@@ -79,7 +79,7 @@ func (k *Kernel) Resolve(gw netip.Addr) (Resolution, error) {
 	}
 	rt := routes[0]
 	if rt.Type == unix.RTN_LOCAL {
-		return Resolution{}, fmt.Errorf("next hop %s is one of this node's own addresses", gw)
+		return Resolution{}, fmt.Errorf("next hop %s: %w", gw, ErrLocal)
 	}
 	neigh := gw
 	if rt.Gw != nil {

@@ -54,7 +54,7 @@ func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.Kern
 		xdpPackets:    d("xdp", "packets_total", "Frames seen by the XDP program, by action and reason (pass reasons say why the kernel got the frame).", "action", "reason"),
 		xdpBytes:      d("xdp", "bytes_total", "Bytes seen by the XDP program, by action and reason.", "action", "reason"),
 		routes:        d("fib", "routes", "Routes in the FIB.", "family"),
-		nexthops:      d("fib", "nexthops", "Nexthops in the FIB by state (unresolved ones pass their traffic to the kernel).", "state"),
+		nexthops:      d("fib", "nexthops", "Nexthops in the FIB by state: resolved, unresolved (their traffic passes to the kernel), recursive (resolved through another route's next hop; also counted as resolved or not), local (the node's own addresses: routes it originates, delivered by the kernel).", "state"),
 		refused:       d("fib", "refused_routes_total", "Routes the compiled FIB had no room for (no free second-level group); their /24 passes to the kernel.", "family"),
 		digest:        d("fib", "digest_info", "Order-independent hash of the FIB (prefix -> selected BGP next hop), in the digest label: equal on nodes with equal tables.", "family", "digest"),
 		ksyncRoutes:   d("fib", "kernel_sync_routes_total", "Routes written to the kernel table by kernel sync, by outcome.", "op"),
@@ -111,8 +111,10 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	fs := m.fib.Stats()
 	ch <- prometheus.MustNewConstMetric(m.routes, prometheus.GaugeValue, float64(fs.RoutesV4), "ipv4")
 	ch <- prometheus.MustNewConstMetric(m.routes, prometheus.GaugeValue, float64(fs.RoutesV6), "ipv6")
-	ch <- prometheus.MustNewConstMetric(m.nexthops, prometheus.GaugeValue, float64(fs.Nexthops-fs.UnresolvedNexthops), "resolved")
+	ch <- prometheus.MustNewConstMetric(m.nexthops, prometheus.GaugeValue, float64(fs.Nexthops-fs.UnresolvedNexthops-fs.LocalNexthops), "resolved")
 	ch <- prometheus.MustNewConstMetric(m.nexthops, prometheus.GaugeValue, float64(fs.UnresolvedNexthops), "unresolved")
+	ch <- prometheus.MustNewConstMetric(m.nexthops, prometheus.GaugeValue, float64(fs.RecursiveNexthops), "recursive")
+	ch <- prometheus.MustNewConstMetric(m.nexthops, prometheus.GaugeValue, float64(fs.LocalNexthops), "local")
 	ch <- prometheus.MustNewConstMetric(m.refused, prometheus.CounterValue, float64(fs.Refused), "ipv4")
 	if k := m.ksync; k != nil {
 		ch <- prometheus.MustNewConstMetric(m.ksyncRoutes, prometheus.CounterValue, float64(k.Installed.Load()), "installed")
