@@ -25,9 +25,11 @@ type Meta struct {
 	// over the IPv4 one; the IPv6 one is the next hop of what it originates in IPv6).
 	BGPAddress  string `json:"bgp,omitempty"`
 	BGPAddress6 string `json:"bgp6,omitempty"`
-	ASN         uint32 `json:"asn,omitempty"`
-	APIAddress  string `json:"api,omitempty"`
-	Version     string `json:"v,omitempty"`
+	// BGPPort is its BGP port when not 179.
+	BGPPort    uint16 `json:"bgp_port,omitempty"`
+	ASN        uint32 `json:"asn,omitempty"`
+	APIAddress string `json:"api,omitempty"`
+	Version    string `json:"v,omitempty"`
 }
 
 // Failure-detection profiles.

@@ -44,10 +44,18 @@ type Store struct {
 	prefix string
 }
 
+// CheckName says whether a cluster or node name is one etcd keys can carry.
+func CheckName(name string) error {
+	if !namePattern.MatchString(name) {
+		return fmt.Errorf("name %q: use letters, digits, '.', '_' or '-' (at most 63, starting with a letter or digit)", name)
+	}
+	return nil
+}
+
 // NewStore uses cli for the cluster's keys.
 func NewStore(cli *clientv3.Client, clusterName string) (*Store, error) {
-	if !namePattern.MatchString(clusterName) {
-		return nil, fmt.Errorf("cluster: name %q: use letters, digits, '.', '_' or '-' (at most 63)", clusterName)
+	if err := CheckName(clusterName); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	return &Store{cli: cli, prefix: "/fibfleet/" + clusterName + "/"}, nil
 }
@@ -193,7 +201,10 @@ type NodeInfo struct {
 	BGPAddress string `json:"bgp_address,omitempty"`
 	ASN        uint32 `json:"asn,omitempty"`
 	APIAddress string `json:"api_address,omitempty"`
-	Version    string `json:"version,omitempty"`
+	// GossipAddress is where its memberlist listens (host:port): a node starting
+	// joins the fleet through the registered ones.
+	GossipAddress string `json:"gossip_address,omitempty"`
+	Version       string `json:"version,omitempty"`
 }
 
 // Registration is a node's key under a lease kept alive until Close. A process that

@@ -289,3 +289,33 @@ func WatchLocal(ctx context.Context, sink LocalSink, log *slog.Logger) error {
 	}()
 	return nil
 }
+
+// SubnetOf is the subnet of the node's link that a neighbour's address is on (the
+// prefix of the node's own address there): what the node announces to its fleet so
+// the others resolve next hops on that link through it.
+func (k *Kernel) SubnetOf(a netip.Addr) (netip.Prefix, error) {
+	family := netlink.FAMILY_V4
+	if a.Is6() {
+		family = netlink.FAMILY_V6
+	}
+	addrs, err := k.h.AddrList(nil, family)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("fib: list the node's addresses: %w", err)
+	}
+	best := netip.Prefix{}
+	for _, ad := range addrs {
+		ip, ok := netip.AddrFromSlice(ad.IP)
+		if !ok || ad.IPNet == nil {
+			continue
+		}
+		ones, _ := ad.IPNet.Mask.Size()
+		p := netip.PrefixFrom(ip.Unmap(), ones).Masked()
+		if p.Contains(a.WithZone("")) && p.Bits() > best.Bits() && p.Bits() < p.Addr().BitLen() {
+			best = p
+		}
+	}
+	if !best.IsValid() {
+		return best, fmt.Errorf("fib: %s is on none of the node's links", a)
+	}
+	return best, nil
+}

@@ -45,20 +45,23 @@ type cacheLoop struct {
 	calibrateOK [2]atomic.Bool
 }
 
+// newCacheLoop starts with the cache off; the fleet's agent applies the policy.
 func newCacheLoop(dp *dataplane.Dataplane, f *fib.FIB, cfg Config, log *slog.Logger) (*cacheLoop, error) {
 	l := &cacheLoop{dp: dp, fib: f, sizer: cache.NewSizer(dp.Cache(), log), log: log, interval: cfg.Cache.Interval,
 		supported: dataplane.Backend(cfg.FIB.Backend) != dataplane.BackendKernel, loaded: make(chan struct{}, 1),
 		calibratedAt: [2]int{-1, -1}}
-	p := cfg.Cache.policy()
+	return l, nil
+}
+
+// applyPolicy sizes the cache by a policy (the fleet's, or the config file's): off
+// whatever the policy on the kernel backend.
+func (l *cacheLoop) applyPolicy(p cache.Policy) error {
 	if !l.supported && p.Mode != cache.Off {
-		log.Warn("the destination cache does not run in front of the kernel backend (bpf_fib_lookup answers MACs, the cache holds nexthop ids): cache off",
-			"configured_mode", p.Mode)
+		l.log.Warn("the destination cache does not run in front of the kernel backend (bpf_fib_lookup answers MACs, the cache holds nexthop ids): cache off",
+			"policy_mode", p.Mode)
 		p = cache.Policy{Mode: cache.Off}
 	}
-	if err := l.sizer.Apply(p); err != nil {
-		return nil, err
-	}
-	return l, nil
+	return l.sizer.Apply(p)
 }
 
 // tableLoaded says a neighbour's initial dump is in the dataplane: calibrate.

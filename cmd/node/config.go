@@ -5,13 +5,16 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/fibfleet/fibfleet/bgp"
 	"github.com/fibfleet/fibfleet/cache"
+	"github.com/fibfleet/fibfleet/cluster"
 	"github.com/fibfleet/fibfleet/dataplane"
 	"gopkg.in/yaml.v3"
 )
@@ -24,9 +27,88 @@ type Config struct {
 	BPFFS       string      `yaml:"bpffs"`
 	HTTPAddress string      `yaml:"http_address"`
 	LogLevel    string      `yaml:"log_level"`
-	BGP         BGPConfig   `yaml:"bgp"`
-	FIB         FIBConfig   `yaml:"fib"`
-	Cache       CacheConfig `yaml:"cache"`
+	// HTTPTLS serves the node API over HTTPS (with client certificates when a
+	// client CA is given): for an http_address that ctl reaches from other hosts.
+	HTTPTLS HTTPTLSConfig `yaml:"http_tls"`
+	// HTTPAdvertise is the API address published in etcd and gossip for ctl
+	// (default: http_address).
+	HTTPAdvertise string        `yaml:"http_advertise"`
+	BGP           BGPConfig     `yaml:"bgp"`
+	FIB           FIBConfig     `yaml:"fib"`
+	Cache         CacheConfig   `yaml:"cache"`
+	Cluster       ClusterConfig `yaml:"cluster"`
+}
+
+// HTTPTLSConfig is the node API's TLS.
+type HTTPTLSConfig struct {
+	Cert     string `yaml:"cert"`
+	Key      string `yaml:"key"`
+	ClientCA string `yaml:"client_ca"`
+}
+
+// ClusterConfig joins the node to its fleet: etcd (the fleet's cache policy, flush
+// epoch, registrations), gossip (membership) and the iBGP mesh.
+type ClusterConfig struct {
+	// Name names the fleet: its keys live under /fibfleet/<name>/.
+	Name string `yaml:"name"`
+	// Etcd is the fleet's etcd; with no endpoints the node runs one inside itself
+	// (Embedded), so a node alone needs nothing else.
+	Etcd     EtcdConfig     `yaml:"etcd"`
+	Embedded EmbeddedConfig `yaml:"embedded"`
+	// LeaseTTL is how long the node stays registered after it stops renewing (a
+	// crash): a flush waits for registered nodes.
+	LeaseTTL time.Duration `yaml:"lease_ttl"`
+	Gossip   GossipConfig  `yaml:"gossip"`
+	Mesh     MeshConfig    `yaml:"mesh"`
+}
+
+// EtcdConfig reaches an external etcd.
+type EtcdConfig struct {
+	Endpoints    []string `yaml:"endpoints"`
+	CA           string   `yaml:"ca"`
+	Cert         string   `yaml:"cert"`
+	Key          string   `yaml:"key"`
+	Username     string   `yaml:"username"`
+	PasswordFile string   `yaml:"password_file"`
+}
+
+// EmbeddedConfig is the etcd a node alone runs.
+type EmbeddedConfig struct {
+	// DataDir holds its data (default /var/lib/fibfleet/<node_name>/etcd).
+	DataDir string `yaml:"data_dir"`
+	// Listen is its client URL (default unix://<data_dir>/etcd.sock: no port to
+	// collide with, reachable by ctl on the same host).
+	Listen string `yaml:"listen"`
+}
+
+// GossipConfig is the node's memberlist.
+type GossipConfig struct {
+	// Address is host:port to gossip on (default <mesh.address>:7946, or
+	// 127.0.0.1:7946 without a mesh).
+	Address string `yaml:"address"`
+	// Advertise is host:port others reach this node at, when not Address.
+	Advertise string `yaml:"advertise"`
+	// Join are members to contact at start (host:port); the members registered in
+	// etcd are contacted too.
+	Join []string `yaml:"join"`
+	// KeyFile holds the gossip encryption key: 16, 24 or 32 bytes, raw or base64.
+	KeyFile string `yaml:"key_file"`
+	// Profile is tuned (a crash noticed in about 1.2 s) or lan (memberlist's
+	// defaults, about 6 s).
+	Profile string `yaml:"profile"`
+}
+
+// MeshConfig is the node's side of the fleet's iBGP mesh.
+type MeshConfig struct {
+	// Address is the node's IPv4 address on the link between the fleet's nodes;
+	// empty: no mesh (a node alone).
+	Address string `yaml:"address"`
+	// Address6 is its IPv6 address there: the next hop of IPv6 subnets it announces.
+	Address6 string `yaml:"address6"`
+	// Announce are the subnets the node announces to the mesh with itself as next
+	// hop, so the others resolve next hops there through it; default: the subnets of
+	// its links to its BGP neighbours.
+	Announce []string `yaml:"announce"`
 }
 
 // CacheConfig is the destination cache's policy (cache.Policy) and how often it is
@@ -96,6 +178,7 @@ func defaults() Config {
 		BGP:         BGPConfig{ListenPort: 179, GRPCAddress: "127.0.0.1:50051"},
 		FIB:         FIBConfig{Backend: string(dataplane.BackendCompiled), GroupsV4: 16384, LinesV4: 1 << 18, BucketsV6: dataplane.DefaultBucketsV6, RetryInterval: time.Second, KernelSync: true, KernelTable: 254},
 		Cache:       CacheConfig{Mode: string(cache.Auto), MinEntries: 1 << 10, MaxEntries: 1 << 16, Interval: time.Second},
+		Cluster:     ClusterConfig{Name: "default", LeaseTTL: 5 * time.Second, Gossip: GossipConfig{Profile: cluster.ProfileTuned}},
 	}
 }
 
@@ -152,7 +235,28 @@ func loadConfig(args []string) (Config, error) {
 			cfg.BGP.GRPCAddress = *grpc
 		}
 	})
+	cfg.fillDefaults()
 	return cfg, cfg.validate()
+}
+
+// fillDefaults sets the defaults that depend on other fields.
+func (c *Config) fillDefaults() {
+	if c.Cluster.Embedded.DataDir == "" {
+		c.Cluster.Embedded.DataDir = filepath.Join("/var/lib/fibfleet", c.NodeName, "etcd")
+	}
+	if c.Cluster.Embedded.Listen == "" {
+		c.Cluster.Embedded.Listen = "unix://" + filepath.Join(c.Cluster.Embedded.DataDir, "etcd.sock")
+	}
+	if c.Cluster.Gossip.Address == "" {
+		host := "127.0.0.1"
+		if c.Cluster.Mesh.Address != "" {
+			host = c.Cluster.Mesh.Address
+		}
+		c.Cluster.Gossip.Address = net.JoinHostPort(host, "7946")
+	}
+	if c.HTTPAdvertise == "" {
+		c.HTTPAdvertise = c.HTTPAddress
+	}
 }
 
 func splitList(s string) []string {
@@ -168,8 +272,8 @@ func splitList(s string) []string {
 // validate reports every bad field at once, each with what to do.
 func (c Config) validate() error {
 	var errs []error
-	if c.NodeName == "" || strings.ContainsAny(c.NodeName, "/ ") {
-		errs = append(errs, fmt.Errorf("node_name %q: set a name without slashes or spaces", c.NodeName))
+	if err := cluster.CheckName(c.NodeName); err != nil {
+		errs = append(errs, fmt.Errorf("node_name: %w (it names the node in its fleet and its bpffs pin directory)", err))
 	}
 	if len(c.Interfaces) == 0 {
 		errs = append(errs, errors.New("interfaces: list at least one interface to forward on (-interfaces eth0,eth1)"))
@@ -216,6 +320,13 @@ func (c Config) validate() error {
 	}
 	if err := c.Cache.policy().Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	errs = append(errs, c.Cluster.validate()...)
+	if (c.HTTPTLS.Cert == "") != (c.HTTPTLS.Key == "") {
+		errs = append(errs, errors.New("http_tls: give both cert and key, or neither"))
+	}
+	if c.HTTPTLS.ClientCA != "" && c.HTTPTLS.Cert == "" {
+		errs = append(errs, errors.New("http_tls.client_ca needs http_tls.cert and key (client certificates are checked over TLS only)"))
 	}
 	if c.Cache.Interval < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("cache.interval %s: use at least 100ms (1s is the default)", c.Cache.Interval))
@@ -264,4 +375,64 @@ func (c Config) bgpConfig() (bgp.Config, error) {
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// etcdConfig is the cluster package's view of the etcd section.
+func (c ClusterConfig) etcdConfig() cluster.EtcdConfig {
+	e := c.Etcd
+	return cluster.EtcdConfig{Endpoints: e.Endpoints, CA: e.CA, Cert: e.Cert, Key: e.Key, Username: e.Username, PasswordFile: e.PasswordFile}
+}
+
+func (c ClusterConfig) validate() []error {
+	var errs []error
+	if err := cluster.CheckName(c.Name); err != nil {
+		errs = append(errs, fmt.Errorf("cluster.name: %w", err))
+	}
+	if len(c.Etcd.Endpoints) > 0 {
+		if err := c.etcdConfig().Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("cluster.etcd: %w", err))
+		}
+	} else if c.Etcd.CA != "" || c.Etcd.Cert != "" || c.Etcd.Username != "" {
+		errs = append(errs, errors.New("cluster.etcd: TLS files or a username without endpoints: list the endpoints (without them the node runs its own etcd)"))
+	}
+	if c.LeaseTTL < time.Second {
+		errs = append(errs, fmt.Errorf("cluster.lease_ttl %s: use at least 1s (5s is the default)", c.LeaseTTL))
+	}
+	if _, _, err := net.SplitHostPort(c.Gossip.Address); err != nil {
+		errs = append(errs, fmt.Errorf("cluster.gossip.address %q: write host:port", c.Gossip.Address))
+	}
+	if c.Gossip.Advertise != "" {
+		if _, _, err := net.SplitHostPort(c.Gossip.Advertise); err != nil {
+			errs = append(errs, fmt.Errorf("cluster.gossip.advertise %q: write host:port", c.Gossip.Advertise))
+		}
+	}
+	for _, j := range c.Gossip.Join {
+		if _, _, err := net.SplitHostPort(j); err != nil {
+			errs = append(errs, fmt.Errorf("cluster.gossip.join %q: write host:port", j))
+		}
+	}
+	switch c.Gossip.Profile {
+	case cluster.ProfileTuned, cluster.ProfileLAN:
+	default:
+		errs = append(errs, fmt.Errorf("cluster.gossip.profile %q: use %s (about 1.2 s to notice a crash) or %s (about 6 s)", c.Gossip.Profile, cluster.ProfileTuned, cluster.ProfileLAN))
+	}
+	if c.Mesh.Address != "" {
+		if a, err := netip.ParseAddr(c.Mesh.Address); err != nil || !a.Is4() {
+			errs = append(errs, fmt.Errorf("cluster.mesh.address %q: give the node's IPv4 address on the link between the fleet's nodes", c.Mesh.Address))
+		}
+	}
+	if c.Mesh.Address6 != "" {
+		if a, err := netip.ParseAddr(c.Mesh.Address6); err != nil || !a.Is6() {
+			errs = append(errs, fmt.Errorf("cluster.mesh.address6 %q: give the node's IPv6 address on the link between the fleet's nodes", c.Mesh.Address6))
+		}
+	}
+	for _, p := range c.Mesh.Announce {
+		if _, err := netip.ParsePrefix(p); err != nil {
+			errs = append(errs, fmt.Errorf("cluster.mesh.announce %q: write a prefix such as 192.0.2.0/24", p))
+		}
+	}
+	if len(c.Mesh.Announce) > 0 && c.Mesh.Address == "" {
+		errs = append(errs, errors.New("cluster.mesh.announce needs cluster.mesh.address (the next hop of what is announced)"))
+	}
+	return errs
 }

@@ -63,7 +63,7 @@ bgp:
 	if err == nil {
 		t.Fatal("a bad config was accepted")
 	}
-	for _, want := range []string{`node_name "a/b"`, "interfaces: list at least one", `xdp_mode "turbo": use native`, `log_level "loud"`,
+	for _, want := range []string{`node_name: name "a/b"`, "interfaces: list at least one", `xdp_mode "turbo": use native`, `log_level "loud"`,
 		"fib.groups_v4 0", "fib.lines_v4 3", "fib.retry_interval", "fib.backend kernel looks routes up in the kernel", `bgp.neighbors[0].address "not-an-ip"`,
 		"cache.max_entries 1000: use a power of two", "cache.min_entries 4096 is above cache.max_entries 1000", "cache.interval 1ms"} {
 		if !strings.Contains(err.Error(), want) {

@@ -7,17 +7,21 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"math"
+	"net"
 	"net/http"
 	"net/http/pprof"
 	"net/netip"
 	"os"
 	"os/signal"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -112,11 +116,20 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	go dcache.run(ctx)
-
-	speaker, err := bgp.Start(ctx, bgpCfg)
+	fl, err := startFleet(ctx, cfg, nodeApplier{dp: dp, table: table, cache: dcache}, log)
 	if err != nil {
 		return err
 	}
+
+	bgpCfg.MeshAddress, _ = netip.ParseAddr(cfg.Cluster.Mesh.Address) // validated
+	speaker, err := bgp.Start(ctx, bgpCfg)
+	if err != nil {
+		fl.close()
+		return err
+	}
+	defer fl.close() // runs before BGP stops: the others see this node leave
+	fl.announce(speaker, kernel)
+	go fl.runMesh(ctx, speaker)
 	defer func() {
 		// Bounded: with a full table GoBGP's StopBgp can take minutes (it withdraws
 		// every path first). The sessions close with the process anyway, and detaching
@@ -130,13 +143,16 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}
 	}()
 
-	m := newMetrics(dp, table, speaker, ksync, dcache)
+	m := newMetrics(dp, table, speaker, ksync, dcache, fl)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var ready atomic.Bool
-	srv := &http.Server{Addr: cfg.HTTPAddress, Handler: httpHandler(reg, &ready, table, dcache), ReadHeaderTimeout: 5 * time.Second}
+	srv, err := newHTTPServer(cfg, httpHandler(reg, &ready, table, dcache, fl))
+	if err != nil {
+		return err
+	}
 	httpErr := make(chan error, 1)
-	go func() { httpErr <- srv.ListenAndServe() }()
+	go func() { httpErr <- serveHTTP(srv, cfg) }()
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
@@ -225,8 +241,9 @@ func writeJSON(w http.ResponseWriter, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func httpHandler(reg *prometheus.Registry, ready *atomic.Bool, table *fib.FIB, dcache *cacheLoop) http.Handler {
+func httpHandler(reg *prometheus.Registry, ready *atomic.Bool, table *fib.FIB, dcache *cacheLoop, fl *fleet) http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v1/fleet", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, fl.status(r.Context())) })
 	mux.HandleFunc("GET /api/v1/cache", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, dcache.status()) })
 	mux.HandleFunc("GET /api/v1/fib", func(w http.ResponseWriter, _ *http.Request) {
 		s := table.Stats()
@@ -258,4 +275,46 @@ func httpHandler(reg *prometheus.Registry, ready *atomic.Bool, table *fib.FIB, d
 		fmt.Fprintln(w, "ok")
 	})
 	return mux
+}
+
+// newHTTPServer serves the node API, metrics and health on http_address: TCP, or a
+// unix socket (unix:///path: reachable from the host into a namespace, as the lab
+// does); with http_tls, over TLS, asking for client certificates when a client CA is
+// set.
+func newHTTPServer(cfg Config, h http.Handler) (*http.Server, error) {
+	srv := &http.Server{Addr: cfg.HTTPAddress, Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	t := cfg.HTTPTLS
+	if t.Cert == "" {
+		return srv, nil
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if t.ClientCA != "" {
+		pem, err := os.ReadFile(t.ClientCA)
+		if err != nil {
+			return nil, fmt.Errorf("http_tls.client_ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("http_tls.client_ca %s: no PEM certificate in it", t.ClientCA)
+		}
+		tc.ClientCAs, tc.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	srv.TLSConfig = tc
+	return srv, nil
+}
+
+func serveHTTP(srv *http.Server, cfg Config) error {
+	network, addr := "tcp", cfg.HTTPAddress
+	if p, ok := strings.CutPrefix(addr, "unix://"); ok {
+		network, addr = "unix", p
+		_ = os.Remove(p) // a socket a killed run left
+	}
+	l, err := net.Listen(network, addr)
+	if err != nil {
+		return err
+	}
+	if cfg.HTTPTLS.Cert != "" {
+		return srv.ServeTLS(l, cfg.HTTPTLS.Cert, cfg.HTTPTLS.Key)
+	}
+	return srv.Serve(l)
 }

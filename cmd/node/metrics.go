@@ -5,6 +5,7 @@ import (
 
 	"github.com/fibfleet/fibfleet/bgp"
 	"github.com/fibfleet/fibfleet/cache"
+	"github.com/fibfleet/fibfleet/cluster"
 	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/fib"
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +22,7 @@ type metrics struct {
 	ksync   *fib.KernelSync // nil when kernel sync is off
 	load    *loadProgress
 	cache   *cacheLoop
+	fleet   *fleet
 
 	// announcements and withdrawals count best-path changes received from BGP.
 	announcements prometheus.Counter
@@ -41,14 +43,17 @@ type metrics struct {
 	cacheHitRate, cacheCost     *prometheus.Desc
 	cacheRegimes, cacheResizes  *prometheus.Desc
 	cacheEpoch, cacheMode       *prometheus.Desc
+	etcdUp, registered          *prometheus.Desc
+	members, meshPeers          *prometheus.Desc
+	policySource, flushes       *prometheus.Desc
 }
 
-func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.KernelSync, c *cacheLoop) *metrics {
+func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.KernelSync, c *cacheLoop, fl *fleet) *metrics {
 	d := func(sub, name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(prometheus.BuildFQName(namespace, sub, name), help, labels, nil)
 	}
 	return &metrics{
-		dp: dp, fib: f, speaker: s, ksync: k, load: newLoadProgress(), cache: c,
+		dp: dp, fib: f, speaker: s, ksync: k, load: newLoadProgress(), cache: c, fleet: fl,
 		announcements: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Subsystem: "bgp", Name: "best_path_announcements_total", Help: "Best-path announcements (new or changed) received from BGP."}),
 		withdrawals:   prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Subsystem: "bgp", Name: "best_path_withdrawals_total", Help: "Best-path withdrawals received from BGP."}),
 		xdpPackets:    d("xdp", "packets_total", "Frames seen by the XDP program, by action and reason (pass reasons say why the kernel got the frame).", "action", "reason"),
@@ -83,13 +88,20 @@ func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.Kern
 		cacheResizes:  d("cache", "resizes_total", "Cache size changes the controller made.", "family"),
 		cacheEpoch:    d("cache", "epoch", "The flush epoch cached entries must carry."),
 		cacheMode:     d("cache", "mode_info", "The cache policy's mode, in the mode label.", "mode"),
+		etcdUp:        d("cluster", "etcd_connected", "1 while etcd answers the node's agent (the node keeps the last epoch and policy while it does not)."),
+		registered:    d("cluster", "registered", "1 while the node is registered in etcd under a live lease (a flush waits for registered nodes)."),
+		members:       d("cluster", "members", "The fleet's members as this node's gossip sees them, by state (alive, dead, left).", "state"),
+		meshPeers:     d("cluster", "mesh_neighbors", "iBGP mesh sessions with the fleet's other nodes, by state.", "state"),
+		policySource:  d("cluster", "policy_source_info", "Where the cache policy in force comes from (node: its override in etcd; fleet: the fleet's; config: the node's file), in the source label.", "source"),
+		flushes:       d("cluster", "flushes_total", "Fleet flushes (epoch changes) applied to the dataplane since start."),
 	}
 }
 
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.xdpPackets, m.xdpBytes, m.routes, m.nexthops, m.refused, m.kernelSlots, m.groups, m.digest, m.dir, m.hash6, m.ksyncRoutes, m.ksyncPending, m.sessions, m.peerUp, m.buildOK,
 		m.loadReceived, m.loadExpected, m.loadRate, m.loadETA, m.loadDone, m.loadSeconds, m.loadLag,
-		m.cacheEntries, m.cacheLookups, m.cacheEvents, m.cacheWS, m.cacheHitRate, m.cacheCost, m.cacheRegimes, m.cacheResizes, m.cacheEpoch, m.cacheMode} {
+		m.cacheEntries, m.cacheLookups, m.cacheEvents, m.cacheWS, m.cacheHitRate, m.cacheCost, m.cacheRegimes, m.cacheResizes, m.cacheEpoch, m.cacheMode,
+		m.etcdUp, m.registered, m.members, m.meshPeers, m.policySource, m.flushes} {
 		ch <- d
 	}
 	m.announcements.Describe(ch)
@@ -146,6 +158,44 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	m.collectLoads(ch)
 	m.collectCache(ch)
+	m.collectFleet(ch)
+}
+
+// collectFleet exports the node's view of its fleet: nothing here asks etcd.
+func (m *metrics) collectFleet(ch chan<- prometheus.Metric) {
+	g := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	f := m.fleet
+	f.mu.Lock()
+	agent, reg := f.agent, f.reg
+	f.mu.Unlock()
+	var st cluster.AgentStatus
+	if agent != nil {
+		st = agent.Status()
+	}
+	g(m.etcdUp, b2f(st.Connected))
+	g(m.registered, b2f(reg != nil && reg.Registered()))
+	states := map[string]int{"alive": 0, "dead": 0, "left": 0}
+	for _, v := range f.members.View() {
+		states[v.State]++
+	}
+	for s, n := range states {
+		g(m.members, float64(n), s)
+	}
+	mesh := map[string]int{}
+	for _, p := range m.speaker.MeshPeers() {
+		mesh[p.State]++
+	}
+	for _, s := range bgp.SessionStates() {
+		g(m.meshPeers, float64(mesh[s]), s)
+	}
+	src := st.PolicySource
+	if src == "" {
+		src = cluster.FromConfig
+	}
+	g(m.policySource, 1, string(src))
+	ch <- prometheus.MustNewConstMetric(m.flushes, prometheus.CounterValue, float64(st.Flushes))
 }
 
 // collectCache exports the destination cache: counters live from the dataplane, the

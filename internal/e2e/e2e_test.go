@@ -264,6 +264,7 @@ func testSkeleton(t *testing.T, backend string) {
 			t.Errorf("/api/v1/lookup?addr=100.64.1.77 = %s", body)
 		}
 	})
+	t.Run("a node alone runs on its embedded etcd", func(t *testing.T) { testEmbeddedEtcd(t, sk) })
 	t.Run("kernel table mirrors the FIB", func(t *testing.T) {
 		err := lab.WaitFor(ctx, 10*time.Second, "kernel sync", func() (bool, error) {
 			out, err := sk.Router.Exec("ip", "-4", "route", "show", "proto", "bgp")
@@ -569,5 +570,49 @@ func testNodeCache(t *testing.T, sk *lab.Skeleton, backend string) {
 	}
 	if verdicts == 0 {
 		t.Error("no controller verdict counted in fibfleet_cache_decisions_total for ipv4")
+	}
+}
+
+// testEmbeddedEtcd: a node with no etcd endpoints runs its own etcd, registers in it,
+// applies its config file's policy (etcd holds none) and reports what it applied,
+// digests included.
+func testEmbeddedEtcd(t *testing.T, sk *lab.Skeleton) {
+	var st struct {
+		Etcd struct {
+			Embedded, Connected bool
+			Endpoints           []string
+		}
+		Registered bool
+		Nodes      []struct{ Name string }
+		Applied    map[string]struct {
+			PolicySource string `json:"policy_source"`
+			Mode         string
+			Digests      [2]string
+			Routes       [2]int
+		}
+		Members []struct{ Name, State string }
+	}
+	err := lab.WaitFor(context.Background(), 20*time.Second, "the node registered on its embedded etcd", func() (bool, error) {
+		body, err := sk.Get("/api/v1/fleet")
+		if err != nil {
+			return false, err
+		}
+		if err := json.Unmarshal(body, &st); err != nil {
+			return false, err
+		}
+		return st.Registered && len(st.Nodes) == 1 && st.Applied[sk.NodeName].Routes[0] == lab.Routes4(), nil
+	})
+	if err != nil {
+		t.Fatalf("%v: %+v", err, st)
+	}
+	if !st.Etcd.Embedded || !st.Etcd.Connected || len(st.Etcd.Endpoints) != 1 || !strings.HasPrefix(st.Etcd.Endpoints[0], "unix://") {
+		t.Errorf("etcd %+v: want the embedded one, on a unix socket, connected", st.Etcd)
+	}
+	a := st.Applied[sk.NodeName]
+	if st.Nodes[0].Name != sk.NodeName || a.PolicySource != "config" || a.Mode != "auto" || len(a.Digests[0]) != 16 {
+		t.Errorf("registered %+v, applied %+v: want this node, the config's auto policy, a digest", st.Nodes, a)
+	}
+	if len(st.Members) != 1 || st.Members[0].Name != sk.NodeName || st.Members[0].State != "alive" {
+		t.Errorf("members %+v: want this node alone, alive", st.Members)
 	}
 }

@@ -425,6 +425,9 @@ fib:
   backend: %s
 cache:
   interval: 250ms
+cluster:
+  embedded:
+    data_dir: %s
 bgp:
   asn: %d
   router_id: 10.12.0.1
@@ -438,7 +441,7 @@ bgp:
       asn: %d
       families: [ipv6-unicast, ipv4-unicast]
       expected_prefixes: %d
-`, s.NodeName, s.If("r0"), s.If("r1"), s.If("r2"), s.If("r3"), xdpMode, MetricsAddr, backend, RouterASN, GoBGPAddr, UpstreamASN, maxPrefixes, expected,
+`, s.NodeName, s.If("r0"), s.If("r1"), s.If("r2"), s.If("r3"), xdpMode, MetricsAddr, backend, filepath.Join(s.Dir, "etcd"), RouterASN, GoBGPAddr, UpstreamASN, maxPrefixes, expected,
 		UpstreamAddr6, UpstreamASN, expected6)
 }
 
