@@ -165,11 +165,11 @@ func New(dp Dataplane, res Resolver, log *slog.Logger) (*FIB, error) {
 	}
 	return &FIB{
 		dp: dp, res: res, log: log,
-		v4:      newV4Table(t),
-		v6:      newV6Table(t6, dp),
-		byGW:    map[netip.Addr]*nexthop{},
-		byNeigh: map[netip.Addr]map[*nexthop]struct{}{},
-		nextID:  1,
+		v4:       newV4Table(t),
+		v6:       newV6Table(t6, dp),
+		byGW:     map[netip.Addr]*nexthop{},
+		byNeigh:  map[netip.Addr]map[*nexthop]struct{}{},
+		nextID:   1,
 		indirect: map[*nexthop]struct{}{},
 		dirty:    map[*nexthop]struct{}{},
 	}, nil

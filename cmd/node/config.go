@@ -21,12 +21,12 @@ import (
 
 // Config is the node's configuration file (YAML). Flags override it.
 type Config struct {
-	NodeName    string      `yaml:"node_name"`
-	Interfaces  []string    `yaml:"interfaces"`
-	XDPMode     string      `yaml:"xdp_mode"`
-	BPFFS       string      `yaml:"bpffs"`
-	HTTPAddress string      `yaml:"http_address"`
-	LogLevel    string      `yaml:"log_level"`
+	NodeName    string   `yaml:"node_name"`
+	Interfaces  []string `yaml:"interfaces"`
+	XDPMode     string   `yaml:"xdp_mode"`
+	BPFFS       string   `yaml:"bpffs"`
+	HTTPAddress string   `yaml:"http_address"`
+	LogLevel    string   `yaml:"log_level"`
 	// HTTPTLS serves the node API over HTTPS (with client certificates when a
 	// client CA is given): for an http_address that ctl reaches from other hosts.
 	HTTPTLS HTTPTLSConfig `yaml:"http_tls"`
