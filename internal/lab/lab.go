@@ -12,22 +12,31 @@
 package lab
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netns"
 )
 
@@ -299,7 +308,7 @@ func (l *Lab) CheckIsolated() error {
 				errs = append(errs, fmt.Errorf("%s has a default route: %s", n.Name, strings.TrimSpace(out)))
 			}
 		}
-		out, err := n.Exec("ip", "-o", "link", "show")
+		out, err := n.Exec("ip", "-o", "-d", "link", "show")
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -307,6 +316,10 @@ func (l *Lab) CheckIsolated() error {
 		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 			f := strings.Fields(line)
 			if len(f) < 2 || strings.HasPrefix(f[1], "lo:") {
+				continue
+			}
+			// A bridge joins only its ports, which are checked as veths themselves.
+			if !strings.Contains(f[1], "@") && slices.Contains(f, "bridge") {
 				continue
 			}
 			peerNS := ""
@@ -327,4 +340,81 @@ func (l *Lab) CheckIsolated() error {
 		errs = append(errs, fmt.Errorf("the root namespace holds an interface of lab %s", l.Prefix))
 	}
 	return errors.Join(errs...)
+}
+
+// AttachPass attaches a one-instruction XDP_PASS program to an interface: a veth drops
+// frames redirected into it by XDP unless the receiving end runs XDP (or GRO).
+func (l *Lab) AttachPass(ns *Netns, ifname string) error {
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Type: ebpf.XDP, License: "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 2 /* XDP_PASS */), asm.Return()},
+	})
+	if err != nil {
+		return fmt.Errorf("load XDP_PASS program: %w", err)
+	}
+	var lk link.Link
+	err = ns.Do(func() error {
+		iface, err := net.InterfaceByName(ifname)
+		if err != nil {
+			return err
+		}
+		lk, err = link.AttachXDP(link.XDPOptions{Program: prog, Interface: iface.Index})
+		return err
+	})
+	if err != nil {
+		prog.Close()
+		return fmt.Errorf("attach XDP_PASS to %s: %w", ifname, err)
+	}
+	l.Defer(func() error { return errors.Join(lk.Close(), prog.Close()) })
+	return nil
+}
+
+// HTTPGet fetches a path from an HTTP server listening at addr inside the namespace.
+func (n *Netns) HTTPGet(addr, path string) ([]byte, error) {
+	// The connection must be opened on the thread that is in the namespace;
+	// http.Transport would dial from another goroutine, so hand it this one.
+	var conn net.Conn
+	err := n.Do(func() error {
+		var err error
+		conn, err = net.DialTimeout("tcp", addr, 2*time.Second)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("HTTP %s in %s: %w", path, n.Name, err)
+	}
+	defer conn.Close()
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DialContext: func(context.Context, string, string) (net.Conn, error) { return conn, nil },
+	}}
+	resp, err := c.Get("http://" + addr + path)
+	if err != nil {
+		return nil, fmt.Errorf("HTTP %s in %s: %w", path, n.Name, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("status %s: %s", resp.Status, body)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("HTTP %s in %s: %w", path, n.Name, err)
+	}
+	return body, nil
+}
+
+// ParseMetrics reads a Prometheus text exposition into "name{labels}" -> value.
+func ParseMetrics(body []byte) map[string]float64 {
+	out := map[string]float64{}
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			out[line[:i]] = v
+		}
+	}
+	return out
 }

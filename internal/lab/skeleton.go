@@ -5,21 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
-	"github.com/cilium/ebpf/link"
 	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/internal/table"
 )
@@ -243,10 +236,10 @@ func (s *Skeleton) build(cfg SkeletonConfig) error {
 		return err
 	}
 	// veth drops XDP-redirected frames unless the receiving end runs XDP (or GRO).
-	if err := s.attachPass(s.Sink1, s.If("k1")); err != nil {
+	if err := s.AttachPass(s.Sink1, s.If("k1")); err != nil {
 		return err
 	}
-	if err := s.attachPass(s.Sink2, s.If("k2")); err != nil {
+	if err := s.AttachPass(s.Sink2, s.If("k2")); err != nil {
 		return err
 	}
 	if err := s.CheckIsolated(); err != nil {
@@ -261,32 +254,6 @@ func (s *Skeleton) build(cfg SkeletonConfig) error {
 		}
 	}
 	return s.startNode(cfg)
-}
-
-// attachPass attaches a one-instruction XDP_PASS program to an interface.
-func (s *Skeleton) attachPass(ns *Netns, ifname string) error {
-	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-		Type: ebpf.XDP, License: "GPL",
-		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 2 /* XDP_PASS */), asm.Return()},
-	})
-	if err != nil {
-		return fmt.Errorf("load XDP_PASS program: %w", err)
-	}
-	var l link.Link
-	err = ns.Do(func() error {
-		iface, err := net.InterfaceByName(ifname)
-		if err != nil {
-			return err
-		}
-		l, err = link.AttachXDP(link.XDPOptions{Program: prog, Interface: iface.Index})
-		return err
-	})
-	if err != nil {
-		prog.Close()
-		return fmt.Errorf("attach XDP_PASS to %s: %w", ifname, err)
-	}
-	s.Defer(func() error { return errors.Join(l.Close(), prog.Close()) })
-	return nil
 }
 
 func (s *Skeleton) startBird(extra, extra6 []table.Route) error {
@@ -471,36 +438,7 @@ func (s *Skeleton) startNode(cfg SkeletonConfig) error {
 
 // Get fetches a path of the node's HTTP server (metrics and node API) from inside the
 // router namespace.
-func (s *Skeleton) Get(path string) ([]byte, error) {
-	// The connection must be opened on the thread that is in the router's namespace;
-	// http.Transport would dial from another goroutine, so hand it this one.
-	var conn net.Conn
-	err := s.Router.Do(func() error {
-		var err error
-		conn, err = net.DialTimeout("tcp", MetricsAddr, 2*time.Second)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("node HTTP %s: %w", path, err)
-	}
-	defer conn.Close()
-	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		DialContext: func(context.Context, string, string) (net.Conn, error) { return conn, nil },
-	}}
-	resp, err := c.Get("http://" + MetricsAddr + path)
-	if err != nil {
-		return nil, fmt.Errorf("node HTTP %s: %w", path, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err == nil && resp.StatusCode != http.StatusOK {
-		err = fmt.Errorf("status %s: %s", resp.Status, body)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("node HTTP %s: %w", path, err)
-	}
-	return body, nil
-}
+func (s *Skeleton) Get(path string) ([]byte, error) { return s.Router.HTTPGet(MetricsAddr, path) }
 
 // Metrics scrapes the node's /metrics and returns the samples as "name{labels}" -> value.
 func (s *Skeleton) Metrics() (map[string]float64, error) {
@@ -508,20 +446,7 @@ func (s *Skeleton) Metrics() (map[string]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]float64{}
-	sc := bufio.NewScanner(strings.NewReader(string(body)))
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err == nil {
-			out[line[:i]] = v
-		}
-	}
-	return out, nil
+	return ParseMetrics(body), nil
 }
 
 // WaitFor polls cond every 100 ms until it returns true, the timeout passes or ctx ends.
@@ -556,7 +481,9 @@ type Sink struct {
 var payloadRE = regexp.MustCompile(`^fibfleet dst=(\S+) `)
 
 // Listen starts counting datagrams to SinkPort in a namespace.
-func (s *Skeleton) Listen(ns *Netns) (*Sink, error) {
+func (s *Skeleton) Listen(ns *Netns) (*Sink, error) { return listen(s.Lab, ns) }
+
+func listen(l *Lab, ns *Netns) (*Sink, error) {
 	k := &Sink{got: map[netip.Addr]int{}}
 	err := ns.Do(func() error {
 		var err error
@@ -566,7 +493,7 @@ func (s *Skeleton) Listen(ns *Netns) (*Sink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen in %s: %w", ns.Name, err)
 	}
-	s.Defer(k.conn.Close)
+	l.Defer(k.conn.Close)
 	go func() {
 		buf := make([]byte, 2048)
 		for {
@@ -607,13 +534,15 @@ func (k *Sink) Total() int {
 // Send sends n UDP datagrams from src to dst:SinkPort, each naming its destination.
 // The socket is unconnected, so ICMP errors from the router (a withdrawn route) do not
 // fail later sends.
-func (s *Skeleton) Send(dst netip.Addr, n int) error {
+func (s *Skeleton) Send(dst netip.Addr, n int) error { return send(s.Src, dst, n) }
+
+func send(src *Netns, dst netip.Addr, n int) error {
 	var conn *net.UDPConn
 	network := "udp4"
 	if dst.Is6() {
 		network = "udp6"
 	}
-	err := s.Src.Do(func() error {
+	err := src.Do(func() error {
 		var err error
 		conn, err = net.ListenUDP(network, nil)
 		return err

@@ -1,0 +1,387 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fibfleet/fibfleet/cache"
+	"github.com/fibfleet/fibfleet/cluster"
+	"github.com/fibfleet/fibfleet/dataplane"
+	"github.com/fibfleet/fibfleet/internal/lab"
+)
+
+// fleetView is what a node's GET /api/v1/fleet says.
+type fleetView struct {
+	Node string
+	Etcd struct {
+		Connected bool
+	}
+	Agent struct {
+		Connected bool
+		Epoch     uint32
+		Flushes   uint64
+		Resyncs   uint64
+	}
+	Registered bool
+	Nodes      []cluster.NodeInfo
+	Members    []cluster.Member
+	Applied    map[string]cluster.Applied
+	Mesh       []struct {
+		Address netip.Addr
+		State   string
+	}
+	Digests struct {
+		Agree    bool
+		Majority string
+		Odd      []string
+	}
+}
+
+func (v fleetView) member(name string) string {
+	for _, m := range v.Members {
+		if m.Name == name {
+			return m.State
+		}
+	}
+	return ""
+}
+
+func (v fleetView) established() int {
+	n := 0
+	for _, p := range v.Mesh {
+		if p.State == "established" {
+			n++
+		}
+	}
+	return n
+}
+
+func (v fleetView) peered(a string) bool {
+	for _, p := range v.Mesh {
+		if p.Address.String() == a {
+			return true
+		}
+	}
+	return false
+}
+
+func view(n *lab.FleetNode) (fleetView, error) {
+	var v fleetView
+	b, err := n.Get("/api/v1/fleet")
+	if err != nil {
+		return v, err
+	}
+	return v, json.Unmarshal(b, &v)
+}
+
+// startFleet builds a fleet of three nodes with a three-member etcd of real processes
+// and returns it with a store on that etcd; logs are printed if the test fails.
+func startFleet(t *testing.T, cfg lab.FleetConfig) (*lab.Fleet, *cluster.Store) {
+	t.Helper()
+	need(t, os.Geteuid() == 0, "needs root for namespaces and XDP (CI runs as root)")
+	need(t, have("bird") && have("birdc"), "needs BIRD 2 (make test installs bird2)")
+	need(t, have("nsenter"), "needs nsenter (util-linux)")
+	cfg.NodeBinary = build(t, "github.com/fibfleet/fibfleet/cmd/node", "fibfleet-node")
+	cfg.EtcdBinary = build(t, "go.etcd.io/etcd/server/v3", "etcd")
+	cfg.Dir = t.TempDir()
+	fl, err := lab.StartFleet(cfg)
+	if fl != nil {
+		t.Cleanup(func() {
+			if t.Failed() {
+				logs := []string{fl.BirdLog}
+				for _, n := range fl.Nodes {
+					logs = append(logs, n.LogPath)
+				}
+				for i := 1; i <= cfg.EtcdMembers || i <= 3 && cfg.EtcdMembers == 0; i++ {
+					logs = append(logs, fmt.Sprintf("%s/etcd%d.log", cfg.Dir, i))
+				}
+				for _, f := range logs {
+					if b, err := os.ReadFile(f); err == nil {
+						if len(b) > 30000 {
+							b = b[len(b)-30000:]
+						}
+						t.Logf("--- %s (tail)\n%s", f, b)
+					}
+				}
+			}
+			if err := fl.Close(); err != nil {
+				t.Errorf("tear down the fleet: %v", err)
+			}
+		})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err := cluster.Connect(context.Background(), cluster.EtcdConfig{Endpoints: fl.EtcdSockets, DialTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	store, err := cluster.NewStore(cli, "lab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fl, store
+}
+
+// waitFleet waits until every node sees all n members alive, has its mesh sessions
+// established and every node's applied state reports the same digests and routes.
+func waitFleet(t *testing.T, fl *lab.Fleet, timeout time.Duration, routes4, routes6 int) {
+	t.Helper()
+	var last []fleetView
+	err := lab.WaitFor(context.Background(), timeout, "the fleet formed (members, mesh, equal digests)", func() (bool, error) {
+		last = last[:0]
+		for _, n := range fl.Nodes {
+			v, err := view(n)
+			if err != nil {
+				return false, err
+			}
+			last = append(last, v)
+			alive := 0
+			for _, m := range v.Members {
+				if m.State == "alive" {
+					alive++
+				}
+			}
+			if alive != len(fl.Nodes) || v.established() != len(fl.Nodes)-1 || !v.Registered || len(v.Applied) != len(fl.Nodes) ||
+				!v.Digests.Agree || v.Applied[n.Name].Routes != [2]int{routes4, routes6} {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		b, _ := json.MarshalIndent(last, "", " ")
+		t.Fatalf("%v\nlast views: %s", err, b)
+	}
+}
+
+// TestFleet runs three node processes in namespaces with a three-member etcd of real
+// processes and BIRD peering with n1 only. The fleet forms (gossip, iBGP mesh, equal
+// digests); UDP from behind n2 to prefixes BIRD announced to n1 crosses n2 and n1 in
+// XDP (forwarding off on both; n2's next hops recursive through n1); a fleet policy is
+// applied by all; flushes are acknowledged by all and land in every dataplane; a
+// killed node is marked dead and unpeered by the others, forwarding goes on, and it
+// rejoins when restarted; with every etcd member stopped forwarding goes on, and when
+// etcd returns the nodes resync without a flush (the epoch and its key's revision
+// unchanged, no node applies one).
+func TestFleet(t *testing.T) {
+	ctx := context.Background()
+	fl, store := startFleet(t, lab.FleetConfig{})
+	n1, n2, n3 := fl.Nodes[0], fl.Nodes[1], fl.Nodes[2]
+	// BIRD's 3 + 2 routes and the two subnets n1 announces to the mesh.
+	const routes4, routes6 = 4, 3
+	waitFleet(t, fl, 90*time.Second, routes4, routes6)
+
+	sink, err := fl.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := 0
+	sendAll := func(what string) {
+		t.Helper()
+		const per = 50
+		for _, p := range lab.FleetRoutes {
+			if err := fl.Send(p.Addr().Next(), per); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sent += per
+		for _, p := range lab.FleetRoutes {
+			dst := p.Addr().Next()
+			err := lab.WaitFor(ctx, 10*time.Second, fmt.Sprintf("%s: %d datagrams to %s", what, sent, dst), func() (bool, error) { return sink.Count(dst) >= sent, nil })
+			if err != nil {
+				t.Fatalf("%v (got %d)", err, sink.Count(dst))
+			}
+		}
+	}
+	forwarded := func(n *lab.FleetNode) uint64 {
+		t.Helper()
+		s, err := dataplane.ReadPinnedStats("", n.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s[dataplane.Forwarded].Packets + s[dataplane.ForwardedV6].Packets
+	}
+
+	t.Run("B forwards what A learned, through A, in XDP", func(t *testing.T) {
+		f1, f2 := forwarded(n1), forwarded(n2)
+		sendAll("through n2 and n1")
+		want := uint64(50 * len(lab.FleetRoutes))
+		if d1, d2 := forwarded(n1)-f1, forwarded(n2)-f2; d1 != want || d2 != want {
+			t.Errorf("XDP forwarded %d frames on n1 and %d on n2, want %d on each (forwarding is off on both)", d1, d2, want)
+		}
+		m, err := n2.Metrics()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := m[`fibfleet_fib_nexthops{state="recursive"}`]; r != 2 {
+			t.Errorf("n2 has %v recursive nexthops, want 2 (BIRD's IPv4 and IPv6 addresses, through n1)", r)
+		}
+		m1, err := n1.Metrics()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l := m1[`fibfleet_fib_nexthops{state="local"}`]; l != 2 {
+			t.Errorf("n1 has %v local nexthops, want 2 (the subnets it announces)", l)
+		}
+	})
+
+	names := []string{n1.Name, n2.Name, n3.Name}
+	t.Run("a fleet policy is applied by all", func(t *testing.T) {
+		p := cache.Policy{Mode: cache.Fixed, Entries: [2]int{512, 256}}
+		rev, err := store.SetPolicy(ctx, "", p, cluster.AnyRevision)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = lab.WaitFor(ctx, 10*time.Second, "every node applied the fleet's policy", func() (bool, error) {
+			st, err := store.AppliedStates(ctx)
+			if err != nil {
+				return false, err
+			}
+			for _, n := range names {
+				a := st[n]
+				if a.PolicyRevision != rev || a.Policy() != p || a.PolicySource != "fleet" || a.Entries != [2]int{512, 256} {
+					return false, nil
+				}
+			}
+			return true, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("a flush is acknowledged by all and lands in every dataplane", func(t *testing.T) {
+		var worst []time.Duration
+		for i := 0; i < 20; i++ {
+			e, err := store.Flush(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			acks, miss, err := store.WaitApplied(wctx, e, names)
+			cancel()
+			if err != nil || len(miss) > 0 {
+				t.Fatalf("flush %d: acknowledged by %v, not by %v (%v)", e, acks, miss, err)
+			}
+			worst = append(worst, acks[len(acks)-1].After)
+			for _, n := range fl.Nodes {
+				var c struct{ Epoch uint32 }
+				b, err := n.Get("/api/v1/cache")
+				if err != nil || json.Unmarshal(b, &c) != nil || c.Epoch != e {
+					t.Fatalf("%s's dataplane epoch %d (%v), want %d", n.Name, c.Epoch, err, e)
+				}
+			}
+		}
+		slices.Sort(worst)
+		t.Logf("flush acknowledged by all 3 nodes: median %s, max %s over %d flushes", worst[len(worst)/2], worst[len(worst)-1], len(worst))
+	})
+
+	t.Run("a killed node is marked dead and unpeered; it rejoins when restarted", func(t *testing.T) {
+		start := time.Now()
+		if err := fl.KillNode(n3); err != nil {
+			t.Fatal(err)
+		}
+		dead, unpeered := map[string]time.Duration{}, map[string]time.Duration{}
+		for time.Since(start) < 20*time.Second && (len(dead) < 2 || len(unpeered) < 2) {
+			for _, n := range []*lab.FleetNode{n1, n2} {
+				v, err := view(n)
+				if err != nil {
+					continue
+				}
+				if _, ok := dead[n.Name]; !ok && v.member(n3.Name) == "dead" {
+					dead[n.Name] = time.Since(start)
+				}
+				if _, ok := unpeered[n.Name]; !ok && !v.peered(n3.MeshAddr) {
+					unpeered[n.Name] = time.Since(start)
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if len(dead) < 2 || len(unpeered) < 2 {
+			t.Fatalf("20 s after n3 was killed: marked dead by %v, unpeered by %v; want both others", dead, unpeered)
+		}
+		t.Logf("n3 killed: marked dead after %v, unpeered after %v", dead, unpeered)
+		sendAll("with n3 dead")
+
+		if err := fl.StartNode(n3); err != nil {
+			t.Fatal(err)
+		}
+		waitFleet(t, fl, 60*time.Second, routes4, routes6)
+	})
+
+	t.Run("etcd away: forwarding goes on; back: a resync, not a flush", func(t *testing.T) {
+		e0, rev0, err := store.Epoch(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := map[string]fleetView{}
+		for _, n := range fl.Nodes {
+			v, err := view(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before[n.Name] = v
+		}
+		if err := fl.StopEtcd(); err != nil {
+			t.Fatal(err)
+		}
+		err = lab.WaitFor(ctx, 20*time.Second, "every node to see etcd gone", func() (bool, error) {
+			for _, n := range fl.Nodes {
+				if v, err := view(n); err != nil || v.Etcd.Connected {
+					return false, err
+				}
+			}
+			return true, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sendAll("with etcd stopped")
+		if err := fl.StartEtcd(); err != nil {
+			t.Fatal(err)
+		}
+		err = lab.WaitFor(ctx, 60*time.Second, "every node to read etcd again", func() (bool, error) {
+			for _, n := range fl.Nodes {
+				v, err := view(n)
+				if err != nil || !v.Agent.Connected || v.Agent.Resyncs <= before[n.Name].Agent.Resyncs {
+					return false, err
+				}
+			}
+			return true, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e1, rev1, err := store.Epoch(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e1 != e0 || rev1 != rev0 {
+			t.Errorf("etcd's restart moved the epoch from %d (revision %d) to %d (revision %d)", e0, rev0, e1, rev1)
+		}
+		for _, n := range fl.Nodes {
+			v, err := view(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b := before[n.Name]; v.Agent.Flushes != b.Agent.Flushes || v.Agent.Epoch != b.Agent.Epoch {
+				t.Errorf("%s: flushes %d -> %d, epoch %d -> %d across etcd's restart; want no flush", n.Name, b.Agent.Flushes, v.Agent.Flushes, b.Agent.Epoch, v.Agent.Epoch)
+			}
+			log, _ := os.ReadFile(n.LogPath)
+			// n3 restarted once: its log holds its first run too.
+			if c := strings.Count(string(log), "fleet flush applied"); n != n3 && c != 20 {
+				t.Errorf("%s logged %d flushes, want the 20 of the flush test", n.Name, c)
+			}
+		}
+		sendAll("after etcd's return")
+	})
+}

@@ -1,0 +1,455 @@
+package lab
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/fibfleet/fibfleet/dataplane"
+	"github.com/fibfleet/fibfleet/internal/table"
+)
+
+// The fleet topology:
+//
+//	src (10.10.0.2, fd00:10::2) -- n2
+//	                                |
+//	     n1 ------ [bridge: the mesh link, 10.20.0.0/24, fd00:20::/64] ------ n3 ...
+//	     |
+//	upstream (10.12.0.2, fd00:12::2: BIRD AS65001, and the sink of FleetRoutes)
+//
+// Node i (1-based) has 10.20.0.i and fd00:20::i on the mesh link; n1 also has
+// 10.12.0.1 and fd00:12::1 towards the upstream, n2 10.10.0.1 and fd00:10::1 towards
+// src. Every node runs the node binary with IPv4 and IPv6 forwarding off; the first
+// EtcdMembers nodes' namespaces each run an etcd member on their mesh address (and on
+// a unix socket in Dir, the test's way in). BIRD peers with n1 only, announcing
+// FleetRoutes with itself as next hop: the others learn them over the iBGP mesh and
+// resolve that next hop through the subnet n1 announces. No namespace is connected to
+// the host.
+const (
+	FleetSinkPort = SinkPort
+	// FleetAPIAddr is every node's HTTP address inside its namespace.
+	FleetAPIAddr = "127.0.0.1:9464"
+	FleetUpAddr  = "10.12.0.2"
+	FleetUpAddr6 = "fd00:12::2"
+)
+
+// FleetRoutes are the prefixes BIRD announces to n1 (besides a table), which the
+// upstream namespace takes as its own: two documentation prefixes and 1.1.1.0/24
+// from the 2026 table, and two IPv6 ones.
+var FleetRoutes = []netip.Prefix{
+	netip.MustParsePrefix("198.51.100.0/24"), netip.MustParsePrefix("203.0.113.0/24"), netip.MustParsePrefix("1.1.1.0/24"),
+	netip.MustParsePrefix("2001:db8:100::/48"), netip.MustParsePrefix("2620:fe::/48"),
+}
+
+// FleetConfig says how to build a fleet.
+type FleetConfig struct {
+	NodeBinary, EtcdBinary string
+	// Dir holds configs, logs, sockets and etcd's data.
+	Dir string
+	// Nodes is the fleet's size (at least 2, default 3); EtcdMembers how many of them
+	// run an etcd member beside them (default min(3, Nodes)).
+	Nodes, EtcdMembers int
+	// Table and Table6, when set, are announced by BIRD too (next hop: itself).
+	Table, Table6 []table.Route
+	// GossipProfile is the nodes' cluster.gossip.profile (default tuned).
+	GossipProfile string
+}
+
+// FleetNode is one node of the fleet.
+type FleetNode struct {
+	Index      int // 1-based
+	Name       string
+	NS         *Netns
+	MeshAddr   string // 10.20.0.i
+	MeshAddr6  string // fd00:20::i
+	ConfigPath string
+	LogPath    string
+	Cmd        *exec.Cmd
+	bin        string
+}
+
+// Fleet is a running fleet.
+type Fleet struct {
+	*Lab
+	Cfg                   FleetConfig
+	Nodes                 []*FleetNode
+	Bridge, Upstream, Src *Netns
+	BirdSock, BirdLog     string
+	etcd                  []*exec.Cmd
+	etcdArgs              [][]string
+	etcdLogs              []string
+	// EtcdSockets are the etcd members' unix-socket client URLs (the test's endpoints).
+	EtcdSockets []string
+}
+
+// StartFleet builds the topology and starts etcd, BIRD and the nodes. On error the
+// caller still owns the returned fleet (when non-nil) and must Close it.
+func StartFleet(cfg FleetConfig) (*Fleet, error) {
+	if cfg.Nodes == 0 {
+		cfg.Nodes = 3
+	}
+	if cfg.Nodes < 2 || cfg.Nodes > 200 {
+		return nil, fmt.Errorf("lab: a fleet of %d nodes: use 2 to 200", cfg.Nodes)
+	}
+	if cfg.EtcdMembers == 0 {
+		cfg.EtcdMembers = min(3, cfg.Nodes)
+	}
+	if cfg.GossipProfile == "" {
+		cfg.GossipProfile = "tuned"
+	}
+	l, err := New()
+	if err != nil {
+		return nil, err
+	}
+	f := &Fleet{Lab: l, Cfg: cfg}
+	return f, f.build()
+}
+
+func (f *Fleet) build() error {
+	var err error
+	if f.Bridge, err = f.Netns("br"); err != nil {
+		return err
+	}
+	if f.Upstream, err = f.Netns("up"); err != nil {
+		return err
+	}
+	if f.Src, err = f.Netns("src"); err != nil {
+		return err
+	}
+	if _, err := f.Bridge.Exec("ip", "link", "add", "br0", "type", "bridge"); err != nil {
+		return err
+	}
+	if _, err := f.Bridge.Exec("ip", "link", "set", "br0", "up"); err != nil {
+		return err
+	}
+	for i := 1; i <= f.Cfg.Nodes; i++ {
+		n := &FleetNode{Index: i, Name: fmt.Sprintf("%s-n%d", f.Prefix, i), MeshAddr: fmt.Sprintf("10.20.0.%d", i), MeshAddr6: fmt.Sprintf("fd00:20::%d", i),
+			ConfigPath: filepath.Join(f.Cfg.Dir, fmt.Sprintf("n%d.yaml", i)), LogPath: filepath.Join(f.Cfg.Dir, fmt.Sprintf("n%d.log", i)), bin: f.Cfg.NodeBinary}
+		if n.NS, err = f.Netns(fmt.Sprintf("n%d", i)); err != nil {
+			return err
+		}
+		port := fmt.Sprintf("b%d", i)
+		if err := f.Link(n.NS, fmt.Sprintf("m%d", i), n.MeshAddr+"/24", f.Bridge, port, ""); err != nil {
+			return err
+		}
+		if _, err := f.Bridge.Exec("ip", "link", "set", f.If(port), "master", "br0"); err != nil {
+			return err
+		}
+		if _, err := n.NS.Exec("ip", "-6", "addr", "add", n.MeshAddr6+"/64", "dev", f.If(fmt.Sprintf("m%d", i)), "nodad"); err != nil {
+			return err
+		}
+		// Frames XDP redirects into the mesh veth arrive at its bridge port.
+		if err := f.AttachPass(f.Bridge, f.If(port)); err != nil {
+			return err
+		}
+		for _, k := range []string{"net.ipv4.ip_forward", "net.ipv6.conf.all.forwarding"} {
+			if err := n.NS.Sysctl(k, "0"); err != nil {
+				return err
+			}
+		}
+		f.Nodes = append(f.Nodes, n)
+	}
+	n1, n2 := f.Nodes[0], f.Nodes[1]
+	if err := f.Link(n1.NS, "u1", "10.12.0.1/24", f.Upstream, "u0", FleetUpAddr+"/24"); err != nil {
+		return err
+	}
+	if err := f.Link(n2.NS, "s1", "10.10.0.1/24", f.Src, "s0", "10.10.0.2/24"); err != nil {
+		return err
+	}
+	for _, a := range []struct {
+		ns         *Netns
+		role, addr string
+	}{{n1.NS, "u1", "fd00:12::1/64"}, {f.Upstream, "u0", FleetUpAddr6 + "/64"}, {n2.NS, "s1", "fd00:10::1/64"}, {f.Src, "s0", "fd00:10::2/64"}} {
+		if _, err := a.ns.Exec("ip", "-6", "addr", "add", a.addr, "dev", f.If(a.role), "nodad"); err != nil {
+			return err
+		}
+	}
+	if err := f.AttachPass(f.Upstream, f.If("u0")); err != nil {
+		return err
+	}
+	if err := disableTxChecksum(f.Src, f.If("s0")); err != nil {
+		return err
+	}
+	for _, k := range []string{"net.ipv4.conf.all.rp_filter", "net.ipv4.conf.default.rp_filter"} {
+		if err := f.Upstream.Sysctl(k, "0"); err != nil {
+			return err
+		}
+	}
+	for _, p := range FleetRoutes {
+		fam, via := "-4", "10.10.0.1"
+		if p.Addr().Is6() {
+			fam, via = "-6", "fd00:10::1"
+		}
+		if _, err := f.Upstream.Exec("ip", fam, "route", "add", "local", p.String(), "dev", "lo"); err != nil {
+			return err
+		}
+		if _, err := f.Src.Exec("ip", fam, "route", "add", p.String(), "via", via); err != nil {
+			return err
+		}
+	}
+	if err := f.CheckIsolated(); err != nil {
+		return err
+	}
+	if err := f.startEtcd(); err != nil {
+		return err
+	}
+	if err := f.startBird(); err != nil {
+		return err
+	}
+	for _, n := range f.Nodes {
+		if err := os.WriteFile(n.ConfigPath, []byte(f.nodeConfig(n)), 0o644); err != nil {
+			return err
+		}
+		f.Defer(func() error {
+			dir := dataplane.PinDir("", n.Name)
+			if _, err := os.Stat(dir); err != nil {
+				return nil
+			}
+			return errors.Join(fmt.Errorf("node %s left its pins in %s (removed now)", n.Name, dir), os.RemoveAll(dir))
+		})
+		if err := f.StartNode(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nodeConfig is a node's YAML config.
+func (f *Fleet) nodeConfig(n *FleetNode) string {
+	var etcd, join []string
+	for i := 1; i <= f.Cfg.EtcdMembers; i++ {
+		etcd = append(etcd, fmt.Sprintf("http://10.20.0.%d:2379", i))
+	}
+	for _, m := range f.Nodes {
+		join = append(join, m.MeshAddr+":7946")
+	}
+	ifaces := []string{f.If(fmt.Sprintf("m%d", n.Index))}
+	var neighbors string
+	switch n.Index {
+	case 1:
+		ifaces = append(ifaces, f.If("u1"))
+		size := len(FleetRoutes) + len(f.Cfg.Table) + len(f.Cfg.Table6)
+		neighbors = fmt.Sprintf(`  neighbors:
+    - {address: %s, asn: %d, expected_prefixes: %d}
+    - {address: "%s", asn: %d, families: [ipv6-unicast]}
+`, FleetUpAddr, UpstreamASN, size, FleetUpAddr6, UpstreamASN)
+	case 2:
+		ifaces = append(ifaces, f.If("s1"))
+	}
+	return fmt.Sprintf(`node_name: %s
+interfaces: [%s]
+http_address: %s
+cache:
+  interval: 250ms
+cluster:
+  name: lab
+  etcd:
+    endpoints: [%s]
+  lease_ttl: 3s
+  gossip:
+    address: %s:7946
+    join: [%s]
+    profile: %s
+  mesh:
+    address: %s
+    address6: "%s"
+bgp:
+  asn: %d
+  router_id: %s
+  grpc_address: 127.0.0.1:50051
+%s`, n.Name, strings.Join(ifaces, ", "), FleetAPIAddr, strings.Join(etcd, ", "), n.MeshAddr, strings.Join(join, ", "), f.Cfg.GossipProfile,
+		n.MeshAddr, n.MeshAddr6, RouterASN, n.MeshAddr, neighbors)
+}
+
+// StartNode starts (or restarts) a node's process.
+func (f *Fleet) StartNode(n *FleetNode) error {
+	cmd, err := n.NS.Start(n.LogPath, n.bin, "-config", n.ConfigPath)
+	if err != nil {
+		return err
+	}
+	n.Cmd = cmd
+	return nil
+}
+
+// KillNode kills a node's process with SIGKILL (a crash: no leave, no unpin) and waits
+// until it is gone.
+func (f *Fleet) KillNode(n *FleetNode) error {
+	if err := n.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(10 * time.Second); syscall.Kill(n.Cmd.Process.Pid, 0) == nil; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("node %s still running 10 s after SIGKILL", n.Name)
+		}
+	}
+	return nil
+}
+
+// Get fetches a path of a node's HTTP server.
+func (n *FleetNode) Get(path string) ([]byte, error) { return n.NS.HTTPGet(FleetAPIAddr, path) }
+
+// Metrics scrapes a node's /metrics.
+func (n *FleetNode) Metrics() (map[string]float64, error) {
+	b, err := n.Get("/metrics")
+	if err != nil {
+		return nil, err
+	}
+	return ParseMetrics(b), nil
+}
+
+// startEtcd starts the etcd members, one in each of the first EtcdMembers nodes'
+// namespaces, on the mesh addresses.
+func (f *Fleet) startEtcd() error {
+	var initial []string
+	for i := 1; i <= f.Cfg.EtcdMembers; i++ {
+		initial = append(initial, fmt.Sprintf("e%d=http://10.20.0.%d:2380", i, i))
+	}
+	for i := 1; i <= f.Cfg.EtcdMembers; i++ {
+		sock := filepath.Join(f.Cfg.Dir, fmt.Sprintf("etcd%d.sock", i))
+		f.EtcdSockets = append(f.EtcdSockets, "unix://"+sock)
+		f.etcdArgs = append(f.etcdArgs, []string{f.Cfg.EtcdBinary, "--name", fmt.Sprintf("e%d", i),
+			"--data-dir", filepath.Join(f.Cfg.Dir, fmt.Sprintf("etcd%d", i)),
+			"--listen-client-urls", fmt.Sprintf("http://10.20.0.%d:2379,unix://%s", i, sock),
+			"--advertise-client-urls", fmt.Sprintf("http://10.20.0.%d:2379", i),
+			"--listen-peer-urls", fmt.Sprintf("http://10.20.0.%d:2380", i),
+			"--initial-advertise-peer-urls", fmt.Sprintf("http://10.20.0.%d:2380", i),
+			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-token", f.Prefix,
+			"--log-level", "warn"})
+		f.etcdLogs = append(f.etcdLogs, filepath.Join(f.Cfg.Dir, fmt.Sprintf("etcd%d.log", i)))
+	}
+	f.etcd = make([]*exec.Cmd, f.Cfg.EtcdMembers)
+	return f.StartEtcd()
+}
+
+// StartEtcd (re)starts every etcd member that is not running.
+func (f *Fleet) StartEtcd() error {
+	for i, args := range f.etcdArgs {
+		if c := f.etcd[i]; c != nil && c.ProcessState == nil && syscall.Kill(c.Process.Pid, 0) == nil {
+			continue
+		}
+		sock := strings.TrimPrefix(f.EtcdSockets[i], "unix://")
+		_ = os.Remove(sock)
+		cmd, err := f.Nodes[i].NS.Start(f.etcdLogs[i], args...)
+		if err != nil {
+			return fmt.Errorf("start etcd member %d: %w", i+1, err)
+		}
+		f.etcd[i] = cmd
+	}
+	// Members answer once they have a leader: wait for every socket.
+	for i := range f.etcdArgs {
+		sock := strings.TrimPrefix(f.EtcdSockets[i], "unix://")
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			if _, err := os.Stat(sock); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("etcd member %d: no socket %s after 30 s (see %s)", i+1, sock, f.etcdLogs[i])
+			}
+		}
+	}
+	return nil
+}
+
+// StopEtcd stops every etcd member (SIGTERM) and waits for them to exit.
+func (f *Fleet) StopEtcd() error {
+	var errs []error
+	for i, c := range f.etcd {
+		if c == nil {
+			continue
+		}
+		_ = c.Process.Signal(syscall.SIGTERM)
+		for deadline := time.Now().Add(20 * time.Second); syscall.Kill(c.Process.Pid, 0) == nil; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				_ = c.Process.Kill()
+				errs = append(errs, fmt.Errorf("etcd member %d did not stop within 20 s of SIGTERM", i+1))
+				break
+			}
+		}
+		f.etcd[i] = nil
+	}
+	return errors.Join(errs...)
+}
+
+// startBird starts BIRD 2 in the upstream namespace, peering with n1 over IPv4 and
+// IPv6 and announcing FleetRoutes and the configured tables with itself as next hop.
+func (f *Fleet) startBird() error {
+	conf := filepath.Join(f.Cfg.Dir, "bird.conf")
+	fh, err := os.Create(conf)
+	if err != nil {
+		return err
+	}
+	b := bufio.NewWriterSize(fh, 1<<20)
+	fmt.Fprintf(b, "router id %s;\nprotocol device { }\n", FleetUpAddr)
+	static := func(name, fam string, prefixes []netip.Prefix) {
+		fmt.Fprintf(b, "protocol static %s {\n  %s;\n", name, fam)
+		for _, p := range prefixes {
+			fmt.Fprintf(b, "  route %s blackhole;\n", p)
+		}
+		b.WriteString("}\n")
+	}
+	var own4, own6, t4, t6 []netip.Prefix
+	for _, p := range FleetRoutes {
+		if p.Addr().Is4() {
+			own4 = append(own4, p)
+		} else {
+			own6 = append(own6, p)
+		}
+	}
+	for _, r := range f.Cfg.Table {
+		t4 = append(t4, r.Prefix)
+	}
+	for _, r := range f.Cfg.Table6 {
+		t6 = append(t6, r.Prefix)
+	}
+	static("own4", "ipv4", own4)
+	static("own6", "ipv6", own6)
+	if len(t4) > 0 {
+		static("table4", "ipv4", t4)
+	}
+	if len(t6) > 0 {
+		static("table6", "ipv6", t6)
+	}
+	fmt.Fprintf(b, `protocol bgp n1 {
+  local %s as %d;
+  neighbor 10.12.0.1 as %d;
+  ipv4 { import none; export where source = RTS_STATIC; };
+}
+protocol bgp n1v6 {
+  local %s as %d;
+  neighbor fd00:12::1 as %d;
+  ipv6 { import none; export where source = RTS_STATIC; };
+}
+`, FleetUpAddr, UpstreamASN, RouterASN, FleetUpAddr6, UpstreamASN, RouterASN)
+	if err := b.Flush(); err != nil {
+		fh.Close()
+		return err
+	}
+	if err := fh.Close(); err != nil {
+		return err
+	}
+	f.BirdSock = filepath.Join(f.Cfg.Dir, "bird.ctl")
+	f.BirdLog = filepath.Join(f.Cfg.Dir, "bird.log")
+	if _, err := f.Upstream.Start(f.BirdLog, "bird", "-f", "-c", conf, "-s", f.BirdSock); err != nil {
+		return fmt.Errorf("%w (install BIRD 2: apt-get install bird2)", err)
+	}
+	return nil
+}
+
+// Birdc runs a birdc command against the upstream's BIRD.
+func (f *Fleet) Birdc(args ...string) (string, error) {
+	return run(append([]string{"birdc", "-s", f.BirdSock}, args...)...)
+}
+
+// Listen counts datagrams arriving in the upstream namespace (the sink of
+// FleetRoutes).
+func (f *Fleet) Listen() (*Sink, error) { return listen(f.Lab, f.Upstream) }
+
+// Send sends n datagrams from src to dst.
+func (f *Fleet) Send(dst netip.Addr, n int) error { return send(f.Src, dst, n) }
