@@ -11,6 +11,7 @@ import (
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
 )
 
 // EmbeddedConfig configures the etcd a node runs inside its own process when no etcd
@@ -30,7 +31,8 @@ type EmbeddedConfig struct {
 // Embedded is an etcd server inside the node's process: the same client API as a real
 // cluster, its data in a directory of its own.
 type Embedded struct {
-	e *embed.Etcd
+	e     *embed.Etcd
+	level zap.AtomicLevel
 	// Endpoint is the client URL to give clientv3.
 	Endpoint string
 }
@@ -76,7 +78,16 @@ func StartEmbedded(c EmbeddedConfig) (*Embedded, error) {
 	if c.TLS != nil {
 		cfg.ClientTLSInfo = *c.TLS
 	}
-	cfg.LogLevel = "error" // etcd's own log is zap's; the node logs what matters
+	// etcd logs with zap: errors only, and nothing once Close starts (its listeners
+	// report their own closing as errors).
+	level := zap.NewAtomicLevelAt(zap.ErrorLevel)
+	zc := zap.NewProductionConfig()
+	zc.Level = level
+	lg, err := zc.Build()
+	if err != nil {
+		return nil, fmt.Errorf("cluster: embedded etcd's logger: %w", err)
+	}
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg)
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: start the embedded etcd in %s (is %s in use?): %w", c.Dir, client.String(), err)
@@ -90,11 +101,14 @@ func StartEmbedded(c EmbeddedConfig) (*Embedded, error) {
 		e.Close()
 		return nil, fmt.Errorf("cluster: embedded etcd in %s not ready after a minute (is its data directory another member's?)", c.Dir)
 	}
-	return &Embedded{e: e, Endpoint: client.String()}, nil
+	return &Embedded{e: e, level: level, Endpoint: client.String()}, nil
 }
 
 // Close stops the server.
-func (e *Embedded) Close() { e.e.Close() }
+func (e *Embedded) Close() {
+	e.level.SetLevel(zap.FatalLevel)
+	e.e.Close()
+}
 
 // peerURL is the member's peer URL: the one its data directory was made with, else a
 // free loopback port, remembered there (a restarted member must keep its peer URL).

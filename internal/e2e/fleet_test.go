@@ -15,6 +15,7 @@ import (
 	"github.com/fibfleet/fibfleet/cluster"
 	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/internal/lab"
+	"github.com/fibfleet/fibfleet/internal/table"
 )
 
 // fleetView is what a node's GET /api/v1/fleet says.
@@ -384,4 +385,98 @@ func TestFleet(t *testing.T) {
 		}
 		sendAll("after etcd's return")
 	})
+}
+
+// TestFleetFullTableNoFalseDeaths has BIRD send the whole real 2026 IPv4 table to n1,
+// which passes it to n2 and n3 over the iBGP mesh: three nodes loading 1.17M routes at
+// once on this 2-core machine. With the tuned gossip profile no live node may be marked
+// dead meanwhile (polled every 250 ms, and any death in any node's log), no mesh
+// session may be removed, and every node ends with the whole table and equal digests.
+func TestFleetFullTableNoFalseDeaths(t *testing.T) {
+	all, err := table.Real2026()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var routes []table.Route
+	for _, r := range all {
+		if !slices.ContainsFunc(lab.FleetRoutes, r.Prefix.Overlaps) {
+			routes = append(routes, r)
+		}
+	}
+	fl, _ := startFleet(t, lab.FleetConfig{Table: routes})
+	start := time.Now()
+	stop := make(chan struct{})
+	deaths := make(chan string, 100)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(250 * time.Millisecond):
+			}
+			for _, n := range fl.Nodes {
+				m, err := n.Metrics()
+				if err != nil {
+					continue // busy: the log check below sees every death anyway
+				}
+				if d := m[`fibfleet_cluster_members{state="dead"}`]; d > 0 {
+					select {
+					case deaths <- fmt.Sprintf("%s sees %v dead after %s", n.Name, d, time.Since(start).Round(time.Second)):
+					default:
+					}
+				}
+			}
+		}
+	}()
+	var loaded [3]time.Duration
+	err = lab.WaitFor(context.Background(), 12*time.Minute, "every node holding the whole table with equal digests", func() (bool, error) {
+		select {
+		case d := <-deaths:
+			return false, fmt.Errorf("a false death: %s", d)
+		default:
+		}
+		ok := true
+		for i, n := range fl.Nodes {
+			m, err := n.Metrics()
+			if err != nil {
+				return false, nil
+			}
+			if m[`fibfleet_fib_routes{family="ipv4"}`] == float64(len(routes)+4) {
+				if loaded[i] == 0 {
+					loaded[i] = time.Since(start)
+				}
+			} else {
+				ok = false
+			}
+		}
+		if !ok {
+			return false, nil
+		}
+		v, err := view(fl.Nodes[0])
+		return err == nil && v.Digests.Agree && len(v.Applied) == 3, err
+	})
+	close(stop)
+	<-done
+	if err != nil {
+		for _, n := range fl.Nodes {
+			if b, err := n.Get("/api/v1/fleet"); err == nil {
+				t.Logf("%s: %s", n.Name, b)
+			}
+		}
+		t.Fatal(err)
+	}
+	t.Logf("whole table (%d routes) in every node's FIB after %v (n1, n2, n3, from the fleet's start)", len(routes), loaded)
+	for _, n := range fl.Nodes {
+		log, err := os.ReadFile(n.LogPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, bad := range []string{"member dead", "mesh peer removed"} {
+			if c := strings.Count(string(log), bad); c > 0 {
+				t.Errorf("%s logged %q %d times during the load", n.Name, bad, c)
+			}
+		}
+	}
 }

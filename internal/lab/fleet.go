@@ -314,14 +314,8 @@ func (f *Fleet) startEtcd() error {
 	for i := 1; i <= f.Cfg.EtcdMembers; i++ {
 		sock := filepath.Join(f.Cfg.Dir, fmt.Sprintf("etcd%d.sock", i))
 		f.EtcdSockets = append(f.EtcdSockets, "unix://"+sock)
-		f.etcdArgs = append(f.etcdArgs, []string{f.Cfg.EtcdBinary, "--name", fmt.Sprintf("e%d", i),
-			"--data-dir", filepath.Join(f.Cfg.Dir, fmt.Sprintf("etcd%d", i)),
-			"--listen-client-urls", fmt.Sprintf("http://10.20.0.%d:2379,unix://%s", i, sock),
-			"--advertise-client-urls", fmt.Sprintf("http://10.20.0.%d:2379", i),
-			"--listen-peer-urls", fmt.Sprintf("http://10.20.0.%d:2380", i),
-			"--initial-advertise-peer-urls", fmt.Sprintf("http://10.20.0.%d:2380", i),
-			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-token", f.Prefix,
-			"--log-level", "warn"})
+		f.etcdArgs = append(f.etcdArgs, etcdMemberArgs(f.Cfg.EtcdBinary, fmt.Sprintf("e%d", i), filepath.Join(f.Cfg.Dir, fmt.Sprintf("etcd%d", i)),
+			[]string{fmt.Sprintf("http://10.20.0.%d:2379", i), "unix://" + sock}, fmt.Sprintf("http://10.20.0.%d:2380", i), initial, f.Prefix))
 		f.etcdLogs = append(f.etcdLogs, filepath.Join(f.Cfg.Dir, fmt.Sprintf("etcd%d.log", i)))
 	}
 	f.etcd = make([]*exec.Cmd, f.Cfg.EtcdMembers)

@@ -6,7 +6,8 @@
 //	go run ./internal/bench/fibbench -png docs/fib-lookup.png
 //
 // The other measurements of docs/BENCHMARKS.md: -pps (forwarding through veth),
-// -convergence (full-table BGP against BIRD 2), -v6 (the IPv6 FIB against the trie
+// -convergence (full-table BGP against BIRD 2), -flush (fleet flush propagation),
+// -detect (failure detection of a crashed member), -v6 (the IPv6 FIB against the trie
 // candidates, bpf_fib_lookup and the LPM trie), -cache (the destination cache over
 // flows and floods, off vs fixed vs auto, in front of every FIB of both families).
 package main
@@ -21,10 +22,13 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/fibfleet/fibfleet/cache"
+	"github.com/fibfleet/fibfleet/cluster"
 	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/internal/bench"
+	"github.com/fibfleet/fibfleet/internal/lab"
 	"github.com/fibfleet/fibfleet/internal/table"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -42,10 +46,18 @@ func main() {
 	v6 := flag.Bool("v6", false, "compare the IPv6 FIB candidates on the 2026 IPv6 table instead")
 	v6len := flag.Int("v6-trace-len", 0, "with -v6: draw trace destinations only from prefixes of this length (0: all), to see the cost per trie level")
 	v6layout := flag.Int("v6-layout", 0, "stride layout of the IPv6 tries: 0 (16,8,8,...), 1 (24,8,...) or 2 (16,16,8,...)")
+	flush := flag.Bool("flush", false, "measure fleet flush propagation (etcd write -> every node's BPF map) over a 3-member etcd of processes, for 3 and 20 in-process nodes, instead")
+	flushes := flag.Int("flushes", 200, "flushes per fleet size (with -flush)")
+	detect := flag.Bool("detect", false, "measure failure detection (a crashed gossip member marked dead by all others), tuned profile against memberlist's LAN defaults, instead")
+	crashes := flag.Int("crashes", 15, "crashes per profile (with -detect)")
 	cacheModes := flag.Bool("cache", false, "measure the destination cache (floods; off vs fixed 512 vs auto over flows to D destinations) in front of each FIB instead; -png takes a %s for the FIB's name")
 	flag.Parse()
 	var err error
-	if *cacheModes {
+	if *flush {
+		err = runFlush(*flushes)
+	} else if *detect {
+		err = runDetect(*crashes)
+	} else if *cacheModes {
 		err = runCache(*which, *n, *runs, *png)
 	} else if *v6 {
 		err = run6(*n, *runs, *v6layout, *v6len)
@@ -472,4 +484,54 @@ func plotModes(rows []bench.ModeRow, path, title string) error {
 	p.Legend.Top = true
 	p.Legend.Left = true
 	return p.Save(7*vg.Inch, 4.5*vg.Inch, path)
+}
+
+// runFlush measures flush propagation for fleets of 3 and 20 in-process nodes against
+// a 3-member etcd of real processes (the etcd server module's binary).
+func runFlush(flushes int) error {
+	dir, err := os.MkdirTemp("", "fibbench-etcd-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	bin := dir + "/etcd"
+	if out, err := exec.Command("go", "build", "-o", bin, "go.etcd.io/etcd/server/v3").CombinedOutput(); err != nil {
+		return fmt.Errorf("go build the etcd server (run from the repository root): %w\n%s", err, out)
+	}
+	etcd, err := lab.StartEtcdCluster(bin, dir, 3)
+	if err != nil {
+		return err
+	}
+	defer etcd.Close()
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+	fmt.Printf("\nFlush propagation: %d flushes one after the other, 3-member etcd (processes, loopback), in-process nodes each with its own etcd client, gossip member and BPF epoch map\n\n", flushes)
+	fmt.Println("| nodes | applied p50 | applied p99 | applied max | acknowledged p50 | acknowledged p99 |")
+	fmt.Println("|---|---|---|---|---|---|")
+	for _, n := range []int{3, 20} {
+		res, err := bench.MeasureFlush(context.Background(), etcd.Endpoints, n, flushes)
+		if err != nil {
+			return err
+		}
+		a, k := res.Applied, res.Acked
+		fmt.Printf("| %d | %s | %s | %s | %s | %s |\n", n, ms(bench.Percentile(a, 50)), ms(bench.Percentile(a, 99)), ms(bench.Percentile(a, 100)),
+			ms(bench.Percentile(k, 50)), ms(bench.Percentile(k, 99)))
+	}
+	fmt.Println("\napplied: from the flush call (etcd read + compare-and-swap) until the last node wrote the epoch to its BPF map; acknowledged: until the last node's report was read back from etcd (ctl cache flush --wait)")
+	return nil
+}
+
+// runDetect measures how long 3 gossip members take to mark a crashed one dead, with
+// each profile.
+func runDetect(crashes int) error {
+	fmt.Printf("\nFailure detection: 3 gossip members on loopback, one crashed (no leave), %d times per profile; time until both others mark it dead\n\n", crashes)
+	fmt.Println("| profile | p50 | max | min |")
+	fmt.Println("|---|---|---|---|")
+	for _, p := range []string{cluster.ProfileLAN, cluster.ProfileTuned} {
+		ds, err := bench.MeasureDetection(p, 3, crashes)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("| %s | %.2f s | %.2f s | %.2f s |\n", p, bench.Percentile(ds, 50).Seconds(), bench.Percentile(ds, 100).Seconds(), bench.Percentile(ds, 0).Seconds())
+	}
+	return nil
 }
