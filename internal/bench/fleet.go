@@ -26,7 +26,7 @@ type benchNode struct {
 	members *cluster.Members
 	epoch   *ebpf.Map
 
-	stop    func()
+	stop func()
 
 	mu      sync.Mutex
 	applied map[uint32]time.Time
