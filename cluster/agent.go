@@ -32,6 +32,10 @@ type AgentConfig struct {
 	Node  string
 	// Default is the config file's policy: in force while etcd holds none.
 	Default cache.Policy
+	// DefaultApplied says the node applied Default itself before etcd answered (as
+	// a node must: it forwards, with its config's cache, while etcd is away); else
+	// Run applies it first.
+	DefaultApplied bool
 	Applier Applier
 	Logger  *slog.Logger
 	// ReportEvery is how often the applied state is written again when it changed
@@ -111,10 +115,13 @@ func (a *Agent) Status() AgentStatus {
 	return a.status
 }
 
-// Run applies the config's policy, then follows etcd until ctx ends.
+// Run applies the config's policy (unless the node did), then follows etcd until ctx
+// ends.
 func (a *Agent) Run(ctx context.Context) {
-	if err := a.cfg.Applier.ApplyPolicy(a.cfg.Default); err != nil {
-		a.log.Error("apply the config file's cache policy", "err", err)
+	if !a.cfg.DefaultApplied {
+		if err := a.cfg.Applier.ApplyPolicy(a.cfg.Default); err != nil {
+			a.log.Error("apply the config file's cache policy", "err", err)
+		}
 	}
 	for ctx.Err() == nil {
 		rev, err := a.sync(ctx)

@@ -253,3 +253,36 @@ func TestAgentRejectsBadConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentLeavesTheNodesOwnDefault: a node that applied its config's policy itself
+// (before etcd answered) gets no second application of it (auto's controller would
+// start over), only the fleet's when there is one.
+func TestAgentLeavesTheNodesOwnDefault(t *testing.T) {
+	s, _ := testStore(t)
+	c := ctx(t)
+	def := cache.Policy{Mode: cache.Auto, MinEntries: 1024, MaxEntries: 4096}
+	rec := &recorder{}
+	a, err := NewAgent(AgentConfig{Store: s, Node: "r1", Default: def, DefaultApplied: true, Applier: rec, ReportEvery: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	actx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { a.Run(actx); close(done) }()
+	defer func() { cancel(); <-done }()
+	eventually(t, "the config's policy reported", func() bool {
+		st, err := s.AppliedStates(c)
+		return err == nil && st["r1"].PolicySource == string(FromConfig) && st["r1"].Policy() == def
+	})
+	if _, policies := rec.calls(); len(policies) != 0 {
+		t.Fatalf("policies applied %+v, want none (the node applied its default)", policies)
+	}
+	fleet := cache.Policy{Mode: cache.Off}
+	if _, err := s.SetPolicy(c, "", fleet, NoRevision); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the fleet's policy applied", func() bool {
+		_, policies := rec.calls()
+		return slices.Equal(policies, []cache.Policy{fleet})
+	})
+}

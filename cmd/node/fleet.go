@@ -69,11 +69,15 @@ func (a nodeApplier) Report(s *cluster.Applied) {
 	s.Version = version
 }
 
-// startFleet starts etcd (embedded when no endpoints are configured) and gossip; the
-// etcd client, the agent and the registration follow in the background, so the node
-// forwards whether etcd answers or not.
+// startFleet applies the config's cache policy, starts etcd (embedded when no
+// endpoints are configured) and gossip; the etcd client, the agent and the
+// registration follow in the background, so the node forwards, with its config's
+// policy, whether etcd answers or not.
 func startFleet(ctx context.Context, cfg Config, app cluster.Applier, log *slog.Logger) (*fleet, error) {
 	f := &fleet{cfg: cfg, log: log.With("component", "fleet"), app: app, endpoints: cfg.Cluster.Etcd.Endpoints}
+	if err := app.ApplyPolicy(cfg.Cache.policy()); err != nil {
+		return nil, err
+	}
 	cc := cfg.Cluster
 	if len(f.endpoints) == 0 {
 		e, err := cluster.StartEmbedded(cluster.EmbeddedConfig{Dir: cc.Embedded.DataDir, Name: cfg.NodeName, Listen: cc.Embedded.Listen})
@@ -145,7 +149,8 @@ func (f *fleet) connect(ctx context.Context) {
 		cli.Close()
 		return
 	}
-	agent, err := cluster.NewAgent(cluster.AgentConfig{Store: store, Node: f.cfg.NodeName, Default: f.cfg.Cache.policy(), Applier: f.app, Logger: f.log})
+	agent, err := cluster.NewAgent(cluster.AgentConfig{Store: store, Node: f.cfg.NodeName, Default: f.cfg.Cache.policy(), DefaultApplied: true,
+		Applier: f.app, Logger: f.log})
 	if err != nil {
 		f.log.Error("fleet agent", "err", err)
 		cli.Close()
@@ -221,11 +226,22 @@ func (f *fleet) join(ctx context.Context) {
 	}
 }
 
+// attach gives the fleet the node's BGP speaker: it announces the node's subnets to
+// the mesh; runMesh then keeps the mesh.
+func (f *fleet) attach(s *bgp.Speaker, k *fib.Kernel) {
+	f.mu.Lock()
+	f.speaker = s
+	f.mu.Unlock()
+	f.announce(s, k)
+}
+
 // runMesh keeps the iBGP mesh equal to the live members (with a mesh address) until
 // ctx ends: a member that dies or leaves is unpeered at once (its routes withdrawn), one
 // that (re)joins is peered.
-func (f *fleet) runMesh(ctx context.Context, s *bgp.Speaker) {
-	f.speaker = s
+func (f *fleet) runMesh(ctx context.Context) {
+	f.mu.Lock()
+	s := f.speaker
+	f.mu.Unlock()
 	self, _ := netip.ParseAddr(f.cfg.Cluster.Mesh.Address)
 	if !self.IsValid() {
 		return
@@ -433,11 +449,11 @@ func (f *fleet) status(ctx context.Context) fleetStatus {
 	st.Etcd.Endpoints, st.Etcd.Embedded = f.endpoints, f.embedded != nil
 	st.Members = f.members.View()
 	f.mu.Lock()
-	store, agent, reg := f.store, f.agent, f.reg
+	store, agent, reg, speaker := f.store, f.agent, f.reg, f.speaker
 	st.MeshLog = slices.Clone(f.meshLog)
 	f.mu.Unlock()
-	if f.speaker != nil {
-		st.Mesh = f.speaker.MeshPeers()
+	if speaker != nil {
+		st.Mesh = speaker.MeshPeers()
 		slices.SortFunc(st.Mesh, func(a, b bgp.PeerStatus) int { return a.Address.Compare(b.Address) })
 	}
 	st.Registered = reg != nil && reg.Registered()

@@ -128,8 +128,8 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	defer fl.close() // runs before BGP stops: the others see this node leave
-	fl.announce(speaker, kernel)
-	go fl.runMesh(ctx, speaker)
+	fl.attach(speaker, kernel)
+	go fl.runMesh(ctx)
 	defer func() {
 		// Bounded: with a full table GoBGP's StopBgp can take minutes (it withdraws
 		// every path first). The sessions close with the process anyway, and detaching

@@ -13,6 +13,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/fibfleet/fibfleet/cache"
 	"github.com/fibfleet/fibfleet/cluster"
+	"github.com/fibfleet/fibfleet/internal/lab"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -277,4 +278,63 @@ func detectOnce(profile string, members, round int) (time.Duration, error) {
 // quietLogger keeps in-process benchmark nodes' logs to warnings and errors.
 func quietLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// KillResult is, per SIGKILL of a real node, how long the slower of the others took
+// to mark it dead, and to remove its iBGP session.
+type KillResult struct {
+	Dead, Unpeered []time.Duration
+}
+
+// MeasureKill runs a fleet of three real node processes (the lab's, with a 3-member
+// etcd of processes and BIRD), then kills n3 with SIGKILL kills times, restarting it
+// and waiting for the fleet to form again in between. As root.
+func MeasureKill(nodeBin, etcdBin, dir string, kills int) (res KillResult, err error) {
+	fl, err := lab.StartFleet(lab.FleetConfig{NodeBinary: nodeBin, EtcdBinary: etcdBin, Dir: dir})
+	if fl != nil {
+		defer func() { err = errors.Join(err, fl.Close()) }()
+	}
+	if err != nil {
+		return res, err
+	}
+	// BIRD's routes and the subnets n1 announces (lab.FleetRoutes: 3 IPv4, 2 IPv6).
+	const routes4, routes6 = 4, 3
+	if err := fl.WaitFormed(2*time.Minute, routes4, routes6); err != nil {
+		return res, err
+	}
+	n3 := fl.Nodes[2]
+	for k := 0; k < kills; k++ {
+		start := time.Now()
+		if err := fl.KillNode(n3); err != nil {
+			return res, err
+		}
+		dead, unpeered := map[string]time.Duration{}, map[string]time.Duration{}
+		for len(dead) < 2 || len(unpeered) < 2 {
+			if time.Since(start) > 30*time.Second {
+				return res, fmt.Errorf("kill %d: after 30 s n3 is dead for %v, unpeered by %v", k+1, dead, unpeered)
+			}
+			for _, n := range fl.Nodes[:2] {
+				v, err := n.View()
+				if err != nil {
+					continue
+				}
+				if _, ok := dead[n.Name]; !ok && v.Member(n3.Name) == "dead" {
+					dead[n.Name] = time.Since(start)
+				}
+				if _, ok := unpeered[n.Name]; !ok && !v.Peered(n3.MeshAddr) {
+					unpeered[n.Name] = time.Since(start)
+				}
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		res.Dead = append(res.Dead, max(dead[fl.Nodes[0].Name], dead[fl.Nodes[1].Name]))
+		res.Unpeered = append(res.Unpeered, max(unpeered[fl.Nodes[0].Name], unpeered[fl.Nodes[1].Name]))
+		if err := fl.StartNode(n3); err != nil {
+			return res, err
+		}
+		if err := fl.WaitFormed(2*time.Minute, routes4, routes6); err != nil {
+			return res, fmt.Errorf("after kill %d: %w", k+1, err)
+		}
+	}
+	return res, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -17,70 +16,6 @@ import (
 	"github.com/fibfleet/fibfleet/internal/lab"
 	"github.com/fibfleet/fibfleet/internal/table"
 )
-
-// fleetView is what a node's GET /api/v1/fleet says.
-type fleetView struct {
-	Node string
-	Etcd struct {
-		Connected bool
-	}
-	Agent struct {
-		Connected bool
-		Epoch     uint32
-		Flushes   uint64
-		Resyncs   uint64
-	}
-	Registered bool
-	Nodes      []cluster.NodeInfo
-	Members    []cluster.Member
-	Applied    map[string]cluster.Applied
-	Mesh       []struct {
-		Address netip.Addr
-		State   string
-	}
-	Digests struct {
-		Agree    bool
-		Majority string
-		Odd      []string
-	}
-}
-
-func (v fleetView) member(name string) string {
-	for _, m := range v.Members {
-		if m.Name == name {
-			return m.State
-		}
-	}
-	return ""
-}
-
-func (v fleetView) established() int {
-	n := 0
-	for _, p := range v.Mesh {
-		if p.State == "established" {
-			n++
-		}
-	}
-	return n
-}
-
-func (v fleetView) peered(a string) bool {
-	for _, p := range v.Mesh {
-		if p.Address.String() == a {
-			return true
-		}
-	}
-	return false
-}
-
-func view(n *lab.FleetNode) (fleetView, error) {
-	var v fleetView
-	b, err := n.Get("/api/v1/fleet")
-	if err != nil {
-		return v, err
-	}
-	return v, json.Unmarshal(b, &v)
-}
 
 // startFleet builds a fleet of three nodes with a three-member etcd of real processes
 // and returns it with a store on that etcd; logs are printed if the test fails.
@@ -132,38 +67,6 @@ func startFleet(t *testing.T, cfg lab.FleetConfig) (*lab.Fleet, *cluster.Store) 
 	return fl, store
 }
 
-// waitFleet waits until every node sees all n members alive, has its mesh sessions
-// established and every node's applied state reports the same digests and routes.
-func waitFleet(t *testing.T, fl *lab.Fleet, timeout time.Duration, routes4, routes6 int) {
-	t.Helper()
-	var last []fleetView
-	err := lab.WaitFor(context.Background(), timeout, "the fleet formed (members, mesh, equal digests)", func() (bool, error) {
-		last = last[:0]
-		for _, n := range fl.Nodes {
-			v, err := view(n)
-			if err != nil {
-				return false, err
-			}
-			last = append(last, v)
-			alive := 0
-			for _, m := range v.Members {
-				if m.State == "alive" {
-					alive++
-				}
-			}
-			if alive != len(fl.Nodes) || v.established() != len(fl.Nodes)-1 || !v.Registered || len(v.Applied) != len(fl.Nodes) ||
-				!v.Digests.Agree || v.Applied[n.Name].Routes != [2]int{routes4, routes6} {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-	if err != nil {
-		b, _ := json.MarshalIndent(last, "", " ")
-		t.Fatalf("%v\nlast views: %s", err, b)
-	}
-}
-
 // TestFleet runs three node processes in namespaces with a three-member etcd of real
 // processes and BIRD peering with n1 only. The fleet forms (gossip, iBGP mesh, equal
 // digests); UDP from behind n2 to prefixes BIRD announced to n1 crosses n2 and n1 in
@@ -179,7 +82,9 @@ func TestFleet(t *testing.T) {
 	n1, n2, n3 := fl.Nodes[0], fl.Nodes[1], fl.Nodes[2]
 	// BIRD's 3 + 2 routes and the two subnets n1 announces to the mesh.
 	const routes4, routes6 = 4, 3
-	waitFleet(t, fl, 90*time.Second, routes4, routes6)
+	if err := fl.WaitFormed(90*time.Second, routes4, routes6); err != nil {
+		t.Fatal(err)
+	}
 
 	sink, err := fl.Listen()
 	if err != nil {
@@ -294,14 +199,14 @@ func TestFleet(t *testing.T) {
 		dead, unpeered := map[string]time.Duration{}, map[string]time.Duration{}
 		for time.Since(start) < 20*time.Second && (len(dead) < 2 || len(unpeered) < 2) {
 			for _, n := range []*lab.FleetNode{n1, n2} {
-				v, err := view(n)
+				v, err := n.View()
 				if err != nil {
 					continue
 				}
-				if _, ok := dead[n.Name]; !ok && v.member(n3.Name) == "dead" {
+				if _, ok := dead[n.Name]; !ok && v.Member(n3.Name) == "dead" {
 					dead[n.Name] = time.Since(start)
 				}
-				if _, ok := unpeered[n.Name]; !ok && !v.peered(n3.MeshAddr) {
+				if _, ok := unpeered[n.Name]; !ok && !v.Peered(n3.MeshAddr) {
 					unpeered[n.Name] = time.Since(start)
 				}
 			}
@@ -316,7 +221,9 @@ func TestFleet(t *testing.T) {
 		if err := fl.StartNode(n3); err != nil {
 			t.Fatal(err)
 		}
-		waitFleet(t, fl, 60*time.Second, routes4, routes6)
+		if err := fl.WaitFormed(60*time.Second, routes4, routes6); err != nil {
+			t.Fatal(err)
+		}
 	})
 
 	t.Run("etcd away: forwarding goes on; back: a resync, not a flush", func(t *testing.T) {
@@ -324,9 +231,9 @@ func TestFleet(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		before := map[string]fleetView{}
+		before := map[string]lab.FleetView{}
 		for _, n := range fl.Nodes {
-			v, err := view(n)
+			v, err := n.View()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -337,7 +244,7 @@ func TestFleet(t *testing.T) {
 		}
 		err = lab.WaitFor(ctx, 20*time.Second, "every node to see etcd gone", func() (bool, error) {
 			for _, n := range fl.Nodes {
-				if v, err := view(n); err != nil || v.Etcd.Connected {
+				if v, err := n.View(); err != nil || v.Etcd.Connected {
 					return false, err
 				}
 			}
@@ -352,7 +259,7 @@ func TestFleet(t *testing.T) {
 		}
 		err = lab.WaitFor(ctx, 60*time.Second, "every node to read etcd again", func() (bool, error) {
 			for _, n := range fl.Nodes {
-				v, err := view(n)
+				v, err := n.View()
 				if err != nil || !v.Agent.Connected || v.Agent.Resyncs <= before[n.Name].Agent.Resyncs {
 					return false, err
 				}
@@ -370,7 +277,7 @@ func TestFleet(t *testing.T) {
 			t.Errorf("etcd's restart moved the epoch from %d (revision %d) to %d (revision %d)", e0, rev0, e1, rev1)
 		}
 		for _, n := range fl.Nodes {
-			v, err := view(n)
+			v, err := n.View()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -391,7 +298,8 @@ func TestFleet(t *testing.T) {
 // which passes it to n2 and n3 over the iBGP mesh: three nodes loading 1.17M routes at
 // once on this 2-core machine. With the tuned gossip profile no live node may be marked
 // dead meanwhile (polled every 250 ms, and any death in any node's log), no mesh
-// session may be removed, and every node ends with the whole table and equal digests.
+// session may be removed or go down, and every node ends with the whole table and
+// equal digests.
 func TestFleetFullTableNoFalseDeaths(t *testing.T) {
 	all, err := table.Real2026()
 	if err != nil {
@@ -454,7 +362,7 @@ func TestFleetFullTableNoFalseDeaths(t *testing.T) {
 		if !ok {
 			return false, nil
 		}
-		v, err := view(fl.Nodes[0])
+		v, err := fl.Nodes[0].View()
 		return err == nil && v.Digests.Agree && len(v.Applied) == 3, err
 	})
 	close(stop)
@@ -473,7 +381,7 @@ func TestFleetFullTableNoFalseDeaths(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, bad := range []string{"member dead", "mesh peer removed"} {
+		for _, bad := range []string{"member dead", "mesh peer removed", "Peer Down"} {
 			if c := strings.Count(string(log), bad); c > 0 {
 				t.Errorf("%s logged %q %d times during the load", n.Name, bad, c)
 			}

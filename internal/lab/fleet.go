@@ -2,6 +2,8 @@ package lab
 
 import (
 	"bufio"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -12,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fibfleet/fibfleet/cluster"
 	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/internal/table"
 )
@@ -447,3 +450,105 @@ func (f *Fleet) Listen() (*Sink, error) { return listen(f.Lab, f.Upstream) }
 
 // Send sends n datagrams from src to dst.
 func (f *Fleet) Send(dst netip.Addr, n int) error { return send(f.Src, dst, n) }
+
+// FleetView is what a node's GET /api/v1/fleet says, as far as tests and benchmarks
+// read it.
+type FleetView struct {
+	Node string
+	Etcd struct {
+		Connected bool
+	}
+	Agent struct {
+		Connected bool
+		Epoch     uint32
+		Flushes   uint64
+		Resyncs   uint64
+	}
+	Registered bool
+	Nodes      []cluster.NodeInfo
+	Members    []cluster.Member
+	Applied    map[string]cluster.Applied
+	Mesh       []struct {
+		Address netip.Addr
+		State   string
+	}
+	Digests struct {
+		Agree    bool
+		Majority string
+		Odd      []string
+	}
+}
+
+// Member is a member's state in the view ("" when unknown).
+func (v FleetView) Member(name string) string {
+	for _, m := range v.Members {
+		if m.Name == name {
+			return m.State
+		}
+	}
+	return ""
+}
+
+// Established counts established mesh sessions.
+func (v FleetView) Established() int {
+	n := 0
+	for _, p := range v.Mesh {
+		if p.State == "established" {
+			n++
+		}
+	}
+	return n
+}
+
+// Peered says whether the node has a mesh peer at address a.
+func (v FleetView) Peered(a string) bool {
+	for _, p := range v.Mesh {
+		if p.Address.String() == a {
+			return true
+		}
+	}
+	return false
+}
+
+// View reads the node's view of its fleet.
+func (n *FleetNode) View() (FleetView, error) {
+	var v FleetView
+	b, err := n.Get("/api/v1/fleet")
+	if err != nil {
+		return v, err
+	}
+	return v, json.Unmarshal(b, &v)
+}
+
+// WaitFormed waits until every node sees all members alive, has its mesh sessions
+// established and is registered, and every node's applied state reports routes4 and
+// routes6 routes and the same digests.
+func (f *Fleet) WaitFormed(timeout time.Duration, routes4, routes6 int) error {
+	var last []FleetView
+	err := WaitFor(context.Background(), timeout, "the fleet formed (members, mesh, equal digests)", func() (bool, error) {
+		last = last[:0]
+		for _, n := range f.Nodes {
+			v, err := n.View()
+			if err != nil {
+				return false, err
+			}
+			last = append(last, v)
+			alive := 0
+			for _, m := range v.Members {
+				if m.State == "alive" {
+					alive++
+				}
+			}
+			if alive != len(f.Nodes) || v.Established() != len(f.Nodes)-1 || !v.Registered || len(v.Applied) != len(f.Nodes) ||
+				!v.Digests.Agree || v.Applied[n.Name].Routes != [2]int{routes4, routes6} {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		b, _ := json.MarshalIndent(last, "", " ")
+		return fmt.Errorf("%w\nlast views: %s", err, b)
+	}
+	return nil
+}

@@ -50,10 +50,14 @@ func main() {
 	flushes := flag.Int("flushes", 200, "flushes per fleet size (with -flush)")
 	detect := flag.Bool("detect", false, "measure failure detection (a crashed gossip member marked dead by all others), tuned profile against memberlist's LAN defaults, instead")
 	crashes := flag.Int("crashes", 15, "crashes per profile (with -detect)")
+	kill := flag.Bool("kill", false, "SIGKILL a real node of a three-node fleet (namespaces, etcd, BIRD) and time its death and unpeering by the others, instead")
+	kills := flag.Int("kills", 10, "kills (with -kill)")
 	cacheModes := flag.Bool("cache", false, "measure the destination cache (floods; off vs fixed 512 vs auto over flows to D destinations) in front of each FIB instead; -png takes a %s for the FIB's name")
 	flag.Parse()
 	var err error
-	if *flush {
+	if *kill {
+		err = runKill(*kills)
+	} else if *flush {
 		err = runFlush(*flushes)
 	} else if *detect {
 		err = runDetect(*crashes)
@@ -495,8 +499,8 @@ func runFlush(flushes int) error {
 	}
 	defer os.RemoveAll(dir)
 	bin := dir + "/etcd"
-	if out, err := exec.Command("go", "build", "-o", bin, "go.etcd.io/etcd/server/v3").CombinedOutput(); err != nil {
-		return fmt.Errorf("go build the etcd server (run from the repository root): %w\n%s", err, out)
+	if err := goBuild(bin, "go.etcd.io/etcd/server/v3"); err != nil {
+		return err
 	}
 	etcd, err := lab.StartEtcdCluster(bin, dir, 3)
 	if err != nil {
@@ -532,6 +536,43 @@ func runDetect(crashes int) error {
 			return err
 		}
 		fmt.Printf("| %s | %.2f s | %.2f s | %.2f s |\n", p, bench.Percentile(ds, 50).Seconds(), bench.Percentile(ds, 100).Seconds(), bench.Percentile(ds, 0).Seconds())
+	}
+	return nil
+}
+
+func goBuild(out, pkg string) error {
+	if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s (run from the repository root): %w\n%s", pkg, err, b)
+	}
+	return nil
+}
+
+// runKill kills a real node of a three-node fleet again and again.
+func runKill(kills int) error {
+	dir, err := os.MkdirTemp("", "fibbench-kill-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	node, etcd := dir+"/fibfleet-node", dir+"/etcd"
+	if err := goBuild(node, "./cmd/node"); err != nil {
+		return err
+	}
+	if err := goBuild(etcd, "go.etcd.io/etcd/server/v3"); err != nil {
+		return err
+	}
+	res, err := bench.MeasureKill(node, etcd, dir, kills)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nA real node SIGKILLed %d times in a fleet of three (tuned gossip); the slower of the other two, polled every 10 ms through their API\n\n", kills)
+	fmt.Println("| | p50 | max | min |")
+	fmt.Println("|---|---|---|---|")
+	for _, r := range []struct {
+		what string
+		ds   []time.Duration
+	}{{"marked dead", res.Dead}, {"iBGP session removed", res.Unpeered}} {
+		fmt.Printf("| %s | %.2f s | %.2f s | %.2f s |\n", r.what, bench.Percentile(r.ds, 50).Seconds(), bench.Percentile(r.ds, 100).Seconds(), bench.Percentile(r.ds, 0).Seconds())
 	}
 	return nil
 }
