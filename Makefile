@@ -35,7 +35,7 @@ test: deps
 	$(GO) mod download
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./...
 	@log=$$(mktemp); \
-	$(GO) test -count=1 -v ./... > $$log 2>&1; status=$$?; \
+	$(GO) test -count=1 -timeout 45m -v ./... > $$log 2>&1; status=$$?; \
 	grep -E '^\s*--- (PASS|FAIL|SKIP)|^(ok|FAIL|panic:)|^\s+\S+_test\.go:[0-9]+:' $$log; \
 	if [ $$status != 0 ]; then echo "--- full log of the failed run:"; tail -n 200 $$log; fi; \
 	echo "$$(grep -cE '^\s*--- PASS' $$log) passed, $$(grep -cE '^\s*--- FAIL' $$log) failed, $$(grep -cE '^\s*--- SKIP' $$log) skipped"; \
