@@ -18,6 +18,7 @@ import (
 	"github.com/fibfleet/fibfleet/cluster"
 	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/fib"
+	"github.com/fibfleet/fibfleet/internal/nodeapi"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -40,16 +41,7 @@ type fleet struct {
 	agent *cluster.Agent
 	reg   *cluster.Registration
 	// meshLog holds the mesh's last changes, for the node API.
-	meshLog []meshChange
-}
-
-// meshChange is one mesh peer added or removed, and why.
-type meshChange struct {
-	At     time.Time `json:"at"`
-	Node   string    `json:"node"`
-	Peer   string    `json:"peer"`
-	Action string    `json:"action"` // add, remove
-	Reason string    `json:"reason"`
+	meshLog []nodeapi.MeshChange
 }
 
 // nodeApplier applies the fleet's decisions to this node's dataplane and cache.
@@ -308,7 +300,7 @@ func (f *fleet) noteMesh(node string, peer netip.Addr, action, reason string) {
 	f.log.Info("mesh peer "+map[string]string{"add": "added", "remove": "removed"}[action], "member", node, "peer", peer, "reason", reason)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.meshLog = append(f.meshLog, meshChange{At: time.Now(), Node: node, Peer: peer.String(), Action: action, Reason: reason})
+	f.meshLog = append(f.meshLog, nodeapi.MeshChange{At: time.Now(), Node: node, Peer: peer.String(), Action: action, Reason: reason})
 	if len(f.meshLog) > 32 {
 		f.meshLog = f.meshLog[len(f.meshLog)-32:]
 	}
@@ -385,36 +377,8 @@ func (f *fleet) close() {
 	}
 }
 
-// fleetStatus is the node API's view of the fleet (GET /api/v1/fleet).
-type fleetStatus struct {
-	Node    string `json:"node"`
-	Cluster string `json:"cluster"`
-	Etcd    struct {
-		Endpoints []string `json:"endpoints"`
-		Embedded  bool     `json:"embedded"`
-		Connected bool     `json:"connected"`
-		Error     string   `json:"error,omitempty"`
-	} `json:"etcd"`
-	Agent      cluster.AgentStatus        `json:"agent"`
-	Registered bool                       `json:"registered"`
-	Nodes      []cluster.NodeInfo         `json:"nodes"`
-	Members    []cluster.Member           `json:"members"`
-	Applied    map[string]cluster.Applied `json:"applied"`
-	Mesh       []bgp.PeerStatus           `json:"mesh"`
-	MeshLog    []meshChange               `json:"mesh_changes"`
-	Digests    digestAgreement            `json:"digests"`
-}
-
-// digestAgreement compares the FIB digests the registered nodes reported.
-type digestAgreement struct {
-	Agree bool `json:"agree"`
-	// Majority is the digest pair most nodes report; Odd are the nodes that report
-	// another (still loading, or a table that differs).
-	Majority string   `json:"majority"`
-	Odd      []string `json:"odd,omitempty"`
-}
-
-func agreement(applied map[string]cluster.Applied, nodes []cluster.NodeInfo) digestAgreement {
+// agreement compares the FIB digests the registered nodes reported.
+func agreement(applied map[string]cluster.Applied, nodes []cluster.NodeInfo) nodeapi.DigestAgreement {
 	count := map[string]int{}
 	of := map[string]string{}
 	for _, n := range nodes {
@@ -426,7 +390,7 @@ func agreement(applied map[string]cluster.Applied, nodes []cluster.NodeInfo) dig
 		of[n.Name] = d
 		count[d]++
 	}
-	var out digestAgreement
+	var out nodeapi.DigestAgreement
 	best := 0
 	for d, c := range count {
 		if c > best || c == best && d < out.Majority {
@@ -443,8 +407,8 @@ func agreement(applied map[string]cluster.Applied, nodes []cluster.NodeInfo) dig
 	return out
 }
 
-func (f *fleet) status(ctx context.Context) fleetStatus {
-	var st fleetStatus
+func (f *fleet) status(ctx context.Context) nodeapi.Fleet {
+	var st nodeapi.Fleet
 	st.Node, st.Cluster = f.cfg.NodeName, f.cfg.Cluster.Name
 	st.Etcd.Endpoints, st.Etcd.Embedded = f.endpoints, f.embedded != nil
 	st.Members = f.members.View()
@@ -453,8 +417,7 @@ func (f *fleet) status(ctx context.Context) fleetStatus {
 	st.MeshLog = slices.Clone(f.meshLog)
 	f.mu.Unlock()
 	if speaker != nil {
-		st.Mesh = speaker.MeshPeers()
-		slices.SortFunc(st.Mesh, func(a, b bgp.PeerStatus) int { return a.Address.Compare(b.Address) })
+		st.Mesh = sessions(speaker.MeshPeers())
 	}
 	st.Registered = reg != nil && reg.Registered()
 	if agent != nil {
@@ -478,4 +441,14 @@ func (f *fleet) status(ctx context.Context) fleetStatus {
 	}
 	st.Digests = agreement(st.Applied, st.Nodes)
 	return st
+}
+
+// sessions turns the speaker's peers into the API's sessions, by address.
+func sessions(ps []bgp.PeerStatus) []nodeapi.Session {
+	out := make([]nodeapi.Session, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, nodeapi.Session{Neighbor: p.Address, ASN: p.ASN, State: p.State, Mesh: p.Mesh})
+	}
+	slices.SortFunc(out, func(a, b nodeapi.Session) int { return a.Neighbor.Compare(b.Neighbor) })
+	return out
 }

@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fibfleet/fibfleet/cluster"
+	"github.com/fibfleet/fibfleet/internal/nodeapi"
 	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/internal/table"
 )
@@ -451,64 +451,8 @@ func (f *Fleet) Listen() (*Sink, error) { return listen(f.Lab, f.Upstream) }
 // Send sends n datagrams from src to dst.
 func (f *Fleet) Send(dst netip.Addr, n int) error { return send(f.Src, dst, n) }
 
-// FleetView is what a node's GET /api/v1/fleet says, as far as tests and benchmarks
-// read it.
-type FleetView struct {
-	Node string
-	Etcd struct {
-		Connected bool
-	}
-	Agent struct {
-		Connected bool
-		Epoch     uint32
-		Flushes   uint64
-		Resyncs   uint64
-	}
-	Registered bool
-	Nodes      []cluster.NodeInfo
-	Members    []cluster.Member
-	Applied    map[string]cluster.Applied
-	Mesh       []struct {
-		Address netip.Addr
-		State   string
-	}
-	Digests struct {
-		Agree    bool
-		Majority string
-		Odd      []string
-	}
-}
-
-// Member is a member's state in the view ("" when unknown).
-func (v FleetView) Member(name string) string {
-	for _, m := range v.Members {
-		if m.Name == name {
-			return m.State
-		}
-	}
-	return ""
-}
-
-// Established counts established mesh sessions.
-func (v FleetView) Established() int {
-	n := 0
-	for _, p := range v.Mesh {
-		if p.State == "established" {
-			n++
-		}
-	}
-	return n
-}
-
-// Peered says whether the node has a mesh peer at address a.
-func (v FleetView) Peered(a string) bool {
-	for _, p := range v.Mesh {
-		if p.Address.String() == a {
-			return true
-		}
-	}
-	return false
-}
+// FleetView is what a node's GET /api/v1/fleet says.
+type FleetView = nodeapi.Fleet
 
 // View reads the node's view of its fleet.
 func (n *FleetNode) View() (FleetView, error) {

@@ -1,0 +1,152 @@
+// Package nodeapi holds the JSON documents of the node's HTTP API: the node serves
+// them and ctl reads them, so both agree on one definition.
+package nodeapi
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/fibfleet/fibfleet/cluster"
+)
+
+// Status is GET /api/v1/status: one node at a glance, what `ctl status` and `ctl top`
+// show.
+type Status struct {
+	Node    string    `json:"node"`
+	Version string    `json:"version"`
+	Started time.Time `json:"started"`
+	// Sessions are the BGP sessions (upstreams and mesh).
+	Sessions []Session `json:"sessions"`
+	// Routes and Digests per family: IPv4, IPv6.
+	Routes  [2]int    `json:"routes"`
+	Digests [2]string `json:"digests"`
+	// Epoch is the flush epoch the dataplane runs at.
+	Epoch uint32 `json:"epoch"`
+	// EtcdConnected says whether the node's agent reaches etcd; PolicySource where
+	// the cache policy in force comes from (node, fleet, config).
+	EtcdConnected bool   `json:"etcd_connected"`
+	PolicySource  string `json:"policy_source"`
+	// Members is the fleet as this node's gossip sees it.
+	Members []cluster.Member `json:"members"`
+	// Cache is per family (ipv4, ipv6).
+	Cache []CacheFamily `json:"cache"`
+	// Packets are the XDP program's totals; PPS and ForwardedPPS are the rates over
+	// the last second.
+	Packets      Packets `json:"packets"`
+	PPS          float64 `json:"pps"`
+	ForwardedPPS float64 `json:"forwarded_pps"`
+}
+
+// Session is one BGP session.
+type Session struct {
+	Neighbor netip.Addr `json:"neighbor"`
+	ASN      uint32     `json:"asn"`
+	State    string     `json:"state"`
+	Mesh     bool       `json:"mesh"`
+}
+
+// Packets are the XDP program's frame totals: forwarded (both families), passed to
+// the kernel (every reason), dropped.
+type Packets struct {
+	Forwarded uint64 `json:"forwarded"`
+	Passed    uint64 `json:"passed"`
+	Dropped   uint64 `json:"dropped"`
+}
+
+// CacheFamily is one family's destination cache.
+type CacheFamily struct {
+	Family  string `json:"family"`
+	Mode    string `json:"mode"`
+	Entries int    `json:"entries"`
+	// HitRate is the last interval's.
+	HitRate float64 `json:"hit_rate"`
+	// Totals since the program loaded.
+	Lookups   uint64 `json:"lookups"`
+	Hits      uint64 `json:"hits"`
+	Misses    uint64 `json:"misses"`
+	Stale     uint64 `json:"stale"`
+	Refused   uint64 `json:"refused"`
+	Evictions uint64 `json:"evictions"`
+}
+
+// Lookup is GET /api/v1/lookup?addr=: the route a destination matches and whether
+// the destination cache holds it.
+type Lookup struct {
+	Addr    netip.Addr   `json:"addr"`
+	Found   bool         `json:"found"`
+	Prefix  netip.Prefix `json:"prefix,omitzero"`
+	Nexthop netip.Addr   `json:"nexthop,omitzero"`
+	// CachedCPUs is on how many CPUs the cache holds a fresh entry for it;
+	// StaleCPUs, an entry of an old epoch or route generation.
+	CachedCPUs int `json:"cached_cpus"`
+	StaleCPUs  int `json:"stale_cpus"`
+}
+
+// Fleet is GET /api/v1/fleet: the node's view of its fleet.
+type Fleet struct {
+	Node    string `json:"node"`
+	Cluster string `json:"cluster"`
+	Etcd    struct {
+		Endpoints []string `json:"endpoints"`
+		Embedded  bool     `json:"embedded"`
+		Connected bool     `json:"connected"`
+		Error     string   `json:"error,omitempty"`
+	} `json:"etcd"`
+	Agent      cluster.AgentStatus        `json:"agent"`
+	Registered bool                       `json:"registered"`
+	Nodes      []cluster.NodeInfo         `json:"nodes"`
+	Members    []cluster.Member           `json:"members"`
+	Applied    map[string]cluster.Applied `json:"applied"`
+	Mesh       []Session                  `json:"mesh"`
+	MeshLog    []MeshChange               `json:"mesh_changes"`
+	Digests    DigestAgreement            `json:"digests"`
+}
+
+// MeshChange is one mesh peer added or removed, and why.
+type MeshChange struct {
+	At     time.Time `json:"at"`
+	Node   string    `json:"node"`
+	Peer   string    `json:"peer"`
+	Action string    `json:"action"` // add, remove
+	Reason string    `json:"reason"`
+}
+
+// DigestAgreement compares the FIB digests the registered nodes reported.
+type DigestAgreement struct {
+	Agree bool `json:"agree"`
+	// Majority is the digest pair (IPv4/IPv6) most nodes report; Odd are the nodes
+	// that report another (still loading, or a table that differs).
+	Majority string   `json:"majority"`
+	Odd      []string `json:"odd,omitempty"`
+}
+
+// Member is a member's state in the view ("" when unknown).
+func (f Fleet) Member(name string) string {
+	for _, m := range f.Members {
+		if m.Name == name {
+			return m.State
+		}
+	}
+	return ""
+}
+
+// Established counts established mesh sessions.
+func (f Fleet) Established() int {
+	n := 0
+	for _, p := range f.Mesh {
+		if p.State == "established" {
+			n++
+		}
+	}
+	return n
+}
+
+// Peered says whether the node has a mesh peer at address a.
+func (f Fleet) Peered(a string) bool {
+	for _, p := range f.Mesh {
+		if p.Neighbor.String() == a {
+			return true
+		}
+	}
+	return false
+}
