@@ -36,8 +36,8 @@ type AgentConfig struct {
 	// a node must: it forwards, with its config's cache, while etcd is away); else
 	// Run applies it first.
 	DefaultApplied bool
-	Applier Applier
-	Logger  *slog.Logger
+	Applier        Applier
+	Logger         *slog.Logger
 	// ReportEvery is how often the applied state is written again when it changed
 	// (cache geometry, digests, routes; default 5 s). Epochs and policies are
 	// reported as soon as they are applied.
