@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -369,4 +371,27 @@ func readStats(m *ebpf.Map) (Stats, error) {
 		}
 	}
 	return s, nil
+}
+
+// Cached says on how many CPUs the forwarding program's destination cache holds a
+// destination: fresh (the next packet to it hits) or stale (an entry of an old epoch,
+// or of a route that changed since). It reads the cache without touching it.
+func (d *Dataplane) Cached(a netip.Addr) (fresh, stale int, err error) {
+	var gen uint32
+	if a.Is4() {
+		t, err := d.V4Tables()
+		if err != nil {
+			return 0, 0, err
+		}
+		b := a.As4()
+		gen = atomic.LoadUint32(&t.Gen16[uint32(b[0])<<8|uint32(b[1])])
+	} else {
+		t, err := d.V6Tables()
+		if err != nil {
+			return 0, 0, err
+		}
+		b := a.As16()
+		gen = atomic.LoadUint32(&t.Gen[Gen6Region(binary.BigEndian.Uint32(b[:4]))])
+	}
+	return d.cache.cached(a.Unmap(), gen)
 }

@@ -1,10 +1,12 @@
 package dataplane
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"math/bits"
+	"net/netip"
 	"sync"
 
 	"github.com/cilium/ebpf"
@@ -323,4 +325,94 @@ func (c *Cache) close() {
 			c.inner[i] = nil
 		}
 	}
+}
+
+// dc4Set and dc6Set mirror struct dc4_set and struct dc6_set.
+type dc4Set [4]struct{ Key, Answer, Gen, Epoch uint32 }
+type dc6Set [4]struct {
+	Key                      [4]uint32
+	Answer, Gen, Epoch, Hash uint32
+}
+
+// dcHash32 is dc_hash32: MurmurHash3's finalizer.
+func dcHash32(x uint32) uint32 {
+	x ^= x >> 16
+	x *= 0x85ebca6b
+	x ^= x >> 13
+	x *= 0xc2b2ae35
+	x ^= x >> 16
+	return x
+}
+
+// cached counts the CPUs whose set holds destination a: fresh (its epoch and its
+// region's generation gen are current) or stale. It reads each CPU's set and writes
+// nothing (no counters, no admission).
+func (c *Cache) cached(a netip.Addr, gen uint32) (fresh, stale int, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f := IPv4
+	if a.Is6() {
+		f = IPv6
+	}
+	inner := c.inner[f]
+	if inner == nil {
+		return 0, 0, nil // off
+	}
+	var k dcConfig
+	zero := uint32(0)
+	if err := c.ctl.Lookup(&zero, &k); err != nil {
+		return 0, 0, fmt.Errorf("dataplane: read the cache's geometry: %w", err)
+	}
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		return 0, 0, err
+	}
+	// The set index, as the program computes it (dc_hash32 of the host-order IPv4
+	// address; dc_hash6 of the IPv6 address's four words as they lie in memory).
+	var h uint32
+	var key6 [4]uint32
+	if f == IPv4 {
+		b := a.As4()
+		h = dcHash32(binary.BigEndian.Uint32(b[:]))
+	} else {
+		b := a.As16()
+		for i := range key6 {
+			key6[i] = binary.NativeEndian.Uint32(b[4*i:])
+		}
+		h = dcHash32(key6[0] ^ dcHash32(key6[1]^dcHash32(key6[2]^dcHash32(key6[3]))))
+	}
+	fam := k.Fam[f]
+	for cpu := 0; cpu < cpus; cpu++ {
+		idx := uint32(cpu)<<fam.Shift | h&fam.Mask
+		var hit, old bool
+		if f == IPv4 {
+			var s dc4Set
+			if err := inner.Lookup(&idx, &s); err != nil {
+				return 0, 0, fmt.Errorf("dataplane: read cache set %d: %w", idx, err)
+			}
+			b := a.As4()
+			for _, w := range s {
+				if w.Key == binary.BigEndian.Uint32(b[:]) && w.Answer != 0 {
+					hit, old = hit || w.Epoch == k.Epoch && w.Gen == gen, old || w.Epoch != k.Epoch || w.Gen != gen
+				}
+			}
+		} else {
+			var s dc6Set
+			if err := inner.Lookup(&idx, &s); err != nil {
+				return 0, 0, fmt.Errorf("dataplane: read cache set %d: %w", idx, err)
+			}
+			for _, w := range s {
+				if w.Key == key6 && w.Answer != 0 {
+					hit, old = hit || w.Epoch == k.Epoch && w.Gen == gen, old || w.Epoch != k.Epoch || w.Gen != gen
+				}
+			}
+		}
+		switch {
+		case hit:
+			fresh++
+		case old:
+			stale++
+		}
+	}
+	return fresh, stale, nil
 }

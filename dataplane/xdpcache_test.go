@@ -48,15 +48,16 @@ func TestForwardingCache(t *testing.T) {
 	}()
 	families := []struct {
 		f     Family
+		dst   netip.Addr
 		frame func() []byte
 		// route points the destination's route at nexthop id; bump tells the cache.
 		route func(id uint32)
 		bump  func()
 	}{
-		{IPv4, func() []byte { return frame(frameOpts{dst: dst4, payload: 20}) },
+		{IPv4, dst4, func() []byte { return frame(frameOpts{dst: dst4, payload: 20}) },
 			func(id uint32) { t4.Tbl24[a4>>8] = id; compressTbl24(t4) },
 			func() { t4.Gen16[a4>>16]++ }},
-		{IPv6, func() []byte { return frame6(frame6Opts{dst: dst6, payload: 20}) },
+		{IPv6, netip.MustParseAddr(dst6), func() []byte { return frame6(frame6Opts{dst: dst6, payload: 20}) },
 			func(id uint32) { t6.Buckets[slot6] = id },
 			func() { t6.Gen[Gen6Region(0x20010db8)]++ }},
 	}
@@ -96,13 +97,24 @@ func TestForwardingCache(t *testing.T) {
 					t.Fatalf("%s: %+v, want %d lookups, %d hits, %d misses, %d stale", what, got, lookups, hits, misses, stale)
 				}
 			}
+			// cached checks what Cached reads of the cache (on this subtest's CPU).
+			cached := func(what string, fresh, stale int) {
+				t.Helper()
+				f, s, err := d.Cached(fam.dst)
+				if err != nil || f != fresh || s != stale {
+					t.Fatalf("%s: Cached = %d fresh, %d stale (%v); want %d, %d", what, f, s, err, fresh, stale)
+				}
+			}
+			cached("empty cache", 0, 0)
 			want("ten frames to one destination", send(10, gwMAC, false), 10, 9, 1, 0)
+			cached("after ten frames", 1, 0)
 
 			// The route moves to nexthop 5 (VLAN 100) without the cache being told:
 			// the cache still answers nexthop 1 (it is on the path).
 			fam.route(5)
 			want("route changed, generation not bumped", send(3, gwMAC, false), 3, 3, 0, 0)
 			fam.bump()
+			cached("generation bumped", 0, 1)
 			want("generation bumped", send(3, gwMAC, true), 3, 2, 0, 1)
 
 			// A neighbour's new MAC: hits use it at once.
@@ -121,6 +133,7 @@ func TestForwardingCache(t *testing.T) {
 			if _, err := c.Flush(); err != nil {
 				t.Fatal(err)
 			}
+			cached("flushed", 0, 1)
 			want("flushed", send(2, gwMAC, false), 2, 1, 0, 1)
 			if err := c.Resize(fam.f, 256); err != nil {
 				t.Fatal(err)
@@ -130,6 +143,7 @@ func TestForwardingCache(t *testing.T) {
 				t.Fatal(err)
 			}
 			want("off", send(3, gwMAC, false), 3, 0, 0, 0)
+			cached("off", 0, 0)
 		})
 	}
 }
