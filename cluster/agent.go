@@ -49,9 +49,12 @@ type AgentConfig struct {
 
 // AgentStatus is what the agent applied and whether etcd answers.
 type AgentStatus struct {
-	Connected      bool         `json:"connected"`
-	LastError      string       `json:"last_error,omitempty"`
-	Epoch          uint32       `json:"epoch"`
+	Connected bool   `json:"connected"`
+	LastError string `json:"last_error,omitempty"`
+	Epoch     uint32 `json:"epoch"`
+	// NodeEpoch is the node's own epoch (flushes of this node alone); the
+	// dataplane runs at Epoch + NodeEpoch.
+	NodeEpoch      uint32       `json:"node_epoch"`
 	Policy         cache.Policy `json:"policy"`
 	PolicySource   Source       `json:"policy_source"`
 	PolicyRevision int64        `json:"policy_revision"`
@@ -157,17 +160,20 @@ func (a *Agent) keys() (epoch, fleet, node string) {
 	return s.prefix + "epoch", s.policyKey(""), s.policyKey(a.cfg.Node)
 }
 
+func (a *Agent) nodeEpochKey() string { return a.cfg.Store.nodeEpochKey(a.cfg.Node) }
+
 // sync reads the epoch and both policies at one revision, applies what differs and
 // reports; it returns the revision read.
 func (a *Agent) sync(ctx context.Context) (int64, error) {
 	ek, fk, nk := a.keys()
 	tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	resp, err := a.cfg.Store.cli.Txn(tctx).Then(clientv3.OpGet(ek), clientv3.OpGet(fk), clientv3.OpGet(nk)).Commit()
+	nek := a.nodeEpochKey()
+	resp, err := a.cfg.Store.cli.Txn(tctx).Then(clientv3.OpGet(ek), clientv3.OpGet(fk), clientv3.OpGet(nk), clientv3.OpGet(nek)).Commit()
 	if err != nil {
 		return 0, fmt.Errorf("cluster: read the fleet's epoch and policies: %w", err)
 	}
-	var epoch epochDoc
+	var epoch, own epochDoc
 	var fleet, node *versioned
 	for i, r := range resp.Responses {
 		kvs := r.GetResponseRange().Kvs
@@ -183,6 +189,10 @@ func (a *Agent) sync(ctx context.Context) (int64, error) {
 			fleet = a.decodePolicy(kvs[0].Value, kvs[0].ModRevision, fk)
 		case 2:
 			node = a.decodePolicy(kvs[0].Value, kvs[0].ModRevision, nk)
+		case 3:
+			if err := decode(kvs[0].Value, &own, nek); err != nil {
+				a.log.Error("the node's epoch key is unreadable: ignored", "err", err)
+			}
 		}
 	}
 	a.mu.Lock()
@@ -194,7 +204,7 @@ func (a *Agent) sync(ctx context.Context) (int64, error) {
 	if !was {
 		a.log.Info("etcd answers: following the fleet's epoch and cache policy", "revision", resp.Header.Revision)
 	}
-	a.applyEpoch(epoch.Epoch)
+	a.applyEpoch(epoch.Epoch, own.Epoch)
 	a.applyPolicy()
 	a.report(ctx, true)
 	return resp.Header.Revision, nil
@@ -224,7 +234,9 @@ func (a *Agent) follow(ctx context.Context, rev int64) error {
 	defer cancel()
 	ek, fk, nk := a.keys()
 	cli := a.cfg.Store.cli
-	epochs := cli.Watch(wctx, ek, clientv3.WithRev(rev+1))
+	nek := a.nodeEpochKey()
+	// The fleet's epoch and every node's own (this node's is picked out below).
+	epochs := cli.Watch(wctx, ek, clientv3.WithPrefix(), clientv3.WithRev(rev+1))
 	policies := cli.Watch(wctx, fk, clientv3.WithPrefix(), clientv3.WithRev(rev+1))
 	check := time.NewTicker(a.cfg.CheckEvery)
 	defer check.Stop()
@@ -250,17 +262,33 @@ func (a *Agent) follow(ctx context.Context, rev int64) error {
 			if !ok || resp.Err() != nil {
 				return watchErr(resp, ok)
 			}
+			changed := false
 			for _, ev := range resp.Events {
+				k := string(ev.Kv.Key)
+				if k != ek && k != nek {
+					continue // another node's epoch
+				}
 				var d epochDoc
 				if ev.Type == clientv3.EventTypePut {
-					if err := decode(ev.Kv.Value, &d, ek); err != nil {
-						a.log.Error("the fleet's epoch key is unreadable: ignored", "err", err)
+					if err := decode(ev.Kv.Value, &d, k); err != nil {
+						a.log.Error("an epoch key is unreadable: ignored", "key", k, "err", err)
 						continue
 					}
 				}
-				a.applyEpoch(d.Epoch)
+				a.mu.Lock()
+				fleet, own := a.status.Epoch, a.status.NodeEpoch
+				a.mu.Unlock()
+				if k == ek {
+					fleet = d.Epoch
+				} else {
+					own = d.Epoch
+				}
+				a.applyEpoch(fleet, own)
+				changed = true
 			}
-			a.report(ctx, true)
+			if changed {
+				a.report(ctx, true)
+			}
 		case resp, ok := <-policies:
 			if !ok || resp.Err() != nil {
 				return watchErr(resp, ok)
@@ -299,29 +327,30 @@ func watchErr(resp clientv3.WatchResponse, ok bool) error {
 	return fmt.Errorf("cluster: the watch of the fleet's keys failed: %w", resp.Err())
 }
 
-// applyEpoch sets the dataplane's epoch when it differs from the one applied.
-func (a *Agent) applyEpoch(e uint32) {
+// applyEpoch sets the dataplane's epoch to the fleet's plus the node's own when either
+// differs from the one applied: a change of either is a flush.
+func (a *Agent) applyEpoch(fleet, own uint32) {
 	a.mu.Lock()
-	same := a.applied && a.status.Epoch == e
+	same := a.applied && a.status.Epoch == fleet && a.status.NodeEpoch == own
 	first := !a.applied
 	a.mu.Unlock()
 	if same {
 		return
 	}
-	if err := a.cfg.Applier.ApplyEpoch(e); err != nil {
-		a.log.Error("apply the fleet's flush epoch to the dataplane", "epoch", e, "err", err)
+	if err := a.cfg.Applier.ApplyEpoch(fleet + own); err != nil {
+		a.log.Error("apply the flush epoch to the dataplane", "epoch", fleet, "node_epoch", own, "err", err)
 		return
 	}
 	a.mu.Lock()
-	a.status.Epoch, a.applied = e, true
+	a.status.Epoch, a.status.NodeEpoch, a.applied = fleet, own, true
 	if !first {
 		a.status.Flushes++
 	}
 	a.mu.Unlock()
 	if first {
-		a.log.Info("fleet epoch applied", "epoch", e)
+		a.log.Info("fleet epoch applied", "epoch", fleet, "node_epoch", own)
 	} else {
-		a.log.Info("fleet flush applied: cached destinations of earlier epochs are stale", "epoch", e)
+		a.log.Info("fleet flush applied: cached destinations of earlier epochs are stale", "epoch", fleet, "node_epoch", own)
 	}
 }
 
@@ -358,7 +387,7 @@ func (a *Agent) applyPolicy() {
 // else only when it changed.
 func (a *Agent) report(ctx context.Context, now bool) {
 	a.mu.Lock()
-	st := Applied{Node: a.cfg.Node, Epoch: a.status.Epoch}
+	st := Applied{Node: a.cfg.Node, Epoch: a.status.Epoch, NodeEpoch: a.status.NodeEpoch}
 	st.SetPolicy(a.status.Policy, a.status.PolicySource, a.status.PolicyRevision)
 	last := a.reported
 	a.mu.Unlock()

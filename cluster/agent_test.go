@@ -128,15 +128,28 @@ func TestAgentFollowsFleet(t *testing.T) {
 	if err != nil || len(acks) != 1 || len(miss) != 0 {
 		t.Fatalf("flush %d: acknowledged by %v, missing %v (%v)", e, acks, miss, err)
 	}
+	// A flush of this node alone: its dataplane runs at the fleet's epoch plus its
+	// own; another node's changes nothing here.
+	if _, err := s.FlushNode(c, "r2"); err != nil {
+		t.Fatal(err)
+	}
+	ne, err := s.FlushNode(c, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	acks, miss, err = s.WaitAppliedFunc(c, []string{"r1"}, func(a Applied) bool { return a.NodeEpoch >= ne })
+	if err != nil || len(acks) != 1 || len(miss) != 0 {
+		t.Fatalf("node flush %d: acknowledged by %v, missing %v (%v)", ne, acks, miss, err)
+	}
 	epochs, policies := rec.calls()
-	if !slices.Equal(epochs, []uint32{0, 1}) {
-		t.Errorf("epochs applied %v, want [0 1]", epochs)
+	if !slices.Equal(epochs, []uint32{0, 1, 2}) {
+		t.Errorf("epochs applied %v, want [0 1 2] (the fleet's 1, then 1 + the node's 1)", epochs)
 	}
 	if want := []cache.Policy{def, fleet, own, fleet}; !slices.Equal(policies, want) {
 		t.Errorf("policies applied %+v, want %+v (each once)", policies, want)
 	}
-	if st := a.Status(); st.Flushes != 1 || !st.Connected {
-		t.Errorf("status %+v: want 1 flush, connected", st)
+	if st := a.Status(); st.Flushes != 2 || st.Epoch != 1 || st.NodeEpoch != 1 || !st.Connected {
+		t.Errorf("status %+v: want 2 flushes, epoch 1, node epoch 1, connected", st)
 	}
 }
 

@@ -180,17 +180,42 @@ func (s *Store) Epoch(ctx context.Context) (uint32, int64, error) {
 // Flush bumps the fleet's epoch by one, with compare-and-swap (retried when another
 // flush won the race), and returns the new epoch: every node's cached entries of the
 // old epoch are stale once it applies it.
-func (s *Store) Flush(ctx context.Context) (uint32, error) {
+func (s *Store) Flush(ctx context.Context) (uint32, error) { return s.bump(ctx, s.prefix+"epoch") }
+
+func (s *Store) nodeEpochKey(node string) string { return s.prefix + "epoch/nodes/" + node }
+
+// FlushNode bumps one node's own epoch (its dataplane runs at the fleet's epoch plus
+// its own): a flush of that node alone.
+func (s *Store) FlushNode(ctx context.Context, node string) (uint32, error) {
+	if err := checkNode(node); err != nil {
+		return 0, err
+	}
+	return s.bump(ctx, s.nodeEpochKey(node))
+}
+
+// NodeEpoch is a node's own epoch (0 before its first flush) and its revision.
+func (s *Store) NodeEpoch(ctx context.Context, node string) (uint32, int64, error) {
+	if err := checkNode(node); err != nil {
+		return 0, 0, err
+	}
+	var d epochDoc
+	rev, err := s.get(ctx, s.nodeEpochKey(node), &d)
+	return d.Epoch, rev, err
+}
+
+// bump increments an epoch key with compare-and-swap, retried on conflict.
+func (s *Store) bump(ctx context.Context, key string) (uint32, error) {
 	for {
-		e, rev, err := s.Epoch(ctx)
+		var d epochDoc
+		rev, err := s.get(ctx, key, &d)
 		if err != nil {
 			return 0, err
 		}
-		_, err = s.put(ctx, s.prefix+"epoch", epochDoc{Schema: Schema, Epoch: e + 1}, rev)
+		_, err = s.put(ctx, key, epochDoc{Schema: Schema, Epoch: d.Epoch + 1}, rev)
 		if errors.Is(err, ErrConflict) {
 			continue
 		}
-		return e + 1, err
+		return d.Epoch + 1, err
 	}
 }
 
@@ -410,9 +435,11 @@ func checkNode(name string) error {
 // it came from, and the etcd revision of its key), the cache's geometry in force, its
 // FIB's digests and sizes per family, its version.
 type Applied struct {
-	Schema       int    `json:"schema"`
-	Node         string `json:"node"`
-	Epoch        uint32 `json:"epoch"`
+	Schema int    `json:"schema"`
+	Node   string `json:"node"`
+	Epoch  uint32 `json:"epoch"`
+	// NodeEpoch is the node's own epoch applied (ctl cache flush --node).
+	NodeEpoch    uint32 `json:"node_epoch"`
 	PolicySource string `json:"policy_source"` // node, fleet or config
 	// PolicyRevision is the etcd revision of the policy key applied (0: the config's).
 	PolicyRevision int64   `json:"policy_revision"`
@@ -482,6 +509,12 @@ type Ack struct {
 // catch-up loop (100 ms ticks), one from now is pushed at once; a report in between
 // is in the read.
 func (s *Store) WaitApplied(ctx context.Context, epoch uint32, nodes []string) ([]Ack, []string, error) {
+	return s.WaitAppliedFunc(ctx, nodes, func(a Applied) bool { return a.Epoch >= epoch })
+}
+
+// WaitAppliedFunc is WaitApplied for any condition on the nodes' reports (a node's
+// own epoch, a policy's revision).
+func (s *Store) WaitAppliedFunc(ctx context.Context, nodes []string, done func(Applied) bool) ([]Ack, []string, error) {
 	start := time.Now()
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
@@ -492,7 +525,7 @@ func (s *Store) WaitApplied(ctx context.Context, epoch uint32, nodes []string) (
 	}
 	var acks []Ack
 	see := func(a Applied) {
-		if waiting[a.Node] && a.Epoch >= epoch {
+		if waiting[a.Node] && done(a) {
 			delete(waiting, a.Node)
 			acks = append(acks, Ack{Node: a.Node, After: time.Since(start)})
 		}

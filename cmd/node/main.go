@@ -147,7 +147,10 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var ready atomic.Bool
-	srv, err := newHTTPServer(cfg, httpHandler(reg, &ready, table, dcache, fl))
+	rt := &rates{dp: dp}
+	go rt.run(ctx)
+	ns := &nodeStatus{name: cfg.NodeName, started: time.Now(), dp: dp, table: table, speaker: speaker, cache: dcache, fleet: fl, rates: rt}
+	srv, err := newHTTPServer(cfg, httpHandler(reg, &ready, table, dcache, fl, ns))
 	if err != nil {
 		return err
 	}
@@ -241,8 +244,9 @@ func writeJSON(w http.ResponseWriter, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func httpHandler(reg *prometheus.Registry, ready *atomic.Bool, table *fib.FIB, dcache *cacheLoop, fl *fleet) http.Handler {
+func httpHandler(reg *prometheus.Registry, ready *atomic.Bool, table *fib.FIB, dcache *cacheLoop, fl *fleet, ns *nodeStatus) http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v1/status", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, ns.status()) })
 	mux.HandleFunc("GET /api/v1/fleet", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, fl.status(r.Context())) })
 	mux.HandleFunc("GET /api/v1/cache", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, dcache.status()) })
 	mux.HandleFunc("GET /api/v1/fib", func(w http.ResponseWriter, _ *http.Request) {
@@ -256,12 +260,12 @@ func httpHandler(reg *prometheus.Registry, ready *atomic.Bool, table *fib.FIB, d
 			http.Error(w, "addr: give an IP address, as in /api/v1/lookup?addr=192.0.2.1", http.StatusBadRequest)
 			return
 		}
-		p, gw, ok := table.Lookup(a)
-		if !ok {
-			writeJSON(w, map[string]any{"addr": a, "found": false})
+		l, err := ns.lookup(a)
+		if err != nil {
+			http.Error(w, fmt.Sprintf("lookup %s: %v", a, err), http.StatusInternalServerError)
 			return
 		}
-		writeJSON(w, map[string]any{"addr": a, "found": true, "prefix": p, "nexthop": gw})
+		writeJSON(w, l)
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	// Profiles, on the same (by default loopback-only) address as metrics.

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/fibfleet/fibfleet/bgp"
+	"github.com/fibfleet/fibfleet/cluster"
+	"github.com/fibfleet/fibfleet/dataplane"
+	"github.com/fibfleet/fibfleet/fib"
+	"github.com/fibfleet/fibfleet/internal/nodeapi"
+)
+
+// rates samples the XDP program's totals every second, so the status can say how
+// many packets per second the node sees without a caller sampling twice.
+type rates struct {
+	dp *dataplane.Dataplane
+
+	mu              sync.Mutex
+	last            nodeapi.Packets
+	at              time.Time
+	pps, forwardPPS float64
+}
+
+func packets(st dataplane.Stats) nodeapi.Packets {
+	var p nodeapi.Packets
+	for _, r := range dataplane.Reasons() {
+		switch r.Action() {
+		case "redirect":
+			p.Forwarded += st[r].Packets
+		case "pass":
+			p.Passed += st[r].Packets
+		default:
+			p.Dropped += st[r].Packets
+		}
+	}
+	return p
+}
+
+func (r *rates) run(ctx context.Context) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			st, err := r.dp.Stats()
+			if err != nil {
+				continue
+			}
+			p := packets(st)
+			r.mu.Lock()
+			if !r.at.IsZero() {
+				s := now.Sub(r.at).Seconds()
+				r.pps = float64(p.Forwarded+p.Passed+p.Dropped-r.last.Forwarded-r.last.Passed-r.last.Dropped) / s
+				r.forwardPPS = float64(p.Forwarded-r.last.Forwarded) / s
+			}
+			r.last, r.at = p, now
+			r.mu.Unlock()
+		}
+	}
+}
+
+// nodeStatus builds GET /api/v1/status.
+type nodeStatus struct {
+	name    string
+	started time.Time
+	dp      *dataplane.Dataplane
+	table   *fib.FIB
+	speaker *bgp.Speaker
+	cache   *cacheLoop
+	fleet   *fleet
+	rates   *rates
+}
+
+func (n *nodeStatus) status() nodeapi.Status {
+	st := nodeapi.Status{Node: n.name, Version: version, Started: n.started}
+	st.Sessions = sessions(n.speaker.Peers())
+	fs := n.table.Stats()
+	st.Routes = [2]int{fs.RoutesV4, fs.RoutesV6}
+	st.Digests[0], st.Digests[1] = n.table.Digests()
+	st.Epoch, _ = n.dp.Cache().Epoch()
+	n.fleet.mu.Lock()
+	agent := n.fleet.agent
+	n.fleet.mu.Unlock()
+	st.PolicySource = string(cluster.FromConfig)
+	if agent != nil {
+		a := agent.Status()
+		st.EtcdConnected, st.PolicySource = a.Connected, string(a.PolicySource)
+	}
+	st.Members = n.fleet.members.View()
+	for _, f := range n.cache.status().Families {
+		t := f.Totals
+		st.Cache = append(st.Cache, nodeapi.CacheFamily{Family: f.Family, Mode: f.Mode, Entries: f.Entries, HitRate: f.HitRate,
+			Lookups: t.Lookups, Hits: t.Hits, Misses: t.Misses, Stale: t.Stale, Refused: t.Refused, Evictions: t.Evictions})
+	}
+	if s, err := n.dp.Stats(); err == nil {
+		st.Packets = packets(s)
+	}
+	n.rates.mu.Lock()
+	st.PPS, st.ForwardedPPS = n.rates.pps, n.rates.forwardPPS
+	n.rates.mu.Unlock()
+	return st
+}
+
+// lookup answers GET /api/v1/lookup: the route and whether the cache holds it.
+func (n *nodeStatus) lookup(a netip.Addr) (nodeapi.Lookup, error) {
+	out := nodeapi.Lookup{Addr: a}
+	p, gw, ok := n.table.Lookup(a)
+	if ok {
+		out.Found, out.Prefix, out.Nexthop = true, p, gw
+	}
+	var err error
+	out.CachedCPUs, out.StaleCPUs, err = n.dp.Cached(a)
+	return out, err
+}
