@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -72,6 +73,10 @@ type policyDoc struct {
 	TargetHitRate float64 `json:"target_hit_rate,omitempty"`
 }
 
+func (d policyDoc) policy() cache.Policy {
+	return cache.Policy{Mode: cache.Mode(d.Mode), Entries: [2]int{d.EntriesV4, d.EntriesV6}, MinEntries: d.MinEntries, MaxEntries: d.MaxEntries, TargetHitRate: d.TargetHitRate}
+}
+
 func (s *Store) policyKey(node string) string {
 	if node == "" {
 		return s.prefix + "policy"
@@ -117,7 +122,7 @@ func (s *Store) GetPolicy(ctx context.Context, node string) (cache.Policy, int64
 	if rev == 0 {
 		return cache.Policy{}, 0, ErrNoPolicy
 	}
-	p := cache.Policy{Mode: cache.Mode(d.Mode), Entries: [2]int{d.EntriesV4, d.EntriesV6}, MinEntries: d.MinEntries, MaxEntries: d.MaxEntries, TargetHitRate: d.TargetHitRate}
+	p := d.policy()
 	if err := p.Validate(); err != nil {
 		return cache.Policy{}, 0, fmt.Errorf("cluster: the policy at %s is invalid (fix it with ctl cache set): %w", s.policyKey(node), err)
 	}
@@ -138,6 +143,39 @@ func (s *Store) SetPolicy(ctx context.Context, node string, p cache.Policy, rev 
 	}
 	d := policyDoc{Schema: Schema, Mode: string(p.Mode), EntriesV4: p.Entries[0], EntriesV6: p.Entries[1], MinEntries: p.MinEntries, MaxEntries: p.MaxEntries, TargetHitRate: p.TargetHitRate}
 	return s.put(ctx, s.policyKey(node), d, rev)
+}
+
+// Versioned is a policy with the etcd revision of its key.
+type Versioned struct {
+	Policy   cache.Policy `json:"policy"`
+	Revision int64        `json:"revision"`
+}
+
+// Overrides are every node's override, by node.
+func (s *Store) Overrides(ctx context.Context) (map[string]Versioned, error) {
+	prefix := s.policyKey("") + "/nodes/"
+	resp, err := s.cli.Get(ctx, prefix, clientv3.WithPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("cluster: read the nodes' policies (is etcd reachable?): %w", err)
+	}
+	out := map[string]Versioned{}
+	for _, kv := range resp.Kvs {
+		var d policyDoc
+		if err := decode(kv.Value, &d, string(kv.Key)); err != nil {
+			return nil, err
+		}
+		out[strings.TrimPrefix(string(kv.Key), prefix)] = Versioned{Policy: d.policy(), Revision: kv.ModRevision}
+	}
+	return out, nil
+}
+
+// Revision is etcd's current revision: what a write would move.
+func (s *Store) Revision(ctx context.Context) (int64, error) {
+	resp, err := s.cli.Get(ctx, s.prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return 0, fmt.Errorf("cluster: read etcd's revision (is etcd reachable?): %w", err)
+	}
+	return resp.Header.Revision, nil
 }
 
 // DeletePolicy removes the fleet's policy (node "") or a node's override if its key is

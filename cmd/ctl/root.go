@@ -1,0 +1,266 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/fibfleet/fibfleet/cluster"
+	"github.com/spf13/cobra"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"gopkg.in/yaml.v3"
+)
+
+// globals are the flags every command takes: where etcd is and how to log in, the
+// fleet's name, how to reach the nodes' APIs, the output format, the time limit.
+type globals struct {
+	etcd                                            []string
+	etcdCA, etcdCert, etcdKey, etcdUser, etcdPwFile string
+	cluster                                         string
+	apiCA, apiCert, apiKey                          string
+	output                                          string
+	timeout                                         time.Duration
+
+	in          io.Reader
+	out, errOut io.Writer
+}
+
+// defaultEtcd is where a node alone on this host keeps its embedded etcd's socket
+// (node_name defaults to the hostname), unless FIBFLEET_ETCD says otherwise.
+func defaultEtcd() []string {
+	if e := os.Getenv("FIBFLEET_ETCD"); e != "" {
+		return strings.Split(e, ",")
+	}
+	host, _ := os.Hostname()
+	return []string{"unix://" + filepath.Join("/var/lib/fibfleet", host, "etcd", "etcd.sock")}
+}
+
+func newRoot(g *globals) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "ctl",
+		Short: "Tune and watch a fibfleet fleet from one place",
+		Long: `ctl tunes and watches a fibfleet fleet: the nodes' state, the destination cache's
+policy and flushes for the whole fleet or one node, where a destination goes on every
+node. It reads and writes the fleet's etcd (every write is validated first and made with
+compare-and-swap) and reads the nodes' APIs (their addresses are registered in etcd).`,
+		Example: `  ctl status
+  ctl --etcd http://10.0.0.11:2379,http://10.0.0.12:2379 -o json status
+  ctl cache set --mode auto --min 1024 --max 65536 --target-hit-rate 0.9
+  ctl cache flush --wait
+  ctl lookup 1.1.1.1
+  ctl top`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("unknown command %q", args[0])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			switch g.output {
+			case "table", "json", "yaml":
+			default:
+				return usagef("-o %q: use table, json or yaml", g.output)
+			}
+			if g.timeout <= 0 {
+				return usagef("--timeout %s: use a positive duration such as 10s", g.timeout)
+			}
+			return nil
+		},
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	f := root.PersistentFlags()
+	f.StringSliceVar(&g.etcd, "etcd", defaultEtcd(), "the fleet's etcd client URLs (http://, https://, unix:///path), comma-separated; env FIBFLEET_ETCD")
+	f.StringVar(&g.etcdCA, "etcd-ca", "", "CA file verifying etcd's certificates")
+	f.StringVar(&g.etcdCert, "etcd-cert", "", "client certificate file for etcd")
+	f.StringVar(&g.etcdKey, "etcd-key", "", "client key file for etcd")
+	f.StringVar(&g.etcdUser, "etcd-user", "", "etcd user (auth enabled)")
+	f.StringVar(&g.etcdPwFile, "etcd-password-file", "", "file holding the etcd user's password")
+	f.StringVar(&g.cluster, "cluster", "default", "the fleet's name (its keys live under /fibfleet/<cluster>/)")
+	f.StringVar(&g.apiCA, "api-ca", "", "CA file verifying the nodes' API certificates (their APIs serve HTTPS)")
+	f.StringVar(&g.apiCert, "api-cert", "", "client certificate file for the nodes' APIs")
+	f.StringVar(&g.apiKey, "api-key", "", "client key file for the nodes' APIs")
+	f.StringVarP(&g.output, "output", "o", "table", "output format: table, json or yaml")
+	f.DurationVar(&g.timeout, "timeout", 10*time.Second, "time limit of the command (waits included)")
+	root.AddCommand(newStatus(g), newCache(g), newLookup(g), newTop(g))
+	return root
+}
+
+// exactArgs is cobra.ExactArgs as a usage error.
+func exactArgs(n int, what string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usagef("give %s (%d argument), not %d arguments", what, n, len(args))
+		}
+		return nil
+	}
+}
+
+func noArgs(_ *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("unexpected argument %q", args[0])
+	}
+	return nil
+}
+
+// store connects to the fleet's etcd and returns the fleet's store.
+func (g *globals) store(ctx context.Context) (*cluster.Store, *clientv3.Client, error) {
+	cfg := cluster.EtcdConfig{Endpoints: g.etcd, CA: g.etcdCA, Cert: g.etcdCert, Key: g.etcdKey, Username: g.etcdUser, PasswordFile: g.etcdPwFile,
+		DialTimeout: min(g.timeout, 5*time.Second)}
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, usageError{err}
+	}
+	if err := cluster.CheckName(g.cluster); err != nil {
+		return nil, nil, usagef("--cluster: %v", err)
+	}
+	cli, err := cluster.Connect(ctx, cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w (give the fleet's etcd with --etcd or FIBFLEET_ETCD)", err)
+	}
+	s, err := cluster.NewStore(cli, g.cluster)
+	if err != nil {
+		cli.Close()
+		return nil, nil, err
+	}
+	return s, cli, nil
+}
+
+// api is a client of the nodes' APIs.
+type api struct {
+	tls     *tls.Config
+	timeout time.Duration
+}
+
+func (g *globals) api() (*api, error) {
+	a := &api{timeout: min(g.timeout, 5*time.Second)}
+	if g.apiCA == "" && g.apiCert == "" {
+		return a, nil
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if g.apiCA != "" {
+		pem, err := os.ReadFile(g.apiCA)
+		if err != nil {
+			return nil, fmt.Errorf("--api-ca: %w", err)
+		}
+		tc.RootCAs = x509.NewCertPool()
+		if !tc.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--api-ca %s: no PEM certificate in it", g.apiCA)
+		}
+	}
+	if (g.apiCert == "") != (g.apiKey == "") {
+		return nil, usagef("--api-cert and --api-key go together")
+	}
+	if g.apiCert != "" {
+		c, err := tls.LoadX509KeyPair(g.apiCert, g.apiKey)
+		if err != nil {
+			return nil, fmt.Errorf("--api-cert/--api-key: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{c}
+	}
+	a.tls = tc
+	return a, nil
+}
+
+// get fetches a node API path from addr (host:port, or unix:///path) into v.
+func (a *api) get(ctx context.Context, addr, path string, v any) error {
+	if addr == "" {
+		return fmt.Errorf("the node registered no API address")
+	}
+	tr := &http.Transport{TLSClientConfig: a.tls}
+	scheme, host := "http", addr
+	if a.tls != nil {
+		scheme = "https"
+	}
+	if sock, ok := strings.CutPrefix(addr, "unix://"); ok {
+		host = "node"
+		tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		}
+	}
+	c := &http.Client{Transport: tr, Timeout: a.timeout}
+	defer tr.CloseIdleConnections()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+host+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return fmt.Errorf("node API at %s: %w", addr, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("node API at %s: %w", addr, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("node API at %s: %s: %s", addr, resp.Status, strings.TrimSpace(string(body)))
+	}
+	return json.Unmarshal(body, v)
+}
+
+// render prints v as JSON or YAML, or calls table with a tab writer.
+func (g *globals) render(v any, table func(w io.Writer)) error {
+	switch g.output {
+	case "json":
+		enc := json.NewEncoder(g.out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	case "yaml":
+		// Through JSON, so YAML has the same field names.
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		var x any
+		if err := json.Unmarshal(b, &x); err != nil {
+			return err
+		}
+		enc := yaml.NewEncoder(g.out)
+		defer enc.Close()
+		return enc.Encode(x)
+	}
+	tw := tabwriter.NewWriter(g.out, 0, 0, 2, ' ', 0)
+	table(tw)
+	return tw.Flush()
+}
+
+// context is the command's context, bounded by --timeout.
+func (g *globals) context(cmd *cobra.Command) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(cmd.Context(), g.timeout)
+}
+
+// knownNodes are the nodes etcd knows: registered under a live lease, or with an
+// applied state (a node that went away).
+func knownNodes(ctx context.Context, s *cluster.Store) (registered []cluster.NodeInfo, applied map[string]cluster.Applied, names []string, err error) {
+	if registered, err = s.Nodes(ctx); err != nil {
+		return nil, nil, nil, err
+	}
+	if applied, err = s.AppliedStates(ctx); err != nil {
+		return nil, nil, nil, err
+	}
+	for _, n := range registered {
+		names = append(names, n.Name)
+	}
+	for n := range applied {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return registered, applied, names, nil
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }

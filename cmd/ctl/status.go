@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+
+	"github.com/fibfleet/fibfleet/cluster"
+	"github.com/fibfleet/fibfleet/internal/nodeapi"
+	"github.com/spf13/cobra"
+)
+
+// statusRow is one node in `ctl status`.
+type statusRow struct {
+	Node string `json:"node"`
+	// Registered: under a live lease in etcd (a flush waits for it).
+	Registered bool `json:"registered"`
+	// Alive is what the fleet's gossip says of it (the view of most reachable nodes):
+	// alive, dead, left or unknown.
+	Alive     string `json:"alive"`
+	API       string `json:"api"`
+	Reachable bool   `json:"reachable"`
+	Error     string `json:"error,omitempty"`
+	// Sessions up (established) of all, upstreams and mesh.
+	SessionsUp    int    `json:"sessions_up"`
+	SessionsTotal int    `json:"sessions_total"`
+	Routes        [2]int `json:"routes"`
+	// Digest is the node's FIB digests (IPv4/IPv6); DigestAgrees whether it is the
+	// one most nodes have.
+	Digest       string     `json:"digest"`
+	DigestAgrees bool       `json:"digest_agrees"`
+	CacheMode    string     `json:"cache_mode"`
+	CacheEntries [2]int     `json:"cache_entries"`
+	HitRate      [2]float64 `json:"hit_rate"`
+	PPS          float64    `json:"pps"`
+	Epoch        uint32     `json:"epoch"`
+	NodeEpoch    uint32     `json:"node_epoch"`
+	PolicySource string     `json:"policy_source"`
+	Etcd         bool       `json:"etcd_connected"`
+	Version      string     `json:"version"`
+}
+
+func newStatus(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "One row per node: alive, BGP sessions, routes, FIB digest, cache, pps, epoch",
+		Long: `status lists every node etcd knows (registered, or that reported once), with what
+its API says: BGP sessions up of all, routes per family, FIB digest and whether most
+nodes have the same, the cache's mode, size and hit rate per family, packets per second,
+the flush epoch applied; and whether the fleet's gossip has it alive.`,
+		Example: "  ctl status\n  ctl status -o json",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := g.context(cmd)
+			defer cancel()
+			rows, err := fleetStatus(ctx, g)
+			if err != nil {
+				return err
+			}
+			return g.render(rows, func(w io.Writer) {
+				fmt.Fprintln(w, "NODE\tALIVE\tSESSIONS\tROUTES v4/v6\tDIGEST\tCACHE\tENTRIES v4/v6\tHIT v4/v6\tPPS\tEPOCH\tETCD")
+				for _, r := range rows {
+					if !r.Reachable {
+						fmt.Fprintf(w, "%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\t%s\n", r.Node, r.Alive, unreachable(r))
+						continue
+					}
+					agree := "="
+					if !r.DigestAgrees {
+						agree = "≠"
+					}
+					epoch := strconv.Itoa(int(r.Epoch))
+					if r.NodeEpoch > 0 {
+						epoch += fmt.Sprintf("+%d", r.NodeEpoch)
+					}
+					fmt.Fprintf(w, "%s\t%s\t%d/%d\t%d/%d\t%s %s\t%s (%s)\t%d/%d\t%.0f%%/%.0f%%\t%.0f\t%s\t%s\n", r.Node, r.Alive, r.SessionsUp, r.SessionsTotal,
+						r.Routes[0], r.Routes[1], short(r.Digest), agree, r.CacheMode, r.PolicySource, r.CacheEntries[0], r.CacheEntries[1],
+						100*r.HitRate[0], 100*r.HitRate[1], r.PPS, epoch, map[bool]string{true: "ok", false: "away"}[r.Etcd])
+				}
+			})
+		},
+	}
+}
+
+func unreachable(r statusRow) string {
+	if !r.Registered {
+		return "not registered"
+	}
+	return "API unreachable: " + r.Error
+}
+
+// short is a digest pair cut to 8+8 hex digits.
+func short(d string) string {
+	if len(d) == 33 {
+		return d[:8] + "/" + d[17:25]
+	}
+	return d
+}
+
+// fleetStatus asks every known node's API for its status, in parallel.
+func fleetStatus(ctx context.Context, g *globals) ([]statusRow, error) {
+	s, cli, err := g.store(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cli.Close()
+	a, err := g.api()
+	if err != nil {
+		return nil, err
+	}
+	registered, _, names, err := knownNodes(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	info := map[string]cluster.NodeInfo{}
+	for _, n := range registered {
+		info[n.Name] = n
+	}
+	rows := make([]statusRow, len(names))
+	sts := make([]*nodeapi.Status, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		n, reg := info[name]
+		rows[i] = statusRow{Node: name, Registered: reg, API: n.APIAddress, Alive: "unknown"}
+		if !reg {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var st nodeapi.Status
+			if err := a.get(ctx, n.APIAddress, "/api/v1/status", &st); err != nil {
+				rows[i].Error = err.Error()
+				return
+			}
+			sts[i] = &st
+		}()
+	}
+	wg.Wait()
+	// Gossip's verdict on each node: the state most reachable nodes' views give it.
+	votes := map[string]map[string]int{}
+	digests := map[string]int{}
+	for _, st := range sts {
+		if st == nil {
+			continue
+		}
+		for _, m := range st.Members {
+			if votes[m.Name] == nil {
+				votes[m.Name] = map[string]int{}
+			}
+			votes[m.Name][m.State]++
+		}
+		digests[st.Digests[0]+"/"+st.Digests[1]]++
+	}
+	majority, best := "", 0
+	for d, c := range digests {
+		if c > best || c == best && d < majority {
+			majority, best = d, c
+		}
+	}
+	for i, st := range sts {
+		r := &rows[i]
+		top := 0
+		for state, c := range votes[r.Node] {
+			if c > top || c == top && state < r.Alive {
+				r.Alive, top = state, c
+			}
+		}
+		if st == nil {
+			continue
+		}
+		r.Reachable, r.Version, r.Routes, r.Epoch, r.PolicySource, r.Etcd, r.PPS = true, st.Version, st.Routes, st.Epoch, st.PolicySource, st.EtcdConnected, st.PPS
+		r.Digest = st.Digests[0] + "/" + st.Digests[1]
+		r.DigestAgrees = r.Digest == majority
+		for _, ss := range st.Sessions {
+			r.SessionsTotal++
+			if ss.State == "established" {
+				r.SessionsUp++
+			}
+		}
+		for i, c := range st.Cache {
+			if i < 2 {
+				r.CacheMode, r.CacheEntries[i], r.HitRate[i] = c.Mode, c.Entries, c.HitRate
+			}
+		}
+	}
+	// The node epoch comes from etcd (the status has the sum).
+	if applied, err := s.AppliedStates(ctx); err == nil {
+		for i := range rows {
+			if a, ok := applied[rows[i].Node]; ok {
+				rows[i].NodeEpoch = a.NodeEpoch
+				if rows[i].Reachable {
+					rows[i].Epoch = a.Epoch
+				}
+			}
+		}
+	}
+	return rows, nil
+}
