@@ -37,9 +37,7 @@ import (
 // the host.
 const (
 	FleetSinkPort = SinkPort
-	// FleetAPIAddr is every node's HTTP address inside its namespace.
-	FleetAPIAddr = "127.0.0.1:9464"
-	FleetUpAddr  = "10.12.0.2"
+	FleetUpAddr   = "10.12.0.2"
 	FleetUpAddr6 = "fd00:12::2"
 )
 
@@ -74,7 +72,11 @@ type FleetNode struct {
 	MeshAddr6  string // fd00:20::i
 	ConfigPath string
 	LogPath    string
-	Cmd        *exec.Cmd
+	// APISocket is the node's HTTP server (API, metrics): a unix socket in the lab's
+	// directory, the host's way into the namespace (ctl reaches it too: the node
+	// registers it in etcd).
+	APISocket string
+	Cmd       *exec.Cmd
 	bin        string
 }
 
@@ -134,7 +136,8 @@ func (f *Fleet) build() error {
 	}
 	for i := 1; i <= f.Cfg.Nodes; i++ {
 		n := &FleetNode{Index: i, Name: fmt.Sprintf("%s-n%d", f.Prefix, i), MeshAddr: fmt.Sprintf("10.20.0.%d", i), MeshAddr6: fmt.Sprintf("fd00:20::%d", i),
-			ConfigPath: filepath.Join(f.Cfg.Dir, fmt.Sprintf("n%d.yaml", i)), LogPath: filepath.Join(f.Cfg.Dir, fmt.Sprintf("n%d.log", i)), bin: f.Cfg.NodeBinary}
+			ConfigPath: filepath.Join(f.Cfg.Dir, fmt.Sprintf("n%d.yaml", i)), LogPath: filepath.Join(f.Cfg.Dir, fmt.Sprintf("n%d.log", i)),
+			APISocket: filepath.Join(f.Cfg.Dir, fmt.Sprintf("n%d-api.sock", i)), bin: f.Cfg.NodeBinary}
 		if n.NS, err = f.Netns(fmt.Sprintf("n%d", i)); err != nil {
 			return err
 		}
@@ -248,7 +251,7 @@ func (f *Fleet) nodeConfig(n *FleetNode) string {
 	}
 	return fmt.Sprintf(`node_name: %s
 interfaces: [%s]
-http_address: %s
+http_address: unix://%s
 cache:
   interval: 250ms
 cluster:
@@ -267,7 +270,7 @@ bgp:
   asn: %d
   router_id: %s
   grpc_address: 127.0.0.1:50051
-%s`, n.Name, strings.Join(ifaces, ", "), FleetAPIAddr, strings.Join(etcd, ", "), n.MeshAddr, strings.Join(join, ", "), f.Cfg.GossipProfile,
+%s`, n.Name, strings.Join(ifaces, ", "), n.APISocket, strings.Join(etcd, ", "), n.MeshAddr, strings.Join(join, ", "), f.Cfg.GossipProfile,
 		n.MeshAddr, n.MeshAddr6, RouterASN, n.MeshAddr, neighbors)
 }
 
@@ -296,7 +299,7 @@ func (f *Fleet) KillNode(n *FleetNode) error {
 }
 
 // Get fetches a path of a node's HTTP server.
-func (n *FleetNode) Get(path string) ([]byte, error) { return n.NS.HTTPGet(FleetAPIAddr, path) }
+func (n *FleetNode) Get(path string) ([]byte, error) { return UnixGet(n.APISocket, path) }
 
 // Metrics scrapes a node's /metrics.
 func (n *FleetNode) Metrics() (map[string]float64, error) {

@@ -401,6 +401,28 @@ func (n *Netns) HTTPGet(addr, path string) ([]byte, error) {
 	return body, nil
 }
 
+// UnixGet fetches a path from an HTTP server on a unix socket.
+func UnixGet(sock, path string) ([]byte, error) {
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		},
+	}}
+	resp, err := c.Get("http://node" + path)
+	if err != nil {
+		return nil, fmt.Errorf("HTTP %s on %s: %w", path, sock, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("status %s: %s", resp.Status, body)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("HTTP %s on %s: %w", path, sock, err)
+	}
+	return body, nil
+}
+
 // ParseMetrics reads a Prometheus text exposition into "name{labels}" -> value.
 func ParseMetrics(body []byte) map[string]float64 {
 	out := map[string]float64{}
