@@ -38,7 +38,7 @@ import (
 const (
 	FleetSinkPort = SinkPort
 	FleetUpAddr   = "10.12.0.2"
-	FleetUpAddr6 = "fd00:12::2"
+	FleetUpAddr6  = "fd00:12::2"
 )
 
 // FleetRoutes are the prefixes BIRD announces to n1 (besides a table), which the
@@ -77,7 +77,7 @@ type FleetNode struct {
 	// registers it in etcd).
 	APISocket string
 	Cmd       *exec.Cmd
-	bin        string
+	bin       string
 }
 
 // Fleet is a running fleet.
