@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -191,6 +192,8 @@ func TestFleet(t *testing.T) {
 		t.Logf("flush acknowledged by all 3 nodes: median %s, max %s over %d flushes", worst[len(worst)/2], worst[len(worst)-1], len(worst))
 	})
 
+	t.Run("ctl against the fleet", func(t *testing.T) { testCtl(t, fl, store, sendAll) })
+
 	t.Run("a killed node is marked dead and unpeered; it rejoins when restarted", func(t *testing.T) {
 		start := time.Now()
 		if err := fl.KillNode(n3); err != nil {
@@ -231,13 +234,14 @@ func TestFleet(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		before := map[string]lab.FleetView{}
+		before, logged := map[string]lab.FleetView{}, map[string]int{}
 		for _, n := range fl.Nodes {
 			v, err := n.View()
 			if err != nil {
 				t.Fatal(err)
 			}
 			before[n.Name] = v
+			logged[n.Name] = flushesLogged(n)
 		}
 		if err := fl.StopEtcd(); err != nil {
 			t.Fatal(err)
@@ -284,10 +288,8 @@ func TestFleet(t *testing.T) {
 			if b := before[n.Name]; v.Agent.Flushes != b.Agent.Flushes || v.Agent.Epoch != b.Agent.Epoch {
 				t.Errorf("%s: flushes %d -> %d, epoch %d -> %d across etcd's restart; want no flush", n.Name, b.Agent.Flushes, v.Agent.Flushes, b.Agent.Epoch, v.Agent.Epoch)
 			}
-			log, _ := os.ReadFile(n.LogPath)
-			// n3 restarted once: its log holds its first run too.
-			if c := strings.Count(string(log), "fleet flush applied"); n != n3 && c != 20 {
-				t.Errorf("%s logged %d flushes, want the 20 of the flush test", n.Name, c)
+			if c := flushesLogged(n); c != logged[n.Name] {
+				t.Errorf("%s logged %d flushes across etcd's restart", n.Name, c-logged[n.Name])
 			}
 		}
 		sendAll("after etcd's return")
@@ -387,4 +389,140 @@ func TestFleetFullTableNoFalseDeaths(t *testing.T) {
 			}
 		}
 	}
+}
+
+// testCtl runs the ctl binary against the fleet's etcd and nodes (through their unix
+// sockets) and checks its JSON output field by field: status, lookup (cached on the
+// nodes the traffic crossed, not on the third), a node's override applied by that node
+// only, flush --wait acknowledged by all, top seeing n2 forward.
+func testCtl(t *testing.T, fl *lab.Fleet, store *cluster.Store, sendAll func(string)) {
+	ctx := context.Background()
+	bin := build(t, "github.com/fibfleet/fibfleet/cmd/ctl", "ctl")
+	n1, n2, n3 := fl.Nodes[0], fl.Nodes[1], fl.Nodes[2]
+	ctl := func(args ...string) []byte {
+		t.Helper()
+		cmd := exec.Command(bin, append([]string{"--etcd", strings.Join(fl.EtcdSockets, ","), "--cluster", "lab", "-o", "json"}, args...)...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("ctl %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+		}
+		return out
+	}
+	epoch, _, err := store.Epoch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []struct {
+		Node                  string
+		Registered, Reachable bool
+		Alive                 string
+		SessionsUp            int `json:"sessions_up"`
+		Total                 int `json:"sessions_total"`
+		Routes                [2]int
+		Digest                string
+		DigestAgrees          bool   `json:"digest_agrees"`
+		CacheMode             string `json:"cache_mode"`
+		CacheEntries          [2]int `json:"cache_entries"`
+		Epoch                 uint32
+		Etcd                  bool `json:"etcd_connected"`
+	}
+	if err := json.Unmarshal(ctl("status"), &rows); err != nil {
+		t.Fatal(err)
+	}
+	sessions := map[string]int{n1.Name: 4, n2.Name: 2, n3.Name: 2} // n1: BIRD's two and the mesh's two
+	if len(rows) != 3 {
+		t.Fatalf("ctl status: %d rows, want 3: %+v", len(rows), rows)
+	}
+	for _, r := range rows {
+		if !r.Registered || !r.Reachable || r.Alive != "alive" || r.SessionsUp != sessions[r.Node] || r.Total != sessions[r.Node] ||
+			r.Routes != [2]int{4, 3} || !r.DigestAgrees || len(r.Digest) != 33 || r.CacheMode != "fixed" || r.CacheEntries != [2]int{512, 256} ||
+			r.Epoch != epoch || !r.Etcd {
+			t.Errorf("ctl status row %+v", r)
+		}
+	}
+
+	sendAll("before ctl lookup")
+	dst := lab.FleetRoutes[0].Addr().Next()
+	var looks []struct {
+		Node       string
+		Found      bool
+		Prefix     string
+		Nexthop    string
+		CachedCPUs int `json:"cached_cpus"`
+	}
+	if err := json.Unmarshal(ctl("lookup", dst.String()), &looks); err != nil {
+		t.Fatal(err)
+	}
+	if len(looks) != 3 {
+		t.Fatalf("ctl lookup: %+v", looks)
+	}
+	for _, l := range looks {
+		crossed := l.Node != n3.Name
+		if !l.Found || l.Prefix != lab.FleetRoutes[0].String() || l.Nexthop != lab.FleetUpAddr || (l.CachedCPUs > 0) != crossed {
+			t.Errorf("ctl lookup %s on %s: %+v (the traffic crossed it: %v)", dst, l.Node, l, crossed)
+		}
+	}
+
+	ctl("cache", "set", "--node", n3.Name, "--mode", "off")
+	err = lab.WaitFor(ctx, 10*time.Second, "n3 alone applied its override", func() (bool, error) {
+		st, err := store.AppliedStates(ctx)
+		if err != nil {
+			return false, err
+		}
+		return st[n3.Name].PolicySource == "node" && st[n3.Name].Mode == "off" && st[n1.Name].PolicySource == "fleet" && st[n2.Name].PolicySource == "fleet", nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl("cache", "set", "--node", n3.Name, "--clear")
+
+	var flush struct {
+		Epoch   uint32
+		Applied []struct{ Node string }
+		Missing []string
+	}
+	if err := json.Unmarshal(ctl("cache", "flush", "--wait"), &flush); err != nil {
+		t.Fatal(err)
+	}
+	if flush.Epoch != epoch+1 || len(flush.Applied) != 3 || len(flush.Missing) != 0 {
+		t.Errorf("ctl cache flush --wait: %+v", flush)
+	}
+
+	done := make(chan error, 1)
+	go func() {
+		for i := 0; i < 6; i++ {
+			if err := fl.Send(dst, 300); err != nil {
+				done <- err
+				return
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+		done <- nil
+	}()
+	out := ctl("top", "--interval", "500ms", "--count", "2")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	seen := false
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var r struct {
+			Node      string
+			Forwarded float64
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("ctl top line %q: %v", line, err)
+		}
+		seen = seen || r.Node == n2.Name && r.Forwarded > 0
+	}
+	if !seen {
+		t.Errorf("ctl top never showed n2 forwarding:\n%s", out)
+	}
+}
+
+// flushesLogged counts the flushes a node logged applying.
+func flushesLogged(n *lab.FleetNode) int {
+	log, _ := os.ReadFile(n.LogPath)
+	return strings.Count(string(log), "fleet flush applied")
 }
