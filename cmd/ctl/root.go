@@ -36,11 +36,15 @@ type globals struct {
 	out, errOut io.Writer
 }
 
-// defaultEtcd is where a node alone on this host keeps its embedded etcd's socket
-// (node_name defaults to the hostname), unless FIBFLEET_ETCD says otherwise.
+// defaultEtcd is FIBFLEET_ETCD, else the etcd of a lab running on this host (ctl lab
+// up), else where a node alone on this host keeps its embedded etcd's socket
+// (node_name defaults to the hostname).
 func defaultEtcd() []string {
 	if e := os.Getenv("FIBFLEET_ETCD"); e != "" {
 		return strings.Split(e, ",")
+	}
+	if st, err := readLabState(defaultLabDir); err == nil && alive(st.PID) && st.Etcd != "" {
+		return []string{st.Etcd}
 	}
 	host, _ := os.Hostname()
 	return []string{"unix://" + filepath.Join("/var/lib/fibfleet", host, "etcd", "etcd.sock")}
@@ -95,7 +99,7 @@ compare-and-swap) and reads the nodes' APIs (their addresses are registered in e
 	f.StringVar(&g.apiKey, "api-key", "", "client key file for the nodes' APIs")
 	f.StringVarP(&g.output, "output", "o", "table", "output format: table, json or yaml")
 	f.DurationVar(&g.timeout, "timeout", 10*time.Second, "time limit of the command (waits included)")
-	root.AddCommand(newStatus(g), newCache(g), newLookup(g), newTop(g))
+	root.AddCommand(newStatus(g), newCache(g), newLookup(g), newTop(g), newLab(g))
 	return root
 }
 

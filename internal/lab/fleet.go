@@ -61,6 +61,20 @@ type FleetConfig struct {
 	Table, Table6 []table.Route
 	// GossipProfile is the nodes' cluster.gossip.profile (default tuned).
 	GossipProfile string
+	// Etcd, when set, is the client URL of an etcd the nodes use (a unix socket
+	// reaches across namespaces); no members are started then.
+	Etcd string
+	// Feeder, when set, is the command line of an IPv4 BGP upstream to run in the
+	// upstream namespace instead of BIRD (peering as 10.12.0.2, AS65001, with n1).
+	Feeder []string
+	// CatchAll makes the upstream take every IPv4 destination as its own, so traffic
+	// to any prefix of a table ends in its sink (local routes in its main table; none
+	// leads out of the lab).
+	CatchAll bool
+	// Expected is n1's expected_prefixes for its upstream (default: the table's size).
+	Expected int
+	// Cluster is the fleet's name (default lab).
+	Cluster string
 }
 
 // FleetNode is one node of the fleet.
@@ -103,11 +117,14 @@ func StartFleet(cfg FleetConfig) (*Fleet, error) {
 	if cfg.Nodes < 2 || cfg.Nodes > 200 {
 		return nil, fmt.Errorf("lab: a fleet of %d nodes: use 2 to 200", cfg.Nodes)
 	}
-	if cfg.EtcdMembers == 0 {
+	if cfg.EtcdMembers == 0 && cfg.Etcd == "" {
 		cfg.EtcdMembers = min(3, cfg.Nodes)
 	}
 	if cfg.GossipProfile == "" {
 		cfg.GossipProfile = "tuned"
+	}
+	if cfg.Cluster == "" {
+		cfg.Cluster = "lab"
 	}
 	l, err := New()
 	if err != nil {
@@ -200,13 +217,36 @@ func (f *Fleet) build() error {
 			return err
 		}
 	}
+	if f.Cfg.CatchAll {
+		for _, p := range []string{"0.0.0.0/1", "128.0.0.0/1"} {
+			// In main, not local: the connected routes, longer, still lead to n1.
+			if _, err := f.Upstream.Exec("ip", "route", "add", "local", p, "dev", "lo", "table", "main"); err != nil {
+				return err
+			}
+			// The source sends anywhere through n2; nothing leaves the lab.
+			if _, err := f.Src.Exec("ip", "route", "add", p, "via", "10.10.0.1"); err != nil {
+				return err
+			}
+		}
+		// The source's own subnet must not look local to the sink (a local source is a
+		// martian): it lies back through n1.
+		if _, err := f.Upstream.Exec("ip", "route", "add", "10.10.0.0/24", "via", "10.12.0.1"); err != nil {
+			return err
+		}
+	}
 	if err := f.CheckIsolated(); err != nil {
 		return err
 	}
-	if err := f.startEtcd(); err != nil {
-		return err
+	if f.Cfg.Etcd == "" {
+		if err := f.startEtcd(); err != nil {
+			return err
+		}
 	}
-	if err := f.startBird(); err != nil {
+	if len(f.Cfg.Feeder) > 0 {
+		if _, err := f.Upstream.Start(filepath.Join(f.Cfg.Dir, "feeder.log"), f.Cfg.Feeder...); err != nil {
+			return fmt.Errorf("start the feeder: %w", err)
+		}
+	} else if err := f.startBird(); err != nil {
 		return err
 	}
 	for _, n := range f.Nodes {
@@ -233,6 +273,9 @@ func (f *Fleet) nodeConfig(n *FleetNode) string {
 	for i := 1; i <= f.Cfg.EtcdMembers; i++ {
 		etcd = append(etcd, fmt.Sprintf("http://10.20.0.%d:2379", i))
 	}
+	if f.Cfg.Etcd != "" {
+		etcd = []string{f.Cfg.Etcd}
+	}
 	for _, m := range f.Nodes {
 		join = append(join, m.MeshAddr+":7946")
 	}
@@ -242,10 +285,15 @@ func (f *Fleet) nodeConfig(n *FleetNode) string {
 	case 1:
 		ifaces = append(ifaces, f.If("u1"))
 		size := len(FleetRoutes) + len(f.Cfg.Table) + len(f.Cfg.Table6)
+		if f.Cfg.Expected > 0 {
+			size = f.Cfg.Expected
+		}
 		neighbors = fmt.Sprintf(`  neighbors:
     - {address: %s, asn: %d, expected_prefixes: %d}
-    - {address: "%s", asn: %d, families: [ipv6-unicast]}
-`, FleetUpAddr, UpstreamASN, size, FleetUpAddr6, UpstreamASN)
+`, FleetUpAddr, UpstreamASN, size)
+		if len(f.Cfg.Feeder) == 0 { // BIRD has an IPv6 session too
+			neighbors += fmt.Sprintf("    - {address: \"%s\", asn: %d, families: [ipv6-unicast]}\n", FleetUpAddr6, UpstreamASN)
+		}
 	case 2:
 		ifaces = append(ifaces, f.If("s1"))
 	}
@@ -255,7 +303,7 @@ http_address: unix://%s
 cache:
   interval: 250ms
 cluster:
-  name: lab
+  name: %s
   etcd:
     endpoints: [%s]
   lease_ttl: 3s
@@ -270,7 +318,7 @@ bgp:
   asn: %d
   router_id: %s
   grpc_address: 127.0.0.1:50051
-%s`, n.Name, strings.Join(ifaces, ", "), n.APISocket, strings.Join(etcd, ", "), n.MeshAddr, strings.Join(join, ", "), f.Cfg.GossipProfile,
+%s`, n.Name, strings.Join(ifaces, ", "), n.APISocket, f.Cfg.Cluster, strings.Join(etcd, ", "), n.MeshAddr, strings.Join(join, ", "), f.Cfg.GossipProfile,
 		n.MeshAddr, n.MeshAddr6, RouterASN, n.MeshAddr, neighbors)
 }
 

@@ -70,7 +70,7 @@ func New() (*Lab, error) {
 	if _, err := exec.LookPath("ip"); err != nil {
 		return nil, errors.New("lab: the ip command is missing: apt-get install iproute2")
 	}
-	reapStale()
+	ReapStale()
 	b := make([]byte, 2)
 	_, _ = rand.Read(b)
 	l := &Lab{Prefix: "ff" + hex.EncodeToString(b)}
@@ -85,9 +85,9 @@ func New() (*Lab, error) {
 	return l, nil
 }
 
-// reapStale removes the namespaces (and the processes in them) and the bpffs pins of
+// ReapStale removes the namespaces (and the processes in them) and the bpffs pins of
 // labs whose owner process is gone, saying so on the default logger.
-func reapStale() {
+func ReapStale() {
 	entries, _ := os.ReadDir(ownerDir)
 	for _, e := range entries {
 		prefix := e.Name()
