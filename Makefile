@@ -1,11 +1,11 @@
-# fibfleet: the two set-up commands are `sudo make demo` (the main job) and
+# fibfleet: the two set-up commands are `sudo make lab` (the main job) and
 # `sudo make test` (the test suite). Both install what they need on a fresh Debian
 # machine: BIRD 2 for the upstream peer, iproute2 and util-linux for namespaces, a
 # bpffs mount at /sys/fs/bpf.
 SHELL := /bin/bash
 GO ?= go
 
-.PHONY: all build deps test demo generate clean
+.PHONY: all build deps test demo lab generate clean
 
 all: build
 
@@ -40,6 +40,11 @@ test: deps
 	if [ $$status != 0 ]; then echo "--- full log of the failed run:"; tail -n 200 $$log; fi; \
 	echo "$$(grep -cE '^\s*--- PASS' $$log) passed, $$(grep -cE '^\s*--- FAIL' $$log) failed, $$(grep -cE '^\s*--- SKIP' $$log) skipped"; \
 	rm -f $$log; exit $$status
+
+# lab builds a whole fleet on this machine (ctl lab up) and leaves it running: look at
+# it with bin/ctl status / top / lookup, remove it with bin/ctl lab down.
+lab: deps build
+	bin/ctl lab up $(LAB_FLAGS)
 
 # demo builds the walking-skeleton lab and forwards UDP through the node until Ctrl-C.
 demo: deps

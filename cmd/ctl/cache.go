@@ -22,6 +22,9 @@ func newCache(g *globals) *cobra.Command {
 or auto; fixed sizes; auto's bounds and target hit rate) is the fleet's, unless a node
 has an override; a node without either uses its config file's. A flush makes every
 cached destination stale at once, on every node (or one).`,
+		Example: `  ctl cache get
+  ctl cache set --mode auto --min 1024 --max 65536
+  ctl cache flush --wait`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}

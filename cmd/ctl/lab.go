@@ -82,6 +82,9 @@ bundled with fibfleet to the first node (the iBGP mesh carries it to the others)
 source sending UDP flows (and, if asked, a flood of random destinations) through the
 fleet, and a sink counting what arrives. None of it is connected to the host's network.
 Look at it with ctl status, ctl top, ctl lookup; remove it with ctl lab down.`,
+		Example: `  sudo ctl lab up --table full --flood 0.2
+  sudo ctl lab status
+  sudo ctl lab down`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
@@ -310,15 +313,22 @@ func progress(st labState) string {
 }
 
 func printLabReady(w io.Writer, st labState, dir string) {
+	// How to run ctl again: as invoked, unless 'go run' built it (its binary is gone).
+	ctl := os.Args[0]
+	if self, err := os.Executable(); err == nil && strings.Contains(self, "go-build") {
+		ctl = "go run ./cmd/ctl"
+	}
 	fmt.Fprintf(w, "lab %s is up: %d nodes, each with %d routes; traffic %.0f datagrams/s", st.Prefix, len(st.Nodes), st.Table+1, st.Flows.Rate)
 	if st.Flows.Flood > 0 {
 		fmt.Fprintf(w, " (%.0f%% flood)", 100*st.Flows.Flood)
 	}
-	fmt.Fprintf(w, "\n\nLook at it (as root):\n")
-	fmt.Fprintf(w, "  ctl status                # ctl finds the lab's etcd (%s)\n", st.Etcd)
-	fmt.Fprintf(w, "  ctl top\n  ctl lookup %s\n  ctl cache set --mode fixed --entries-v4 4096   # the cache at work (auto keeps it off\n  ctl cache flush --wait                          # in front of the compiled FIB, where it does not pay)\n", st.Example)
+	fmt.Fprintf(w, "\n\nLook at it (as root; %s finds the lab's etcd, %s):\n", ctl, st.Etcd)
+	for _, c := range []string{"status", "top", "lookup " + st.Example, "cache set --mode fixed --entries-v4 4096", "cache flush --wait", "lab status"} {
+		fmt.Fprintf(w, "  %s %s\n", ctl, c)
+	}
 	fmt.Fprintf(w, "  nsenter --net=/run/netns/%s go tool gobgp neighbor\n", st.Nodes[0].Namespace)
-	fmt.Fprintf(w, "  ctl lab status\n\nRemove it: ctl lab down   (logs: %s)\n", dir)
+	fmt.Fprintf(w, "(auto keeps the destination cache off in front of the compiled FIB, where it does not pay: fixed shows it at work)\n")
+	fmt.Fprintf(w, "\nRemove it: %s lab down   (logs in %s)\n", ctl, dir)
 }
 
 func copyFile(src, dst string) error {
