@@ -687,13 +687,14 @@ func (f *FIB) SampleDestinations(v6 bool, n int, rng *rand.Rand) []netip.Addr {
 	}
 	out := make([]netip.Addr, n)
 	for i := range out {
-		out[i] = randomIn(pick[rng.IntN(len(pick))], rng)
+		out[i] = RandomIn(pick[rng.IntN(len(pick))], rng)
 	}
 	return out
 }
 
-// randomIn is a uniformly random address inside p.
-func randomIn(p netip.Prefix, rng *rand.Rand) netip.Addr {
+// RandomIn is a uniformly random address inside p: for samples of a table's
+// destinations (the cost calibration, traffic generators).
+func RandomIn(p netip.Prefix, rng *rand.Rand) netip.Addr {
 	b := p.Masked().Addr().AsSlice()
 	for i := range b {
 		// The bits of byte i that are host bits.

@@ -64,7 +64,7 @@ func check6(t *testing.T, f *FIB, ref *ref6, routes []netip.Prefix, n int, seed 
 			b[0] = 0x20 | b[0]&0x1f
 			a = netip.AddrFrom16(b)
 		} else {
-			a = randomIn(routes[rng.IntN(len(routes))], rng)
+			a = RandomIn(routes[rng.IntN(len(routes))], rng)
 		}
 		want, ok := ref.lookup(a)
 		id := f.v6.lookup(a)
@@ -134,7 +134,7 @@ func TestV6RealTableLoadAndChurn(t *testing.T) {
 			default:
 				// A new route inside or around an existing one, any length.
 				l := rng.IntN(129)
-				q := netip.PrefixFrom(randomIn(p, rng), l).Masked()
+				q := netip.PrefixFrom(RandomIn(p, rng), l).Masked()
 				if l < 8 {
 					q = netip.PrefixFrom(netip.MustParseAddr("2000::"), 3+rng.IntN(14)).Masked()
 				}
@@ -285,7 +285,7 @@ func TestPropertyV6IncrementalEqualsReference(t *testing.T) {
 		probes = append(probes, pfx("2001:db8::/32"), pfx("2001:db9::/32"), pfx("3000::/16"))
 		for _, p := range probes {
 			for k := 0; k < 8; k++ {
-				a := randomIn(p, rand.New(rand.NewPCG(uint64(k), uint64(p.Bits()))))
+				a := RandomIn(p, rand.New(rand.NewPCG(uint64(k), uint64(p.Bits()))))
 				want, ok := ref.lookup(a)
 				id := f.v6.lookup(a)
 				if id == dataplane.FIB6Kernel {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
@@ -95,18 +94,12 @@ func newCacheGet(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := g.context(cmd)
 			defer cancel()
-			s, cli, err := g.store(ctx)
+			fv, err := g.open(ctx, node)
 			if err != nil {
 				return err
 			}
-			defer cli.Close()
-			_, applied, names, err := knownNodes(ctx, s)
-			if err != nil {
-				return err
-			}
-			if node != "" && !slices.Contains(names, node) {
-				return usagef("--node %q: no such node in fleet %q (known: %s)", node, g.cluster, strings.Join(names, ", "))
-			}
+			defer fv.Close()
+			s, applied, names := fv.store, fv.applied, fv.names
 			out := cacheGet{Overrides: map[string]overrideRow{}}
 			p, rev, err := s.GetPolicy(ctx, "")
 			switch {
@@ -202,18 +195,12 @@ and nothing is written. --dry-run shows what each node would apply, and writes n
 			}
 			ctx, cancel := g.context(cmd)
 			defer cancel()
-			s, cli, err := g.store(ctx)
+			fv, err := g.open(ctx, f.node)
 			if err != nil {
 				return err
 			}
-			defer cli.Close()
-			_, applied, names, err := knownNodes(ctx, s)
-			if err != nil {
-				return err
-			}
-			if f.node != "" && !slices.Contains(names, f.node) {
-				return usagef("--node %q: no such node in fleet %q (known: %s)", f.node, g.cluster, strings.Join(names, ", "))
-			}
+			defer fv.Close()
+			s, applied, names := fv.store, fv.applied, fv.names
 			cur, rev, err := s.GetPolicy(ctx, f.node)
 			exists := err == nil
 			if err != nil && !errors.Is(err, cluster.ErrNoPolicy) {
@@ -379,18 +366,12 @@ under a live lease has applied it, and says who did, after how long, and who did
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := g.context(cmd)
 			defer cancel()
-			s, cli, err := g.store(ctx)
+			fv, err := g.open(ctx, node)
 			if err != nil {
 				return err
 			}
-			defer cli.Close()
-			registered, _, names, err := knownNodes(ctx, s)
-			if err != nil {
-				return err
-			}
-			if node != "" && !slices.Contains(names, node) {
-				return usagef("--node %q: no such node in fleet %q (known: %s)", node, g.cluster, strings.Join(names, ", "))
-			}
+			defer fv.Close()
+			s, registered := fv.store, fv.registered
 			res := flushResult{Node: node, Waited: wait}
 			wantNodes := []string{node}
 			var done func(cluster.Applied) bool

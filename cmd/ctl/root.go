@@ -246,6 +246,36 @@ func (g *globals) context(cmd *cobra.Command) (context.Context, context.CancelFu
 	return context.WithTimeout(cmd.Context(), g.timeout)
 }
 
+// fleetView is a command's connection to etcd and what etcd knows of the fleet's nodes.
+type fleetView struct {
+	store      *cluster.Store
+	cli        *clientv3.Client
+	registered []cluster.NodeInfo
+	applied    map[string]cluster.Applied
+	names      []string
+}
+
+// open connects to etcd and reads the fleet's nodes; node, when set, must be one of
+// them (a usage error names the known ones).
+func (g *globals) open(ctx context.Context, node string) (*fleetView, error) {
+	s, cli, err := g.store(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v := &fleetView{store: s, cli: cli}
+	if v.registered, v.applied, v.names, err = knownNodes(ctx, s); err != nil {
+		cli.Close()
+		return nil, err
+	}
+	if node != "" && !slices.Contains(v.names, node) {
+		cli.Close()
+		return nil, usagef("--node %q: no such node in fleet %q (known: %s)", node, g.cluster, strings.Join(v.names, ", "))
+	}
+	return v, nil
+}
+
+func (v *fleetView) Close() { v.cli.Close() }
+
 // knownNodes are the nodes etcd knows: registered under a live lease, or with an
 // applied state (a node that went away).
 func knownNodes(ctx context.Context, s *cluster.Store) (registered []cluster.NodeInfo, applied map[string]cluster.Applied, names []string, err error) {

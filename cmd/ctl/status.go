@@ -100,19 +100,16 @@ func short(d string) string {
 
 // fleetStatus asks every known node's API for its status, in parallel.
 func fleetStatus(ctx context.Context, g *globals) ([]statusRow, error) {
-	s, cli, err := g.store(ctx)
+	fv, err := g.open(ctx, "")
 	if err != nil {
 		return nil, err
 	}
-	defer cli.Close()
+	defer fv.Close()
 	a, err := g.api()
 	if err != nil {
 		return nil, err
 	}
-	registered, _, names, err := knownNodes(ctx, s)
-	if err != nil {
-		return nil, err
-	}
+	s, registered, names := fv.store, fv.registered, fv.names
 	info := map[string]cluster.NodeInfo{}
 	for _, n := range registered {
 		info[n.Name] = n

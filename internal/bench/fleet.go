@@ -304,28 +304,9 @@ func MeasureKill(nodeBin, etcdBin, dir string, kills int) (res KillResult, err e
 	}
 	n3 := fl.Nodes[2]
 	for k := 0; k < kills; k++ {
-		start := time.Now()
-		if err := fl.KillNode(n3); err != nil {
-			return res, err
-		}
-		dead, unpeered := map[string]time.Duration{}, map[string]time.Duration{}
-		for len(dead) < 2 || len(unpeered) < 2 {
-			if time.Since(start) > 30*time.Second {
-				return res, fmt.Errorf("kill %d: after 30 s n3 is dead for %v, unpeered by %v", k+1, dead, unpeered)
-			}
-			for _, n := range fl.Nodes[:2] {
-				v, err := n.View()
-				if err != nil {
-					continue
-				}
-				if _, ok := dead[n.Name]; !ok && v.Member(n3.Name) == "dead" {
-					dead[n.Name] = time.Since(start)
-				}
-				if _, ok := unpeered[n.Name]; !ok && !v.Peered(n3.MeshAddr) {
-					unpeered[n.Name] = time.Since(start)
-				}
-			}
-			time.Sleep(10 * time.Millisecond)
+		dead, unpeered, err := fl.KillWatch(n3, 30*time.Second)
+		if err != nil {
+			return res, fmt.Errorf("kill %d: %w", k+1, err)
 		}
 		res.Dead = append(res.Dead, max(dead[fl.Nodes[0].Name], dead[fl.Nodes[1].Name]))
 		res.Unpeered = append(res.Unpeered, max(unpeered[fl.Nodes[0].Name], unpeered[fl.Nodes[1].Name]))

@@ -195,28 +195,9 @@ func TestFleet(t *testing.T) {
 	t.Run("ctl against the fleet", func(t *testing.T) { testCtl(t, fl, store, sendAll) })
 
 	t.Run("a killed node is marked dead and unpeered; it rejoins when restarted", func(t *testing.T) {
-		start := time.Now()
-		if err := fl.KillNode(n3); err != nil {
+		dead, unpeered, err := fl.KillWatch(n3, 20*time.Second)
+		if err != nil {
 			t.Fatal(err)
-		}
-		dead, unpeered := map[string]time.Duration{}, map[string]time.Duration{}
-		for time.Since(start) < 20*time.Second && (len(dead) < 2 || len(unpeered) < 2) {
-			for _, n := range []*lab.FleetNode{n1, n2} {
-				v, err := n.View()
-				if err != nil {
-					continue
-				}
-				if _, ok := dead[n.Name]; !ok && v.Member(n3.Name) == "dead" {
-					dead[n.Name] = time.Since(start)
-				}
-				if _, ok := unpeered[n.Name]; !ok && !v.Peered(n3.MeshAddr) {
-					unpeered[n.Name] = time.Since(start)
-				}
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		if len(dead) < 2 || len(unpeered) < 2 {
-			t.Fatalf("20 s after n3 was killed: marked dead by %v, unpeered by %v; want both others", dead, unpeered)
 		}
 		t.Logf("n3 killed: marked dead after %v, unpeered after %v", dead, unpeered)
 		sendAll("with n3 dead")

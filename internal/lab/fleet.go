@@ -346,6 +346,40 @@ func (f *Fleet) KillNode(n *FleetNode) error {
 	return nil
 }
 
+// KillWatch kills node n with SIGKILL and reads the other nodes' views (every 10 ms)
+// until each marks it dead and has removed its mesh session; it returns, per other
+// node, how long after the kill each happened.
+func (f *Fleet) KillWatch(n *FleetNode, timeout time.Duration) (dead, unpeered map[string]time.Duration, err error) {
+	start := time.Now()
+	if err := f.KillNode(n); err != nil {
+		return nil, nil, err
+	}
+	dead, unpeered = map[string]time.Duration{}, map[string]time.Duration{}
+	others := len(f.Nodes) - 1
+	for len(dead) < others || len(unpeered) < others {
+		if time.Since(start) > timeout {
+			return dead, unpeered, fmt.Errorf("%s after %s was killed: marked dead by %v, unpeered by %v; want all %d others", timeout, n.Name, dead, unpeered, others)
+		}
+		for _, o := range f.Nodes {
+			if o == n {
+				continue
+			}
+			v, err := o.View()
+			if err != nil {
+				continue
+			}
+			if _, ok := dead[o.Name]; !ok && v.Member(n.Name) == "dead" {
+				dead[o.Name] = time.Since(start)
+			}
+			if _, ok := unpeered[o.Name]; !ok && !v.Peered(n.MeshAddr) {
+				unpeered[o.Name] = time.Since(start)
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return dead, unpeered, nil
+}
+
 // Get fetches a path of a node's HTTP server.
 func (n *FleetNode) Get(path string) ([]byte, error) { return UnixGet(n.APISocket, path) }
 

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fibfleet/fibfleet/fib"
 	"github.com/fibfleet/fibfleet/internal/table"
 )
 
@@ -64,7 +65,7 @@ func StartTraffic(src *Netns, cfg TrafficConfig) (*Traffic, error) {
 	rng := rand.New(rand.NewPCG(cfg.Seed, 7))
 	dsts := make([]netip.Addr, cfg.Destinations)
 	for i := range dsts {
-		dsts[i] = RandomIn(rng, cfg.Routes[rng.IntN(len(cfg.Routes))].Prefix)
+		dsts[i] = fib.RandomIn(cfg.Routes[rng.IntN(len(cfg.Routes))].Prefix, rng)
 	}
 	zipf := rand.NewZipf(rng, 1.2, 1, uint64(len(dsts)-1))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -92,7 +93,7 @@ func StartTraffic(src *Netns, cfg TrafficConfig) (*Traffic, error) {
 				dst, flood := flow, rng.Float64() < cfg.Flood
 				switch {
 				case flood:
-					dst = RandomIn(rng, cfg.Routes[rng.IntN(len(cfg.Routes))].Prefix)
+					dst = fib.RandomIn(cfg.Routes[rng.IntN(len(cfg.Routes))].Prefix, rng)
 				case left == 0:
 					flow, left = dsts[zipf.Uint64()], cfg.FlowLength
 					dst = flow
@@ -123,20 +124,4 @@ func StartTraffic(src *Netns, cfg TrafficConfig) (*Traffic, error) {
 func (t *Traffic) Stop() {
 	t.cancel()
 	<-t.done
-}
-
-// RandomIn is a uniformly random address inside p.
-func RandomIn(rng *rand.Rand, p netip.Prefix) netip.Addr {
-	b := p.Masked().Addr().AsSlice()
-	for i := range b {
-		host := byte(0xff)
-		if fixed := p.Bits() - 8*i; fixed >= 8 {
-			host = 0
-		} else if fixed > 0 {
-			host = 0xff >> fixed
-		}
-		b[i] |= byte(rng.Uint32()) & host
-	}
-	a, _ := netip.AddrFromSlice(b)
-	return a
 }
