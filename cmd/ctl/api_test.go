@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fibfleet/fibfleet/internal/testcert"
+)
+
+// TestAPIClient: ctl reaches a node API over HTTPS with a client certificate
+// (--api-ca, --api-cert, --api-key), is refused without one, and reaches one on a
+// unix socket.
+func TestAPIClient(t *testing.T) {
+	certs := testcert.Write(t, t.TempDir())
+	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _ = json.NewEncoder(w).Encode(map[string]string{"node": "n1"}) })
+	srv := httptest.NewUnstartedServer(h)
+	pem, err := os.ReadFile(certs.CA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	cert, err := tls.LoadX509KeyPair(certs.ServerCert, certs.ServerKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert}
+	srv.StartTLS()
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "https://")
+
+	var got map[string]string
+	g := &globals{apiCA: certs.CA, apiCert: certs.ClientCert, apiKey: certs.ClientKey, timeout: 5e9}
+	a, err := g.api()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.get(context.Background(), addr, "/api/v1/status", &got); err != nil || got["node"] != "n1" {
+		t.Fatalf("with a client certificate: %v %v", got, err)
+	}
+	g.apiCert, g.apiKey = "", ""
+	if a, err = g.api(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.get(context.Background(), addr, "/api/v1/status", &got); err == nil {
+		t.Error("answered without a client certificate")
+	}
+	g.apiCert = certs.ClientCert
+	if _, err := g.api(); err == nil || !strings.Contains(err.Error(), "go together") {
+		t.Errorf("--api-cert without --api-key: %v", err)
+	}
+
+	sock := filepath.Join(t.TempDir(), "api.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	us := &http.Server{Handler: h}
+	go us.Serve(l)
+	defer us.Close()
+	plain, _ := (&globals{timeout: 5e9}).api()
+	got = nil
+	if err := plain.get(context.Background(), "unix://"+sock, "/api/v1/status", &got); err != nil || got["node"] != "n1" {
+		t.Fatalf("on a unix socket: %v %v", got, err)
+	}
+}
