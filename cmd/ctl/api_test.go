@@ -21,7 +21,9 @@ import (
 // unix socket.
 func TestAPIClient(t *testing.T) {
 	certs := testcert.Write(t, t.TempDir())
-	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _ = json.NewEncoder(w).Encode(map[string]string{"node": "n1"}) })
+	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(map[string]string{"node": "n1"})
+	})
 	srv := httptest.NewUnstartedServer(h)
 	pem, err := os.ReadFile(certs.CA)
 	if err != nil {
