@@ -214,3 +214,21 @@ func originPath(prefix netip.Prefix, nexthop netip.Addr) (*apiutil.Path, error) 
 	}
 	return &apiutil.Path{Family: family, Nlri: nlri, Attrs: attrs}, nil
 }
+
+// ResendMesh sends a mesh peer every route this node advertises to it again (a soft
+// reset out). It repairs a peer that lacks routes: GoBGP v4.8 can miss a route that
+// arrives while a session is becoming established (the initial dump has passed it, and
+// the update is not sent because the session is not yet marked established), and BGP
+// never sends a route twice on its own.
+func (s *Speaker) ResendMesh(ctx context.Context, a netip.Addr) error {
+	s.mu.Lock()
+	known := s.mesh[a]
+	s.mu.Unlock()
+	if !known {
+		return fmt.Errorf("bgp: %s is not a mesh peer", a)
+	}
+	if err := s.srv.ResetPeer(ctx, &api.ResetPeerRequest{Address: a.String(), Soft: true, Direction: api.ResetPeerRequest_DIRECTION_OUT}); err != nil {
+		return fmt.Errorf("bgp: resend the routes to mesh peer %s: %w", a, err)
+	}
+	return nil
+}

@@ -160,3 +160,50 @@ func TestMesh(t *testing.T) {
 		t.Errorf("B's mesh after the removal: %+v", b.MeshPeers())
 	}
 }
+
+// TestResendMesh: a route B lost (here: an import policy on B drops it, then goes
+// away without B asking again) comes back when A resends its routes to B.
+func TestResendMesh(t *testing.T) {
+	pa, pb := freePort(t), freePort(t)
+	a := startMeshNode(t, "127.0.0.21", pa, Neighbor{Address: netip.MustParseAddr("127.0.0.23"), ASN: 65001, Passive: true})
+	b := startMeshNode(t, "127.0.0.22", pb)
+	upstream(t, "127.0.0.23", "127.0.0.21", pa, map[string]string{"198.51.100.0/24": "10.1.0.2", "203.0.113.0/24": "10.1.0.2"})
+	ctx := context.Background()
+	if err := a.AddMeshPeer(ctx, MeshPeer{Address: netip.MustParseAddr("127.0.0.22"), Port: uint16(pb)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.AddMeshPeer(ctx, MeshPeer{Address: netip.MustParseAddr("127.0.0.21"), Port: uint16(pa)}); err != nil {
+		t.Fatal(err)
+	}
+	st := newStream(t, b)
+	for len(st.state) < 2 {
+		st.apply(st.next())
+	}
+	lost := netip.MustParsePrefix("198.51.100.0/24")
+	// B drops the route on import, and forgets the policy without asking again.
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(b.srv.AddDefinedSet(ctx, &api.AddDefinedSetRequest{DefinedSet: &api.DefinedSet{DefinedType: api.DefinedType_DEFINED_TYPE_PREFIX, Name: "lost",
+		Prefixes: []*api.Prefix{{IpPrefix: lost.String(), MaskLengthMin: 24, MaskLengthMax: 24}}}}))
+	must(b.srv.AddPolicy(ctx, &api.AddPolicyRequest{Policy: &api.Policy{Name: "drop-lost", Statements: []*api.Statement{{Name: "drop",
+		Conditions: &api.Conditions{PrefixSet: &api.MatchSet{Type: api.MatchSet_TYPE_ANY, Name: "lost"}},
+		Actions:    &api.Actions{RouteAction: api.RouteAction_ROUTE_ACTION_REJECT}}}}}))
+	must(b.srv.SetPolicyAssignment(ctx, &api.SetPolicyAssignmentRequest{Assignment: &api.PolicyAssignment{Name: "global",
+		Direction: api.PolicyDirection_POLICY_DIRECTION_IMPORT, Policies: []*api.Policy{{Name: "drop-lost"}}, DefaultAction: api.RouteAction_ROUTE_ACTION_ACCEPT}}))
+	must(b.srv.ResetPeer(ctx, &api.ResetPeerRequest{Address: "127.0.0.21", Soft: true, Direction: api.ResetPeerRequest_DIRECTION_IN}))
+	st.expect(Change{Prefix: lost, Withdraw: true, Peer: netip.MustParseAddr("127.0.0.21")})
+	must(b.srv.SetPolicyAssignment(ctx, &api.SetPolicyAssignmentRequest{Assignment: &api.PolicyAssignment{Name: "global",
+		Direction: api.PolicyDirection_POLICY_DIRECTION_IMPORT, DefaultAction: api.RouteAction_ROUTE_ACTION_ACCEPT}}))
+
+	if err := a.ResendMesh(ctx, netip.MustParseAddr("127.0.0.22")); err != nil {
+		t.Fatal(err)
+	}
+	st.expect(Change{Prefix: lost, Nexthop: netip.MustParseAddr("10.1.0.2"), Peer: netip.MustParseAddr("127.0.0.21")})
+	if err := a.ResendMesh(ctx, netip.MustParseAddr("127.0.0.99")); err == nil {
+		t.Error("resent to an address that is no mesh peer")
+	}
+}

@@ -489,7 +489,10 @@ type Applied struct {
 	// Entries is the cache's size in force per family (IPv4, IPv6; 0: off).
 	Entries [2]int    `json:"entries"`
 	Digests [2]string `json:"digests"`
-	Routes  [2]int    `json:"routes"`
+	// Prefixes are digests of the prefixes alone: equal on nodes that hold the same
+	// routes, whichever next hops each selected.
+	Prefixes [2]string `json:"prefixes"`
+	Routes   [2]int    `json:"routes"`
 	Version string    `json:"version"`
 	At      time.Time `json:"at"`
 }

@@ -137,6 +137,10 @@ type FIB struct {
 	// 1: IPv6): order-independent and
 	// updated in O(1) per change, so nodes can compare tables without a walk.
 	digest [2]uint64
+	// prefixDigest is the same over the prefixes alone: equal on nodes that hold the
+	// same prefixes, whatever next hops each selected (a node prefers its own
+	// upstream's path), so it says whether a node lacks routes.
+	prefixDigest [2]uint64
 	// indirect are the nexthops not resolved on a link (recursive, through a kernel
 	// route, or not at all): a route change covering one's next hop marks it dirty,
 	// and the batch's end resolves it again.
@@ -242,6 +246,7 @@ func (f *FIB) apply(u Update) error {
 		}
 		f.routes.Delete(p)
 		f.digest[family(p)] -= routeHash(p, old)
+		f.prefixDigest[family(p)] -= prefixHash(p)
 		f.withdraw(p)
 		f.touch(p)
 		if f.sync != nil && !f.byGW[old].local {
@@ -263,6 +268,8 @@ func (f *FIB) apply(u Update) error {
 	f.routes.Insert(p, u.Nexthop)
 	if had {
 		f.digest[family(p)] -= routeHash(p, old)
+	} else {
+		f.prefixDigest[family(p)] += prefixHash(p)
 	}
 	f.digest[family(p)] += routeHash(p, u.Nexthop)
 	if p.Addr().Is6() {
@@ -274,6 +281,7 @@ func (f *FIB) apply(u Update) error {
 				f.digest[family(p)] += routeHash(p, old)
 			} else {
 				f.routes.Delete(p)
+				f.prefixDigest[family(p)] -= prefixHash(p)
 			}
 			f.release(u.Nexthop)
 			return err
@@ -616,6 +624,17 @@ func (f *FIB) Digests() (v4, v6 string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return fmt.Sprintf("%016x", f.digest[0]), fmt.Sprintf("%016x", f.digest[1])
+}
+
+// prefixHash hashes a prefix alone (routeHash without a next hop).
+func prefixHash(p netip.Prefix) uint64 { return routeHash(p, netip.Addr{}) }
+
+// PrefixDigests are order-independent hashes of the IPv4 and the IPv6 prefixes alone:
+// nodes holding the same prefixes have equal ones, whatever next hops they selected.
+func (f *FIB) PrefixDigests() (v4, v6 string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return fmt.Sprintf("%016x", f.prefixDigest[0]), fmt.Sprintf("%016x", f.prefixDigest[1])
 }
 
 func family(p netip.Prefix) int {

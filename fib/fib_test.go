@@ -527,11 +527,25 @@ func TestDigest(t *testing.T) {
 		t.Fatalf("same table, digests %s and %s (empty %s)", a.Digest(), b.Digest(), empty)
 	}
 	before := b.Digest()
+	p4, p6 := b.PrefixDigests()
+	if a4, a6 := a.PrefixDigests(); a4 != p4 || a6 != p6 {
+		t.Fatalf("same prefixes, prefix digests %s/%s and %s/%s", a4, a6, p4, p6)
+	}
 	if err := b.Apply([]Update{{Prefix: all[0].Prefix, Nexthop: netip.MustParseAddr("10.9.0.99")}}); err != nil {
 		t.Fatal(err)
 	}
 	if b.Digest() == before {
 		t.Fatal("a next-hop change left the digest unchanged")
+	}
+	// The prefixes are the same: a node preferring another path holds the same set.
+	if q4, q6 := b.PrefixDigests(); q4 != p4 || q6 != p6 {
+		t.Fatal("a next-hop change moved the prefix digest")
+	}
+	if err := a.Apply([]Update{{Prefix: all[1].Prefix, Withdraw: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if a4, _ := a.PrefixDigests(); a4 == p4 {
+		t.Fatal("a prefix missing left the prefix digest unchanged")
 	}
 	var withdraw []Update
 	for _, u := range all {
@@ -542,6 +556,9 @@ func TestDigest(t *testing.T) {
 	}
 	if b.Digest() != empty {
 		t.Fatalf("empty again, digest %s, want %s", b.Digest(), empty)
+	}
+	if q4, q6 := b.PrefixDigests(); q4 != fmt.Sprintf("%016x", 0) || q6 != q4 {
+		t.Fatalf("empty again, prefix digests %s/%s", q4, q6)
 	}
 }
 

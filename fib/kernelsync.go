@@ -74,6 +74,8 @@ func (k *KernelSync) Run(ctx context.Context) error {
 		return err
 	}
 	defer kr.Close()
+	var warned time.Time
+	var refused uint64
 	for {
 		select {
 		case <-ctx.Done():
@@ -112,8 +114,13 @@ func (k *KernelSync) Run(ctx context.Context) error {
 		k.mu.Lock()
 		k.Pending.Store(int64(len(k.pending)))
 		k.mu.Unlock()
-		if firstErr != nil {
-			k.log.Warn("kernel route sync: some routes were refused", "failed", failed, "err", firstErr)
+		// At most one warning every 10 s, with the refusals since the last: while a
+		// next hop is unresolved (a recursive one before its route arrives) every
+		// batch fails, and the routes are queued again once it resolves.
+		refused += failed
+		if firstErr != nil && time.Since(warned) >= 10*time.Second {
+			k.log.Warn("kernel route sync: routes refused by the kernel (they are queued again when their next hop resolves)", "refused", refused, "err", firstErr)
+			warned, refused = time.Now(), 0
 		}
 		if len(batch) > 10000 {
 			k.log.Info("kernel route sync", "routes", len(batch), "took", time.Since(start).Round(time.Millisecond))

@@ -42,6 +42,8 @@ type fleet struct {
 	reg   *cluster.Registration
 	// meshLog holds the mesh's last changes, for the node API.
 	meshLog []nodeapi.MeshChange
+	// resends counts routes resent to mesh peers that lacked some (repair).
+	resends uint64
 }
 
 // nodeApplier applies the fleet's decisions to this node's dataplane and cache.
@@ -56,6 +58,7 @@ func (a nodeApplier) ApplyPolicy(p cache.Policy) error { return a.cache.applyPol
 func (a nodeApplier) Report(s *cluster.Applied) {
 	s.Entries = [2]int{a.dp.Cache().Entries(dataplane.IPv4), a.dp.Cache().Entries(dataplane.IPv6)}
 	s.Digests[0], s.Digests[1] = a.table.Digests()
+	s.Prefixes[0], s.Prefixes[1] = a.table.PrefixDigests()
 	st := a.table.Stats()
 	s.Routes = [2]int{st.RoutesV4, st.RoutesV6}
 	s.Version = version
@@ -451,4 +454,121 @@ func sessions(ps []bgp.PeerStatus) []nodeapi.Session {
 	}
 	slices.SortFunc(out, func(a, b nodeapi.Session) int { return a.Neighbor.Compare(b.Neighbor) })
 	return out
+}
+
+// The mesh's repair. Every node holds the same prefixes once the mesh has carried
+// them (each may select other next hops). GoBGP v4.8 can miss sending a route that
+// arrives while a mesh session is becoming established (its initial dump has passed
+// the route; the update is skipped because the session is not marked established
+// yet), and BGP never sends a route twice on its own: the peer lacks it until it
+// changes. So each node compares its prefix digests with every registered node's; when
+// they have differed, unchanged, for repairQuiet, it resends its routes to that node
+// (a soft reset out: the whole Adj-RIB-Out, once). A node that lacks routes resends
+// what it has too (little: iBGP routes are not passed on). A difference a resend does
+// not mend (a node that cannot hold some routes) is retried less and less often.
+const (
+	repairCheck = 10 * time.Second
+	repairQuiet = 30 * time.Second
+	repairFirst = 5 * time.Minute
+	repairMax   = 6 * time.Hour
+)
+
+// digestSeen is a node's prefix digests and since when this node sees them unchanged.
+type digestSeen struct {
+	value string
+	since time.Time
+}
+
+// resendState is the repair's memory of one peer: the last resend and the wait
+// before the next.
+type resendState struct {
+	last time.Time
+	wait time.Duration
+}
+
+// needResend says whether to resend to a node: the digests differ, both have stood
+// still for repairQuiet, and the wait since the last resend is over.
+func needResend(mine, theirs digestSeen, r resendState, now time.Time) bool {
+	return mine.value != "" && theirs.value != "" && mine.value != theirs.value &&
+		now.Sub(mine.since) >= repairQuiet && now.Sub(theirs.since) >= repairQuiet &&
+		(r.last.IsZero() || now.Sub(r.last) >= r.wait)
+}
+
+func (f *fleet) repair(ctx context.Context) {
+	seen := map[string]digestSeen{}
+	state := map[string]resendState{}
+	tick := time.NewTicker(repairCheck)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		f.mu.Lock()
+		store, speaker := f.store, f.speaker
+		f.mu.Unlock()
+		if store == nil || speaker == nil {
+			continue
+		}
+		tctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		nodes, err := store.Nodes(tctx)
+		var applied map[string]cluster.Applied
+		if err == nil {
+			applied, err = store.AppliedStates(tctx)
+		}
+		cancel()
+		if err != nil {
+			continue // etcd away: nothing to compare with
+		}
+		now := time.Now()
+		for name, a := range applied {
+			v := a.Prefixes[0] + "/" + a.Prefixes[1]
+			if s, ok := seen[name]; !ok || s.value != v {
+				seen[name] = digestSeen{value: v, since: now}
+			}
+		}
+		established := map[string]bool{}
+		for _, p := range speaker.MeshPeers() {
+			established[p.Address.String()] = p.State == "established"
+		}
+		mine := seen[f.cfg.NodeName]
+		for _, n := range nodes {
+			if n.Name == f.cfg.NodeName || !established[n.BGPAddress] {
+				continue
+			}
+			theirs, r := seen[n.Name], state[n.Name]
+			if mine.value == theirs.value {
+				delete(state, n.Name) // agreed: a later difference starts afresh
+				continue
+			}
+			if !needResend(mine, theirs, r, now) {
+				continue
+			}
+			addr, _ := netip.ParseAddr(n.BGPAddress)
+			f.log.Warn("this node's prefixes and another node's have differed for a while: resending it this node's routes (soft reset out)",
+				"member", n.Name, "peer", addr, "mine", mine.value, "theirs", theirs.value, "still_for", now.Sub(latest(mine.since, theirs.since)).Round(time.Second))
+			if err := speaker.ResendMesh(ctx, addr); err != nil {
+				f.log.Error("resend routes to a mesh peer", "peer", addr, "err", err)
+				continue
+			}
+			if r.last.IsZero() {
+				r.wait = repairFirst
+			} else {
+				r.wait = min(2*r.wait, repairMax)
+			}
+			r.last = now
+			state[n.Name] = r
+			f.mu.Lock()
+			f.resends++
+			f.mu.Unlock()
+		}
+	}
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

@@ -130,6 +130,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	defer fl.close() // runs before BGP stops: the others see this node leave
 	fl.attach(speaker, kernel)
 	go fl.runMesh(ctx)
+	go fl.repair(ctx)
 	defer func() {
 		// Bounded: with a full table GoBGP's StopBgp can take minutes (it withdraws
 		// every path first). The sessions close with the process anyway, and detaching

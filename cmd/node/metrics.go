@@ -46,6 +46,7 @@ type metrics struct {
 	etcdUp, registered          *prometheus.Desc
 	members, meshPeers          *prometheus.Desc
 	policySource, flushes       *prometheus.Desc
+	meshResends                 *prometheus.Desc
 }
 
 func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.KernelSync, c *cacheLoop, fl *fleet) *metrics {
@@ -94,6 +95,7 @@ func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.Kern
 		meshPeers:     d("cluster", "mesh_neighbors", "iBGP mesh sessions with the fleet's other nodes, by state.", "state"),
 		policySource:  d("cluster", "policy_source_info", "Where the cache policy in force comes from (node: its override in etcd; fleet: the fleet's; config: the node's file), in the source label.", "source"),
 		flushes:       d("cluster", "flushes_total", "Fleet flushes (epoch changes) applied to the dataplane since start."),
+		meshResends:   d("cluster", "mesh_resends_total", "Times this node resent its routes to a mesh peer whose prefixes differed from its own for a while (the mesh's repair; should stay 0)."),
 	}
 }
 
@@ -101,7 +103,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.xdpPackets, m.xdpBytes, m.routes, m.nexthops, m.refused, m.kernelSlots, m.groups, m.digest, m.dir, m.hash6, m.ksyncRoutes, m.ksyncPending, m.sessions, m.peerUp, m.buildOK,
 		m.loadReceived, m.loadExpected, m.loadRate, m.loadETA, m.loadDone, m.loadSeconds, m.loadLag,
 		m.cacheEntries, m.cacheLookups, m.cacheEvents, m.cacheWS, m.cacheHitRate, m.cacheCost, m.cacheRegimes, m.cacheResizes, m.cacheEpoch, m.cacheMode,
-		m.etcdUp, m.registered, m.members, m.meshPeers, m.policySource, m.flushes} {
+		m.etcdUp, m.registered, m.members, m.meshPeers, m.policySource, m.flushes, m.meshResends} {
 		ch <- d
 	}
 	m.announcements.Describe(ch)
@@ -168,8 +170,9 @@ func (m *metrics) collectFleet(ch chan<- prometheus.Metric) {
 	}
 	f := m.fleet
 	f.mu.Lock()
-	agent, reg := f.agent, f.reg
+	agent, reg, resends := f.agent, f.reg, f.resends
 	f.mu.Unlock()
+	ch <- prometheus.MustNewConstMetric(m.meshResends, prometheus.CounterValue, float64(resends))
 	var st cluster.AgentStatus
 	if agent != nil {
 		st = agent.Status()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"slices"
@@ -16,6 +17,9 @@ import (
 	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/internal/lab"
 	"github.com/fibfleet/fibfleet/internal/table"
+	api "github.com/osrg/gobgp/v4/api"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 )
 
 // startFleet builds a fleet of three nodes with a three-member etcd of real processes
@@ -193,6 +197,7 @@ func TestFleet(t *testing.T) {
 	})
 
 	t.Run("ctl against the fleet", func(t *testing.T) { testCtl(t, fl, store, sendAll) })
+	t.Run("a route a node lost comes back (the mesh's repair)", func(t *testing.T) { testRepair(t, fl, routes4) })
 
 	t.Run("a killed node is marked dead and unpeered; it rejoins when restarted", func(t *testing.T) {
 		dead, unpeered, err := fl.KillWatch(n3, 20*time.Second)
@@ -364,6 +369,11 @@ func TestFleetFullTableNoFalseDeaths(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The mesh's repair (a resend to a node that lacked routes) is allowed: it
+		// mends GoBGP's race at session start; say when it was needed.
+		if c := strings.Count(string(log), "resending it this node's routes"); c > 0 {
+			t.Logf("%s resent its routes to a peer %d time(s) (the mesh's repair)", n.Name, c)
+		}
 		for _, bad := range []string{"member dead", "mesh peer removed", "Peer Down"} {
 			if c := strings.Count(string(log), bad); c > 0 {
 				t.Errorf("%s logged %q %d times during the load", n.Name, bad, c)
@@ -506,4 +516,131 @@ func testCtl(t *testing.T, fl *lab.Fleet, store *cluster.Store, sendAll func(str
 func flushesLogged(n *lab.FleetNode) int {
 	log, _ := os.ReadFile(n.LogPath)
 	return strings.Count(string(log), "fleet flush applied")
+}
+
+// TestFleetJoinDuringLoad has two of three nodes join while the first still loads the
+// whole table from BIRD: their mesh sessions come up while routes stream in (where
+// GoBGP can miss sending one; the mesh's repair then resends). Every node must end
+// with the whole table and the same prefixes.
+func TestFleetJoinDuringLoad(t *testing.T) {
+	all, err := table.Real2026()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var routes []table.Route
+	for _, r := range all {
+		if !slices.ContainsFunc(lab.FleetRoutes, r.Prefix.Overlaps) {
+			routes = append(routes, r)
+		}
+	}
+	fl, _ := startFleet(t, lab.FleetConfig{Table: routes})
+	n1 := fl.Nodes[0]
+	for _, n := range fl.Nodes[1:] {
+		if err := fl.KillNode(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = lab.WaitFor(context.Background(), 5*time.Minute, "n1 a third through the table", func() (bool, error) {
+		m, err := n1.Metrics()
+		return err == nil && m[`fibfleet_fib_routes{family="ipv4"}`] > float64(len(routes)/3), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range fl.Nodes[1:] {
+		if err := fl.StartNode(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	if err := fl.WaitFormed(12*time.Minute, len(routes)+4, 3); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("n2 and n3 joined while n1 loaded; every node holds the whole table %v later", time.Since(start).Round(time.Second))
+	for _, n := range fl.Nodes {
+		log, _ := os.ReadFile(n.LogPath)
+		if c := strings.Count(string(log), "resending it this node's routes"); c > 0 {
+			t.Logf("%s resent its routes to a peer %d time(s) (the mesh's repair)", n.Name, c)
+		}
+	}
+}
+
+// testRepair makes n2 lose a route that n1 advertises to it, the way GoBGP's race at
+// session start does (here: an import policy on n2 drops it, then goes away without
+// n2 asking again), and checks that the mesh's repair brings it back: n1 sees the
+// prefixes differ, resends its routes to n2, and n2 holds the route again.
+func testRepair(t *testing.T, fl *lab.Fleet, routes4 int) {
+	n1, n2 := fl.Nodes[0], fl.Nodes[1]
+	ctx := context.Background()
+	conn, err := grpc.NewClient("passthrough:///gobgp", grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			var c net.Conn
+			err := n2.NS.Do(func() error {
+				var err error
+				c, err = (&net.Dialer{}).DialContext(ctx, "tcp", "127.0.0.1:50051")
+				return err
+			})
+			return c, err
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	gb := api.NewGoBgpServiceClient(conn)
+	lost := lab.FleetRoutes[0].String()
+	steps := []func() error{
+		func() error {
+			_, err := gb.AddDefinedSet(ctx, &api.AddDefinedSetRequest{DefinedSet: &api.DefinedSet{DefinedType: api.DefinedType_DEFINED_TYPE_PREFIX, Name: "lost",
+				Prefixes: []*api.Prefix{{IpPrefix: lost, MaskLengthMin: 24, MaskLengthMax: 24}}}})
+			return err
+		},
+		func() error {
+			_, err := gb.AddPolicy(ctx, &api.AddPolicyRequest{Policy: &api.Policy{Name: "drop-lost", Statements: []*api.Statement{{Name: "drop",
+				Conditions: &api.Conditions{PrefixSet: &api.MatchSet{Type: api.MatchSet_TYPE_ANY, Name: "lost"}},
+				Actions:    &api.Actions{RouteAction: api.RouteAction_ROUTE_ACTION_REJECT}}}}})
+			return err
+		},
+		func() error {
+			_, err := gb.SetPolicyAssignment(ctx, &api.SetPolicyAssignmentRequest{Assignment: &api.PolicyAssignment{Name: "global",
+				Direction: api.PolicyDirection_POLICY_DIRECTION_IMPORT, Policies: []*api.Policy{{Name: "drop-lost"}}, DefaultAction: api.RouteAction_ROUTE_ACTION_ACCEPT}})
+			return err
+		},
+		func() error {
+			_, err := gb.ResetPeer(ctx, &api.ResetPeerRequest{Address: n1.MeshAddr, Soft: true, Direction: api.ResetPeerRequest_DIRECTION_IN})
+			return err
+		},
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	routes := func(n *lab.FleetNode) float64 {
+		m, err := n.Metrics()
+		if err != nil {
+			return -1
+		}
+		return m[`fibfleet_fib_routes{family="ipv4"}`]
+	}
+	if err := lab.WaitFor(ctx, 10*time.Second, "n2 without "+lost, func() (bool, error) { return routes(n2) == float64(routes4-1), nil }); err != nil {
+		t.Fatal(err)
+	}
+	_, err = gb.SetPolicyAssignment(ctx, &api.SetPolicyAssignmentRequest{Assignment: &api.PolicyAssignment{Name: "global",
+		Direction: api.PolicyDirection_POLICY_DIRECTION_IMPORT, DefaultAction: api.RouteAction_ROUTE_ACTION_ACCEPT}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	// The repair waits for 30 s of unchanged difference, checking every 10 s.
+	if err := lab.WaitFor(ctx, 2*time.Minute, "the mesh's repair to give n2 "+lost+" back", func() (bool, error) { return routes(n2) == float64(routes4), nil }); err != nil {
+		t.Fatal(err)
+	}
+	m, err := n1.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := m["fibfleet_cluster_mesh_resends_total"]; r < 1 {
+		t.Errorf("n1 counts %v resends, want at least 1", r)
+	}
+	t.Logf("n2 held %s again %v after it had lost it", lost, time.Since(start).Round(time.Second))
 }
