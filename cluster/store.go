@@ -493,8 +493,8 @@ type Applied struct {
 	// routes, whichever next hops each selected.
 	Prefixes [2]string `json:"prefixes"`
 	Routes   [2]int    `json:"routes"`
-	Version string    `json:"version"`
-	At      time.Time `json:"at"`
+	Version  string    `json:"version"`
+	At       time.Time `json:"at"`
 }
 
 // SetPolicy fills the policy fields from p.
