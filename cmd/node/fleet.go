@@ -207,6 +207,7 @@ func (f *fleet) join(ctx context.Context) {
 			}
 		}
 		if len(try) > 0 {
+			slices.Sort(try)
 			if n, err := f.members.Join(slices.Compact(try)); err != nil {
 				f.log.Debug("gossip join", "tried", try, "err", err)
 			} else {
