@@ -1,68 +1,23 @@
 package cluster
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/fibfleet/fibfleet/cache"
+	"github.com/fibfleet/fibfleet/internal/testcert"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 )
-
-// writeCert signs a certificate (by ca, or self-signed when ca is nil) and writes
-// cert and key as PEM files into dir.
-func writeCert(t *testing.T, dir, name string, tmpl *x509.Certificate, ca *x509.Certificate, caKey *ecdsa.PrivateKey) (*x509.Certificate, *ecdsa.PrivateKey) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl.SerialNumber = big.NewInt(time.Now().UnixNano())
-	tmpl.Subject = pkix.Name{CommonName: name}
-	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(time.Hour)
-	parent, signer := tmpl, key
-	if ca != nil {
-		parent, signer = ca, caKey
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, signer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	write := func(file, typ string, b []byte) {
-		if err := os.WriteFile(filepath.Join(dir, file), pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: b}), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(name+".crt", "CERTIFICATE", der)
-	write(name+".key", "EC PRIVATE KEY", kb)
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cert, key
-}
 
 // TestConnectTLSAndAuth: an etcd that wants client certificates and has auth on takes
 // a client with both, and says what is wrong with one that lacks either.
 func TestConnectTLSAndAuth(t *testing.T) {
+	// A test helper, not a dependency of the package: certificates for this test.
 	dir := t.TempDir()
-	ca, caKey := writeCert(t, dir, "ca", &x509.Certificate{IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}, nil, nil)
-	writeCert(t, dir, "server", &x509.Certificate{IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}, ca, caKey)
-	writeCert(t, dir, "client", &x509.Certificate{ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}, ca, caKey)
+	certs := testcert.Write(t, dir)
 	f := func(n string) string { return filepath.Join(dir, n) }
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -71,13 +26,13 @@ func TestConnectTLSAndAuth(t *testing.T) {
 	listen := "https://" + l.Addr().String()
 	l.Close()
 	e, err := StartEmbedded(EmbeddedConfig{Dir: f("data"), Name: "fftls", Listen: listen,
-		TLS: &transport.TLSInfo{CertFile: f("server.crt"), KeyFile: f("server.key"), TrustedCAFile: f("ca.crt"), ClientCertAuth: true}})
+		TLS: &transport.TLSInfo{CertFile: certs.ServerCert, KeyFile: certs.ServerKey, TrustedCAFile: certs.CA, ClientCertAuth: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
 	c := ctx(t)
-	good := EtcdConfig{Endpoints: []string{e.Endpoint}, CA: f("ca.crt"), Cert: f("client.crt"), Key: f("client.key")}
+	good := EtcdConfig{Endpoints: []string{e.Endpoint}, CA: certs.CA, Cert: certs.ClientCert, Key: certs.ClientKey}
 
 	// Turn auth on: root with a password.
 	admin, err := Connect(c, good)

@@ -22,6 +22,7 @@ import (
 	"github.com/fibfleet/fibfleet/internal/nodeapi"
 	"github.com/fibfleet/fibfleet/internal/table"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // defaultLabDir holds a running lab's state, logs, sockets and data: one lab per host.
@@ -144,14 +145,18 @@ fibfleet-node on PATH, else it is built from the source tree ctl runs in (so
 			return labUp(cmd.Context(), g, o)
 		},
 	}
-	f := cmd.Flags()
+	o.flags(cmd.Flags())
+	cmd.Flags().DurationVar(&o.wait, "wait", 20*time.Minute, "how long to wait for the lab to be ready")
+	return cmd
+}
+
+// flags are the lab's settings, which `up` passes on to the lab process (`serve`).
+func (o *labOptions) flags(f *pflag.FlagSet) {
 	f.IntVar(&o.nodes, "nodes", 3, "router nodes")
 	f.StringVar(&o.table, "table", "quick", "what the feeder announces: quick (about 100,000 real prefixes), full (the whole 2026 table, 1,168,945), or a number of prefixes")
 	f.Float64Var(&o.rate, "rate", 2000, "datagrams per second the source sends")
 	f.Float64Var(&o.flood, "flood", 0, "share of the datagrams sent to fresh random destinations (a flood), 0 to 1")
 	f.StringVar(&o.nodeBinary, "node-binary", "", "the node binary (default: beside ctl, on PATH, or built from the source tree)")
-	f.DurationVar(&o.wait, "wait", 20*time.Minute, "how long to wait for the lab to be ready")
-	return cmd
 }
 
 // parseTable reads --table: quick, full or a count.
@@ -445,12 +450,7 @@ func newLabServe(dir *string) *cobra.Command {
 			return labServe(cmd.Context(), o)
 		},
 	}
-	f := cmd.Flags()
-	f.IntVar(&o.nodes, "nodes", 3, "")
-	f.StringVar(&o.table, "table", "quick", "")
-	f.Float64Var(&o.rate, "rate", 2000, "")
-	f.Float64Var(&o.flood, "flood", 0, "")
-	f.StringVar(&o.nodeBinary, "node-binary", "", "")
+	o.flags(cmd.Flags())
 	return cmd
 }
 

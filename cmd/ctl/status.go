@@ -109,7 +109,7 @@ func fleetStatus(ctx context.Context, g *globals) ([]statusRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, registered, names := fv.store, fv.registered, fv.names
+	registered, names := fv.registered, fv.names
 	info := map[string]cluster.NodeInfo{}
 	for _, n := range registered {
 		info[n.Name] = n
@@ -182,14 +182,12 @@ func fleetStatus(ctx context.Context, g *globals) ([]statusRow, error) {
 			}
 		}
 	}
-	// The node epoch comes from etcd (the status has the sum).
-	if applied, err := s.AppliedStates(ctx); err == nil {
-		for i := range rows {
-			if a, ok := applied[rows[i].Node]; ok {
-				rows[i].NodeEpoch = a.NodeEpoch
-				if rows[i].Reachable {
-					rows[i].Epoch = a.Epoch
-				}
+	// The epochs come from the reports in etcd (the node's status has their sum).
+	for i := range rows {
+		if a, ok := fv.applied[rows[i].Node]; ok {
+			rows[i].NodeEpoch = a.NodeEpoch
+			if rows[i].Reachable {
+				rows[i].Epoch = a.Epoch
 			}
 		}
 	}

@@ -289,16 +289,7 @@ func TestFleet(t *testing.T) {
 // session may be removed or go down, and every node ends with the whole table and
 // equal digests.
 func TestFleetFullTableNoFalseDeaths(t *testing.T) {
-	all, err := table.Real2026()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var routes []table.Route
-	for _, r := range all {
-		if !slices.ContainsFunc(lab.FleetRoutes, r.Prefix.Overlaps) {
-			routes = append(routes, r)
-		}
-	}
+	routes := fleetTable(t)
 	fl, _ := startFleet(t, lab.FleetConfig{Table: routes})
 	start := time.Now()
 	stop := make(chan struct{})
@@ -327,7 +318,7 @@ func TestFleetFullTableNoFalseDeaths(t *testing.T) {
 		}
 	}()
 	var loaded [3]time.Duration
-	err = lab.WaitFor(context.Background(), 12*time.Minute, "every node holding the whole table with equal digests", func() (bool, error) {
+	err := lab.WaitFor(context.Background(), 12*time.Minute, "every node holding the whole table with equal digests", func() (bool, error) {
 		select {
 		case d := <-deaths:
 			return false, fmt.Errorf("a false death: %s", d)
@@ -523,16 +514,7 @@ func flushesLogged(n *lab.FleetNode) int {
 // GoBGP can miss sending one; the mesh's repair then resends). Every node must end
 // with the whole table and the same prefixes.
 func TestFleetJoinDuringLoad(t *testing.T) {
-	all, err := table.Real2026()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var routes []table.Route
-	for _, r := range all {
-		if !slices.ContainsFunc(lab.FleetRoutes, r.Prefix.Overlaps) {
-			routes = append(routes, r)
-		}
-	}
+	routes := fleetTable(t)
 	fl, _ := startFleet(t, lab.FleetConfig{Table: routes})
 	n1 := fl.Nodes[0]
 	for _, n := range fl.Nodes[1:] {
@@ -540,7 +522,7 @@ func TestFleetJoinDuringLoad(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	err = lab.WaitFor(context.Background(), 5*time.Minute, "n1 a third through the table", func() (bool, error) {
+	err := lab.WaitFor(context.Background(), 5*time.Minute, "n1 a third through the table", func() (bool, error) {
 		m, err := n1.Metrics()
 		return err == nil && m[`fibfleet_fib_routes{family="ipv4"}`] > float64(len(routes)/3), nil
 	})
@@ -643,4 +625,21 @@ func testRepair(t *testing.T, fl *lab.Fleet, routes4 int) {
 		t.Errorf("n1 counts %v resends, want at least 1", r)
 	}
 	t.Logf("n2 held %s again %v after it had lost it", lost, time.Since(start).Round(time.Second))
+}
+
+// fleetTable is the real 2026 table less the prefixes the fleet's BIRD announces
+// itself (lab.FleetRoutes).
+func fleetTable(t *testing.T) []table.Route {
+	t.Helper()
+	all, err := table.Real2026()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var routes []table.Route
+	for _, r := range all {
+		if !slices.ContainsFunc(lab.FleetRoutes, r.Prefix.Overlaps) {
+			routes = append(routes, r)
+		}
+	}
+	return routes
 }
