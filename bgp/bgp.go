@@ -114,6 +114,10 @@ type Load struct {
 	// Expected is the dump's size: the last completed dump's, else the configured
 	// ExpectedPrefixes; 0 when unknown.
 	Expected uint64
+	// Prefixes counts an upstream's prefixes now (announced and not withdrawn,
+	// before import policy) per family: IPv4, IPv6. Mesh peers are not counted: a
+	// fleet of N full-table nodes would hold N-1 sets of a million prefixes each.
+	Prefixes [2]uint64
 }
 
 // PeerStatus is a neighbour's session state.
@@ -138,7 +142,7 @@ type Speaker struct {
 	// would walk the whole table to count prefixes, inside its server loop.
 	mu     sync.Mutex
 	peers  map[netip.Addr]*PeerStatus
-	limits map[netip.Addr]*prefixLimit
+	adjIn  map[netip.Addr]*adjIn
 	loads  map[netip.Addr]*Load
 	// eors holds, per neighbour, its session's families and whether each one's
 	// End-of-RIB arrived: the dump is complete when all have.
@@ -151,17 +155,21 @@ type Speaker struct {
 	originated map[netip.Prefix]netip.Addr
 }
 
-// prefixLimit enforces a neighbour's max-prefix limit. GoBGP's own (PrefixLimits)
-// counts the Adj-RIB-In by walking it on every UPDATE, which makes a full-table load
-// quadratic (2,500 routes/s after 100k here), so fibfleet counts the neighbour's
-// prefixes from the update stream instead and shuts the session down itself.
-type prefixLimit struct {
-	max int
+// adjIn counts a neighbour's prefixes and enforces its max-prefix limit. GoBGP counts
+// the Adj-RIB-In by walking it: on every UPDATE for its own limit (which makes a
+// full-table load quadratic, 2,500 routes/s after 100k here) and on every ListPeer, so
+// fibfleet counts the neighbour's prefixes from the update stream instead, and shuts
+// the session down itself. The set costs about 40 MiB per full-table neighbour.
+type adjIn struct {
+	max int // 0: no limit
 	// seen holds prefixes packed by prefixKey: a pointer-free map, which the garbage
 	// collector does not scan (a full table is 1M+ entries).
 	seen    map[[17]byte]struct{}
+	v6      int // IPv6 prefixes in seen
 	tripped bool
 }
+
+func newAdjIn(max int) *adjIn { return &adjIn{max: max, seen: map[[17]byte]struct{}{}} }
 
 // Validate reports every bad field of a config at once, saying what to do.
 func (c Config) Validate() error {
@@ -229,7 +237,7 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 	}
 	wctx, cancel := context.WithCancel(context.Background())
 	s := &Speaker{srv: srv, log: log, events: make(chan Event, 64), done: make(chan struct{}), cancel: cancel,
-		peers: map[netip.Addr]*PeerStatus{}, limits: map[netip.Addr]*prefixLimit{}, loads: map[netip.Addr]*Load{},
+		peers: map[netip.Addr]*PeerStatus{}, adjIn: map[netip.Addr]*adjIn{}, loads: map[netip.Addr]*Load{},
 		eors: map[netip.Addr]map[bgp.Family]bool{}, asn: cfg.ASN, meshLocal: cfg.MeshAddress,
 		mesh: map[netip.Addr]bool{}, originated: map[netip.Prefix]netip.Addr{}}
 
@@ -297,9 +305,7 @@ func (s *Speaker) AddNeighbor(ctx context.Context, n Neighbor) error {
 	for _, f := range families {
 		s.eors[n.Address][map[Family]bgp.Family{IPv4Unicast: bgp.RF_IPv4_UC, IPv6Unicast: bgp.RF_IPv6_UC}[f]] = false
 	}
-	if n.MaxPrefixes > 0 {
-		s.limits[n.Address] = &prefixLimit{max: int(n.MaxPrefixes), seen: map[[17]byte]struct{}{}}
-	}
+	s.adjIn[n.Address] = newAdjIn(int(n.MaxPrefixes))
 	s.mu.Unlock()
 	s.log.Info("added BGP neighbour", "neighbor", n.Address, "asn", n.ASN, "families", families, "max_prefixes", n.MaxPrefixes)
 	return nil
@@ -324,9 +330,9 @@ func (s *Speaker) onPeer(ev *apiutil.WatchEventMessage_PeerEvent, at time.Time) 
 			}
 		}
 	}
-	if lim := s.limits[st.NeighborAddress]; lim != nil && st.SessionState != bgp.BGP_FSM_ESTABLISHED {
+	if a := s.adjIn[st.NeighborAddress]; a != nil && st.SessionState != bgp.BGP_FSM_ESTABLISHED {
 		// GoBGP drops the session's paths: count afresh on the next one.
-		lim.seen, lim.tripped = map[[17]byte]struct{}{}, false
+		s.adjIn[st.NeighborAddress] = newAdjIn(a.max)
 	}
 }
 
@@ -347,23 +353,35 @@ func (s *Speaker) onUpdate(paths []*apiutil.Path, _ time.Time) {
 		if l := s.loads[p.PeerAddress]; l != nil && !p.Withdrawal {
 			l.Received++
 		}
-		lim := s.limits[p.PeerAddress]
-		if lim == nil {
+		a := s.adjIn[p.PeerAddress]
+		if a == nil {
 			continue
 		}
 		nlri, ok := p.Nlri.(*bgp.IPAddrPrefix)
 		if !ok {
 			continue
 		}
-		if p.Withdrawal {
-			delete(lim.seen, prefixKey(nlri.Prefix))
+		k := prefixKey(nlri.Prefix)
+		_, had := a.seen[k]
+		v6 := !nlri.Prefix.Addr().Is4()
+		switch {
+		case p.Withdrawal && had:
+			delete(a.seen, k)
+			if v6 {
+				a.v6--
+			}
+			continue
+		case p.Withdrawal || had:
 			continue
 		}
-		lim.seen[prefixKey(nlri.Prefix)] = struct{}{}
-		if len(lim.seen) > lim.max && !lim.tripped {
-			lim.tripped = true
+		a.seen[k] = struct{}{}
+		if v6 {
+			a.v6++
+		}
+		if a.max > 0 && len(a.seen) > a.max && !a.tripped {
+			a.tripped = true
 			peer := p.PeerAddress
-			s.log.Warn("neighbour exceeded max_prefixes: shutting the session down", "neighbor", peer, "max_prefixes", lim.max)
+			s.log.Warn("neighbour exceeded max_prefixes: shutting the session down", "neighbor", peer, "max_prefixes", a.max)
 			go func() {
 				err := s.srv.ShutdownPeer(context.Background(), &api.ShutdownPeerRequest{Address: peer.String(), Communication: "max-prefix limit exceeded"})
 				if err != nil {
@@ -439,8 +457,12 @@ func (s *Speaker) Loads() []Load {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]Load, 0, len(s.loads))
-	for _, l := range s.loads {
-		out = append(out, *l)
+	for n, l := range s.loads {
+		c := *l
+		if a := s.adjIn[n]; a != nil {
+			c.Prefixes = [2]uint64{uint64(len(a.seen) - a.v6), uint64(a.v6)}
+		}
+		out = append(out, c)
 	}
 	return out
 }

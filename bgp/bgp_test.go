@@ -213,6 +213,10 @@ func TestBestPathStream(t *testing.T) {
 	if l := loads["127.0.0.2"]; l.Received != 4 || l.Established.IsZero() {
 		t.Errorf("feeder load = %+v, want 4 prefixes received in an established session", l)
 	}
+	// It holds 2 of them now: one announced twice, one withdrawn.
+	if l := loads["127.0.0.2"]; l.Prefixes != [2]uint64{2, 0} {
+		t.Errorf("feeder's prefixes = %v, want [2 0] (IPv4, IPv6)", l.Prefixes)
+	}
 	if l := loads["127.0.0.3"]; l.Received != 0 || l.Established.IsZero() {
 		t.Errorf("observer load = %+v, want 0 prefixes received in an established session", l)
 	}
@@ -349,8 +353,8 @@ func TestIPv6Family(t *testing.T) {
 			t.Errorf("%s: change %+v, want %+v", p, got[p], w)
 		}
 	}
-	if l := node.Loads(); len(l) != 1 || l[0].Received != 3 || l[0].EndOfRIB.IsZero() {
-		t.Errorf("load = %+v, want 3 prefixes received and the dump complete", l)
+	if l := node.Loads(); len(l) != 1 || l[0].Received != 3 || l[0].EndOfRIB.IsZero() || l[0].Prefixes != [2]uint64{1, 2} {
+		t.Errorf("load = %+v, want 3 prefixes received (1 IPv4, 2 IPv6) and the dump complete", l)
 	}
 }
 
