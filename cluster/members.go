@@ -191,6 +191,11 @@ func (m *Members) View() []Member {
 // Alive is how many members (itself included) are alive, suspects included.
 func (m *Members) Alive() int { return m.ml.NumMembers() }
 
+// HealthScore is memberlist's awareness of its own health: 0 when the node keeps
+// up with the protocol, higher when its probes go unanswered or it was suspected
+// (a slow or overloaded node, whose own verdicts on others are then less reliable).
+func (m *Members) HealthScore() int { return m.ml.GetHealthScore() }
+
 // Changes signals after any change of the view (one signal for any number).
 func (m *Members) Changes() <-chan struct{} { return m.changes }
 

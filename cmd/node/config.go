@@ -37,6 +37,11 @@ type Config struct {
 	FIB           FIBConfig     `yaml:"fib"`
 	Cache         CacheConfig   `yaml:"cache"`
 	Cluster       ClusterConfig `yaml:"cluster"`
+
+	// file is the config file read (empty: none); checkOnly stops after reading it
+	// (-check).
+	file      string
+	checkOnly bool
 }
 
 // HTTPTLSConfig is the node API's TLS.
@@ -187,6 +192,9 @@ func loadConfig(args []string) (Config, error) {
 	cfg := defaults()
 	fs := flag.NewFlagSet("fibfleet-node", flag.ContinueOnError)
 	path := fs.String("config", "", "YAML config file (see README: Configuration)")
+	dir := fs.String("config-dir", "", "directory of config files, one per node as a Helm chart's ConfigMap holds them: node.<node-name>.yaml, else fleet.yaml")
+	check := fs.Bool("check", false, "read and validate the configuration, print what was read, and exit (0: valid)")
+	meshAddr := fs.String("mesh-address", "", "the node's IPv4 address on the mesh link (cluster.mesh.address)")
 	name := fs.String("node-name", "", "node name (default: hostname); names the bpffs pin directory")
 	ifaces := fs.String("interfaces", "", "comma-separated interfaces to attach XDP to")
 	mode := fs.String("xdp-mode", "", "XDP attach mode: native or generic")
@@ -202,6 +210,20 @@ func loadConfig(args []string) (Config, error) {
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected arguments %q: every setting is a -flag or in -config", fs.Args())
 	}
+	if *dir != "" {
+		if *path != "" {
+			return cfg, errors.New("-config and -config-dir: give one of them")
+		}
+		node := cfg.NodeName
+		if *name != "" {
+			node = *name
+		}
+		*path = filepath.Join(*dir, "fleet.yaml")
+		if p := filepath.Join(*dir, "node."+node+".yaml"); fileExists(p) {
+			*path = p
+		}
+	}
+	cfg.file, cfg.checkOnly = *path, *check
 	if *path != "" {
 		raw, err := os.ReadFile(*path)
 		if err != nil {
@@ -233,6 +255,8 @@ func loadConfig(args []string) (Config, error) {
 			cfg.BGP.ListenPort = int32(*port)
 		case "bgp-grpc-address":
 			cfg.BGP.GRPCAddress = *grpc
+		case "mesh-address":
+			cfg.Cluster.Mesh.Address = *meshAddr
 		}
 	})
 	cfg.fillDefaults()
@@ -257,6 +281,11 @@ func (c *Config) fillDefaults() {
 	if c.HTTPAdvertise == "" {
 		c.HTTPAdvertise = c.HTTPAddress
 	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 func splitList(s string) []string {

@@ -6,6 +6,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -45,6 +46,15 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fibfleet-node:", err)
 		os.Exit(2)
+	}
+	if cfg.checkOnly {
+		from := cfg.file
+		if from == "" {
+			from = "defaults and flags"
+		}
+		fmt.Printf("config valid (%s): node %s, interfaces %v, AS%d, %d upstream neighbours, cluster %q, etcd %v\n",
+			from, cfg.NodeName, cfg.Interfaces, cfg.BGP.ASN, len(cfg.BGP.Neighbors), cfg.Cluster.Name, cmp.Or(strings.Join(cfg.Cluster.Etcd.Endpoints, ","), "embedded"))
+		return
 	}
 	log := newLogger(cfg.LogLevel)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -151,7 +161,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	rt := &rates{dp: dp}
 	go rt.run(ctx)
 	ns := &nodeStatus{name: cfg.NodeName, started: time.Now(), dp: dp, table: table, speaker: speaker, cache: dcache, fleet: fl, rates: rt}
-	srv, err := newHTTPServer(cfg, httpHandler(reg, &ready, table, dcache, fl, ns))
+	srv, err := newHTTPServer(cfg, httpHandler(reg, &ready, m.readiness, table, dcache, fl, ns))
 	if err != nil {
 		return err
 	}
@@ -245,7 +255,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func httpHandler(reg *prometheus.Registry, ready *atomic.Bool, table *fib.FIB, dcache *cacheLoop, fl *fleet, ns *nodeStatus) http.Handler {
+func httpHandler(reg *prometheus.Registry, ready *atomic.Bool, readiness func() (bool, string), table *fib.FIB, dcache *cacheLoop, fl *fleet, ns *nodeStatus) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v1/status", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, ns.status()) })
 	mux.HandleFunc("GET /api/v1/fleet", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, fl.status(r.Context())) })
@@ -278,6 +288,19 @@ func httpHandler(reg *prometheus.Registry, ready *atomic.Bool, table *fib.FIB, d
 			return
 		}
 		fmt.Fprintln(w, "ok")
+	})
+	// Readiness: the node holds its upstreams' tables (see readiness). A Kubernetes
+	// rolling update moves to the next node only once this one answers 200.
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		ok, why := readiness()
+		if !ready.Load() {
+			ok, why = false, "starting"
+		}
+		if !ok {
+			http.Error(w, "not ready: "+why, http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready: "+why)
 	})
 	return mux
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net/netip"
 
 	"github.com/fibfleet/fibfleet/bgp"
 	"github.com/fibfleet/fibfleet/cache"
@@ -47,6 +48,8 @@ type metrics struct {
 	members, meshPeers          *prometheus.Desc
 	policySource, flushes       *prometheus.Desc
 	meshResends                 *prometheus.Desc
+	prefixes, epochs, gossipHS  *prometheus.Desc
+	ready                       *prometheus.Desc
 }
 
 func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.KernelSync, c *cacheLoop, fl *fleet) *metrics {
@@ -96,6 +99,10 @@ func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.Kern
 		policySource:  d("cluster", "policy_source_info", "Where the cache policy in force comes from (node: its override in etcd; fleet: the fleet's; config: the node's file), in the source label.", "source"),
 		flushes:       d("cluster", "flushes_total", "Fleet flushes (epoch changes) applied to the dataplane since start."),
 		meshResends:   d("cluster", "mesh_resends_total", "Times this node resent its routes to a mesh peer whose prefixes differed from its own for a while (the mesh's repair; should stay 0)."),
+		prefixes:      d("bgp", "received_prefixes", "Prefixes an upstream neighbour holds announced to this node now (announced and not withdrawn, before import policy), by family.", "neighbor", "family"),
+		epochs:        d("cluster", "epoch", "Flush epochs applied: the fleet's (scope=fleet) and this node's own (scope=node); the dataplane's epoch (fibfleet_cache_epoch) is their sum.", "scope"),
+		gossipHS:      d("cluster", "gossip_health_score", "memberlist's awareness score: 0 while this node keeps up with gossip; higher when its probes go unanswered (then its verdicts on others are less reliable)."),
+		ready:         d("", "ready", "1 when the node is ready to carry traffic (GET /readyz): it holds an upstream's table and none in session is still loading."),
 	}
 }
 
@@ -103,7 +110,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.xdpPackets, m.xdpBytes, m.routes, m.nexthops, m.refused, m.kernelSlots, m.groups, m.digest, m.dir, m.hash6, m.ksyncRoutes, m.ksyncPending, m.sessions, m.peerUp, m.buildOK,
 		m.loadReceived, m.loadExpected, m.loadRate, m.loadETA, m.loadDone, m.loadSeconds, m.loadLag,
 		m.cacheEntries, m.cacheLookups, m.cacheEvents, m.cacheWS, m.cacheHitRate, m.cacheCost, m.cacheRegimes, m.cacheResizes, m.cacheEpoch, m.cacheMode,
-		m.etcdUp, m.registered, m.members, m.meshPeers, m.policySource, m.flushes, m.meshResends} {
+		m.etcdUp, m.registered, m.members, m.meshPeers, m.policySource, m.flushes, m.meshResends, m.prefixes, m.epochs, m.gossipHS, m.ready} {
 		ch <- d
 	}
 	m.announcements.Describe(ch)
@@ -159,6 +166,8 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(m.sessions, prometheus.GaugeValue, float64(counts[s]), s)
 	}
 	m.collectLoads(ch)
+	ok, _ := m.readiness()
+	ch <- prometheus.MustNewConstMetric(m.ready, prometheus.GaugeValue, b2f(ok))
 	m.collectCache(ch)
 	m.collectFleet(ch)
 }
@@ -178,6 +187,11 @@ func (m *metrics) collectFleet(ch chan<- prometheus.Metric) {
 		st = agent.Status()
 	}
 	g(m.etcdUp, b2f(st.Connected))
+	g(m.epochs, float64(st.Epoch), "fleet")
+	g(m.epochs, float64(st.NodeEpoch), "node")
+	if f.members != nil {
+		g(m.gossipHS, float64(f.members.HealthScore()))
+	}
 	g(m.registered, b2f(reg != nil && reg.Registered()))
 	states := map[string]int{"alive": 0, "dead": 0, "left": 0}
 	for _, v := range f.members.View() {
@@ -253,12 +267,17 @@ func (m *metrics) collectLoads(ch chan<- prometheus.Metric) {
 	g := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
+	mesh := m.meshSet()
 	for _, l := range m.speaker.Loads() {
 		n := l.Neighbor.String()
 		v := views[n]
 		g(m.loadReceived, float64(l.Received), n)
 		g(m.loadExpected, float64(l.Expected), n)
-		done := !v.FIBDone.IsZero() && v.Established.Equal(l.Established) && !l.Established.IsZero()
+		if !mesh[l.Neighbor] {
+			g(m.prefixes, float64(l.Prefixes[0]), n, "ipv4")
+			g(m.prefixes, float64(l.Prefixes[1]), n, "ipv6")
+		}
+		done := m.load.doneWith(l)
 		g(m.loadDone, b2f(done), n)
 		if !loading(l) {
 			v.Rate = 0
@@ -275,6 +294,20 @@ func (m *metrics) collectLoads(ch chan<- prometheus.Metric) {
 			g(m.loadLag, v.Lag().Seconds(), n)
 		}
 	}
+}
+
+// meshSet holds the mesh peers' addresses (the fleet's other nodes).
+func (m *metrics) meshSet() map[netip.Addr]bool {
+	mesh := map[netip.Addr]bool{}
+	for _, p := range m.speaker.Peers() {
+		mesh[p.Address] = p.Mesh
+	}
+	return mesh
+}
+
+// readiness is the node's readiness now (see readiness).
+func (m *metrics) readiness() (bool, string) {
+	return readiness(m.speaker.Loads(), m.load.doneWith, m.meshSet())
 }
 
 func b2f(b bool) float64 {

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
 	"math"
 	"net/netip"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -117,4 +120,44 @@ func logLoading(log *slog.Logger, views []loadView) {
 		}
 		log.Info("BGP initial load", args...)
 	}
+}
+
+// doneWith reports whether the dataplane holds the whole dump of l's current session.
+func (p *loadProgress) doneWith(l bgp.Load) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	v := p.views[l.Neighbor]
+	return v != nil && !v.FIBDone.IsZero() && v.Established.Equal(l.Established) && !l.Established.IsZero()
+}
+
+// readiness says whether the node is ready to carry traffic (GET /readyz, and so a
+// rolling update's pace): it holds the table of at least one upstream, and no
+// upstream in session is still loading. A node with no upstream configured is ready
+// once it runs. Mesh peers do not count: the fleet's other nodes are not what makes
+// this node's table whole. why says what it waits for, naming neighbours.
+func readiness(loads []bgp.Load, done func(bgp.Load) bool, mesh map[netip.Addr]bool) (ready bool, why string) {
+	var upstreams, complete int
+	var waiting []string
+	for _, l := range loads {
+		if mesh[l.Neighbor] {
+			continue
+		}
+		upstreams++
+		switch {
+		case done(l):
+			complete++
+		case !l.Established.IsZero():
+			waiting = append(waiting, fmt.Sprintf("%s (%d of %d prefixes)", l.Neighbor, l.Received, l.Expected))
+		}
+	}
+	slices.Sort(waiting)
+	switch {
+	case upstreams == 0:
+		return true, "no upstream neighbours configured"
+	case len(waiting) > 0:
+		return false, "loading the table of " + strings.Join(waiting, ", ")
+	case complete == 0:
+		return false, fmt.Sprintf("no upstream session has delivered its table yet (%d configured, none established and loaded)", upstreams)
+	}
+	return true, fmt.Sprintf("holding the tables of %d of %d upstreams", complete, upstreams)
 }

@@ -21,7 +21,9 @@ import (
 	"time"
 
 	"github.com/fibfleet/fibfleet/dataplane"
+	"github.com/fibfleet/fibfleet/deploy/k8s"
 	"github.com/fibfleet/fibfleet/internal/lab"
+	"golang.org/x/sys/unix"
 )
 
 // need skips when a prerequisite is missing, except in CI, where it fails: CI runs as
@@ -89,7 +91,8 @@ func TestNodeRejectsBadConfig(t *testing.T) {
 
 // TestSkeletonForwarding runs the walking skeleton with each FIB backend: fibfleet's
 // compiled FIB (router forwarding off: only XDP can forward) and the kernel's through
-// bpf_fib_lookup (the baseline; forwarding on, as the helper needs it).
+// bpf_fib_lookup (the baseline; forwarding on, as the helper needs it). The compiled
+// backend's node runs with only the capabilities the Helm chart gives it.
 func TestSkeletonForwarding(t *testing.T) {
 	for _, backend := range []string{"compiled", "kernel"} {
 		t.Run(backend, func(t *testing.T) { testSkeleton(t, backend) })
@@ -105,7 +108,12 @@ func testSkeleton(t *testing.T, backend string) {
 	nodeBin := build(t, "github.com/fibfleet/fibfleet/cmd/node", "fibfleet-node")
 	gobgpBin := build(t, "github.com/osrg/gobgp/v4/cmd/gobgp", "gobgp")
 
-	sk, err := lab.StartSkeleton(lab.SkeletonConfig{NodeBinary: nodeBin, Dir: dir, FIBBackend: backend})
+	cfg := lab.SkeletonConfig{NodeBinary: nodeBin, Dir: dir, FIBBackend: backend}
+	if backend == "compiled" {
+		need(t, have("setpriv"), "needs setpriv (util-linux) to drop capabilities")
+		cfg.Capabilities = k8s.NodeCapabilities
+	}
+	sk, err := lab.StartSkeleton(cfg)
 	if sk != nil {
 		t.Cleanup(func() {
 			if t.Failed() {
@@ -126,6 +134,9 @@ func testSkeleton(t *testing.T, backend string) {
 	}
 	if err != nil {
 		t.Fatal(err)
+	}
+	if cfg.Capabilities != nil {
+		checkCapabilities(t, sk.NodePID, cfg.Capabilities)
 	}
 	wantForward := map[string]string{"compiled": "0", "kernel": "1"}[backend]
 	for _, k := range []string{"net.ipv4.ip_forward", "net.ipv6.conf.all.forwarding"} {
@@ -614,5 +625,43 @@ func testEmbeddedEtcd(t *testing.T, sk *lab.Skeleton) {
 	}
 	if len(st.Members) != 1 || st.Members[0].Name != sk.NodeName || st.Members[0].State != "alive" {
 		t.Errorf("members %+v: want this node alone, alive", st.Members)
+	}
+}
+
+// checkCapabilities fails unless the process's effective capabilities are exactly
+// names (as the Helm chart's pod has them).
+func checkCapabilities(t *testing.T, pid int, names []string) {
+	t.Helper()
+	bits := map[string]uint{"BPF": unix.CAP_BPF, "PERFMON": unix.CAP_PERFMON, "NET_ADMIN": unix.CAP_NET_ADMIN,
+		"NET_BIND_SERVICE": unix.CAP_NET_BIND_SERVICE, "SYS_ADMIN": unix.CAP_SYS_ADMIN, "SYS_RESOURCE": unix.CAP_SYS_RESOURCE}
+	var want uint64
+	for _, n := range names {
+		b, ok := bits[n]
+		if !ok {
+			t.Fatalf("capability %s: add its number to checkCapabilities", n)
+		}
+		want |= 1 << b
+	}
+	// nsenter and setpriv exec the node in place, maybe not yet.
+	var status []byte
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var err error
+		if status, err = os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err != nil {
+			t.Fatal(err)
+		}
+		if !regexp.MustCompile(`(?m)^Name:\s+(nsenter|setpriv)$`).Match(status) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d still not the node after 10 s:\n%s", pid, status)
+		}
+	}
+	m := regexp.MustCompile(`(?m)^CapEff:\s+([0-9a-f]+)$`).FindSubmatch(status)
+	if m == nil {
+		t.Fatalf("no CapEff in /proc/%d/status", pid)
+	}
+	got, err := strconv.ParseUint(string(m[1]), 16, 64)
+	if err != nil || got != want {
+		t.Fatalf("node's effective capabilities %016x, want %016x (%v); /proc/%d/status:\n%s", got, want, names, pid, status)
 	}
 }

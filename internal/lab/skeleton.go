@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -116,6 +117,10 @@ type Skeleton struct {
 type SkeletonConfig struct {
 	// NodeBinary is the fibfleet node executable.
 	NodeBinary string
+	// Capabilities, when set, are the only capabilities the node runs with (names as
+	// in capabilities(7) without CAP_, e.g. NET_ADMIN): setpriv takes every other one
+	// out of its bounding set, as a Kubernetes pod that drops ALL and adds these.
+	Capabilities []string
 	// Dir holds configs, logs and sockets.
 	Dir string
 	// XDPMode is native (default) or generic.
@@ -429,7 +434,15 @@ func (s *Skeleton) startNode(cfg SkeletonConfig) error {
 		}
 		return errors.Join(fmt.Errorf("the node left its pins in %s (removed now)", dir), os.RemoveAll(dir))
 	})
-	cmd, err := s.Router.Start(s.NodeLog, cfg.NodeBinary, "-config", conf)
+	argv := []string{cfg.NodeBinary, "-config", conf}
+	if len(cfg.Capabilities) > 0 {
+		set := "-all"
+		for _, c := range cfg.Capabilities {
+			set += ",+" + strings.ToLower(c)
+		}
+		argv = append([]string{"setpriv", "--bounding-set", set, "--inh-caps", "-all", "--"}, argv...)
+	}
+	cmd, err := s.Router.Start(s.NodeLog, argv...)
 	if err == nil {
 		s.NodePID = cmd.Process.Pid
 	}
