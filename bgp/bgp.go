@@ -140,10 +140,10 @@ type Speaker struct {
 
 	// peers follows session states from GoBGP's peer events: asking GoBGP (ListPeer)
 	// would walk the whole table to count prefixes, inside its server loop.
-	mu     sync.Mutex
-	peers  map[netip.Addr]*PeerStatus
-	adjIn  map[netip.Addr]*adjIn
-	loads  map[netip.Addr]*Load
+	mu    sync.Mutex
+	peers map[netip.Addr]*PeerStatus
+	adjIn map[netip.Addr]*adjIn
+	loads map[netip.Addr]*Load
 	// eors holds, per neighbour, its session's families and whether each one's
 	// End-of-RIB arrived: the dump is complete when all have.
 	eors map[netip.Addr]map[bgp.Family]bool
