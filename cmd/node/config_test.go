@@ -85,3 +85,37 @@ func TestConfigStrayArguments(t *testing.T) {
 		t.Fatalf("a stray argument was not reported: %v", err)
 	}
 }
+
+// TestConfigDir: with -config-dir (a Helm chart's ConfigMap) a node reads its own
+// file, node.<name>.yaml, else the fleet's; flags still win; -config with it is refused.
+func TestConfigDir(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"fleet.yaml":       "interfaces: [eth0]\nbgp: {asn: 65000, router_id: 192.0.2.1}\n",
+		"node.edge-1.yaml": "interfaces: [ens1]\nbgp: {asn: 65000, router_id: 192.0.2.1, neighbors: [{address: 192.0.2.9, asn: 64500}]}\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := loadConfig([]string{"-config-dir", dir, "-node-name", "edge-1", "-mesh-address", "10.0.0.1", "-check"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.file != filepath.Join(dir, "node.edge-1.yaml") || cfg.Interfaces[0] != "ens1" || len(cfg.BGP.Neighbors) != 1 || !cfg.checkOnly {
+		t.Errorf("edge-1 read %s: %+v", cfg.file, cfg)
+	}
+	if cfg.Cluster.Mesh.Address != "10.0.0.1" || cfg.Cluster.Gossip.Address != "10.0.0.1:7946" {
+		t.Errorf("-mesh-address: mesh %q, gossip %q; want 10.0.0.1 and gossip on it", cfg.Cluster.Mesh.Address, cfg.Cluster.Gossip.Address)
+	}
+	cfg, err = loadConfig([]string{"-config-dir", dir, "-node-name", "edge-2"})
+	if err != nil || cfg.file != filepath.Join(dir, "fleet.yaml") || cfg.Interfaces[0] != "eth0" {
+		t.Errorf("edge-2 read %s (%v), want fleet.yaml", cfg.file, err)
+	}
+	if _, err := loadConfig([]string{"-config-dir", dir, "-config", filepath.Join(dir, "fleet.yaml")}); err == nil || !strings.Contains(err.Error(), "give one of them") {
+		t.Errorf("-config with -config-dir: %v, want a refusal", err)
+	}
+	if _, err := loadConfig([]string{"-config-dir", t.TempDir(), "-node-name", "edge-1"}); err == nil || !strings.Contains(err.Error(), "fleet.yaml") {
+		t.Errorf("an empty directory: %v, want an error naming fleet.yaml", err)
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,5 +61,41 @@ func TestLoadProgress(t *testing.T) {
 	p.sample([]bgp.Load{{Neighbor: n, Expected: 1_150_000}}, t0.Add(25*time.Second))
 	if v := view(); v.ETA != -1 {
 		t.Errorf("session down: eta %v, want unknown", v.ETA)
+	}
+}
+
+// TestReadiness: ready once an upstream's table is in the dataplane and none in
+// session is loading; mesh peers do not count; no upstream: ready.
+func TestReadiness(t *testing.T) {
+	up1, up2, mesh := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("198.51.100.1"), netip.MustParseAddr("10.0.0.2")
+	est := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	meshSet := map[netip.Addr]bool{mesh: true}
+	doneSet := map[netip.Addr]bool{}
+	done := func(l bgp.Load) bool { return doneSet[l.Neighbor] }
+	down := func(a netip.Addr) bgp.Load { return bgp.Load{Neighbor: a} }
+	loading := func(a netip.Addr) bgp.Load {
+		return bgp.Load{Neighbor: a, Established: est, Received: 500, Expected: 1000}
+	}
+	for _, c := range []struct {
+		name  string
+		loads []bgp.Load
+		done  []netip.Addr
+		ready bool
+		why   string
+	}{
+		{"no upstream, a mesh peer loading", []bgp.Load{loading(mesh)}, nil, true, "no upstream neighbours configured"},
+		{"upstreams down", []bgp.Load{down(up1), down(up2)}, nil, false, "no upstream session has delivered its table yet (2 configured"},
+		{"one loading", []bgp.Load{loading(up1), down(up2)}, nil, false, "loading the table of 192.0.2.1 (500 of 1000 prefixes)"},
+		{"one loaded, one down", []bgp.Load{loading(up1), down(up2), loading(mesh)}, []netip.Addr{up1}, true, "holding the tables of 1 of 2 upstreams"},
+		{"one loaded, one loading", []bgp.Load{loading(up1), loading(up2)}, []netip.Addr{up1}, false, "loading the table of 198.51.100.1"},
+	} {
+		clear(doneSet)
+		for _, a := range c.done {
+			doneSet[a] = true
+		}
+		ok, why := readiness(c.loads, done, meshSet)
+		if ok != c.ready || !strings.HasPrefix(why, c.why) {
+			t.Errorf("%s: ready %v, %q; want %v, %q", c.name, ok, why, c.ready, c.why)
+		}
 	}
 }

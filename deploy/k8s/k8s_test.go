@@ -732,3 +732,54 @@ func TestDashboardQueries(t *testing.T) {
 		t.Error("an unbalanced expression parsed")
 	}
 }
+
+// TestChartREADME: the chart's README describes every value of values.yaml (itself
+// or a map holding it), and describes no value that does not exist.
+func TestChartREADME(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(chartDir, "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vals map[string]any
+	if err := yaml.Unmarshal(raw, &vals); err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join(chartDir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]bool{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `([^`]+)` \\|").FindAllSubmatch(readme, -1) {
+		documented[strings.TrimSuffix(string(m[1]), ".*")] = true
+	}
+	paths := map[string]bool{}
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		paths[prefix] = true
+		if m, ok := v.(map[string]any); ok && len(m) > 0 {
+			for k, c := range m {
+				walk(strings.TrimPrefix(prefix+"."+k, "."), c)
+			}
+			return
+		}
+		for p := prefix; ; {
+			if documented[p] {
+				return
+			}
+			i := strings.LastIndexByte(p, '.')
+			if i < 0 {
+				t.Errorf("value %s is not described in the chart's README", prefix)
+				return
+			}
+			p = p[:i]
+		}
+	}
+	for k, v := range vals {
+		walk(k, v)
+	}
+	for d := range documented {
+		if !paths[d] {
+			t.Errorf("the README describes %s, which values.yaml does not have", d)
+		}
+	}
+}

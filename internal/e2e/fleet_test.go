@@ -196,6 +196,7 @@ func TestFleet(t *testing.T) {
 		t.Logf("flush acknowledged by all 3 nodes: median %s, max %s over %d flushes", worst[len(worst)/2], worst[len(worst)-1], len(worst))
 	})
 
+	t.Run("metrics: the dashboard's series exported; readiness", func(t *testing.T) { testMetrics(t, fl, 20) })
 	t.Run("ctl against the fleet", func(t *testing.T) { testCtl(t, fl, store, sendAll) })
 	t.Run("a route a node lost comes back (the mesh's repair)", func(t *testing.T) { testRepair(t, fl, routes4) })
 
