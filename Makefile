@@ -5,7 +5,7 @@
 SHELL := /bin/bash
 GO ?= go
 
-.PHONY: all build deps test demo lab generate clean
+.PHONY: all build deps test demo lab chart generate clean
 
 all: build
 
@@ -49,6 +49,14 @@ lab: deps build
 # demo builds the walking-skeleton lab and forwards UDP through the node until Ctrl-C.
 demo: deps
 	$(GO) run ./internal/lab/demo $(DEMO_FLAGS)
+
+# chart lints the Helm chart (deploy/k8s/fibfleet) with the defaults and each example,
+# with Helm from the Go module proxy (the first build takes minutes). go test
+# ./deploy/k8s checks far more: the rendered objects, decoded into the API types.
+HELM ?= $(GO) run helm.sh/helm/v4/cmd/helm@v4.3.2
+chart:
+	$(HELM) lint --strict deploy/k8s/fibfleet
+	@for f in deploy/k8s/examples/*.yaml; do $(HELM) lint --strict deploy/k8s/fibfleet -f $$f || exit 1; done
 
 # generate rebuilds the XDP object with clang-19 (the result is committed).
 generate:

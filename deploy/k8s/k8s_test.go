@@ -112,49 +112,44 @@ func decode(t *testing.T, out []byte) rendered {
 		if head.Kind == "" {
 			continue // comments only
 		}
-		strict := func(into any) {
-			if err := yaml.UnmarshalStrict([]byte(doc), into); err != nil {
-				t.Fatalf("%s %s: strict decoding: %v\n%s", head.APIVersion, head.Kind, err, doc)
-			}
-		}
-		switch head.APIVersion + " " + head.Kind {
+		kind := head.APIVersion + " " + head.Kind
+		switch kind {
 		case "v1 ConfigMap":
-			var o corev1.ConfigMap
-			strict(&o)
-			r.configMaps[o.Name] = &o
+			o := strictly[corev1.ConfigMap](t, kind, doc)
+			r.configMaps[o.Name] = o
 		case "v1 Secret":
-			var o corev1.Secret
-			strict(&o)
-			r.secrets[o.Name] = &o
+			o := strictly[corev1.Secret](t, kind, doc)
+			r.secrets[o.Name] = o
 		case "v1 Service":
-			var o corev1.Service
-			strict(&o)
-			r.services[o.Name] = &o
+			o := strictly[corev1.Service](t, kind, doc)
+			r.services[o.Name] = o
 		case "v1 ServiceAccount":
-			var o corev1.ServiceAccount
-			strict(&o)
-			r.serviceAccounts[o.Name] = &o
+			o := strictly[corev1.ServiceAccount](t, kind, doc)
+			r.serviceAccounts[o.Name] = o
 		case "apps/v1 DaemonSet":
-			var o appsv1.DaemonSet
-			strict(&o)
-			r.daemonSets = append(r.daemonSets, &o)
+			r.daemonSets = append(r.daemonSets, strictly[appsv1.DaemonSet](t, kind, doc))
 		case "apps/v1 StatefulSet":
-			var o appsv1.StatefulSet
-			strict(&o)
-			r.statefulSets = append(r.statefulSets, &o)
+			r.statefulSets = append(r.statefulSets, strictly[appsv1.StatefulSet](t, kind, doc))
 		case "policy/v1 PodDisruptionBudget":
-			var o policyv1.PodDisruptionBudget
-			strict(&o)
-			r.pdbs = append(r.pdbs, &o)
+			r.pdbs = append(r.pdbs, strictly[policyv1.PodDisruptionBudget](t, kind, doc))
 		case "monitoring.coreos.com/v1 ServiceMonitor":
-			var o monitoringv1.ServiceMonitor
-			strict(&o)
-			r.serviceMonitors = append(r.serviceMonitors, &o)
+			r.serviceMonitors = append(r.serviceMonitors, strictly[monitoringv1.ServiceMonitor](t, kind, doc))
 		default:
 			t.Fatalf("unexpected %s %s in the rendered chart", head.APIVersion, head.Kind)
 		}
 	}
 	return r
+}
+
+// strictly decodes one document into a T: an unknown or misplaced field, a
+// duplicate key or a wrong type fails.
+func strictly[T any](t *testing.T, kind, doc string) *T {
+	t.Helper()
+	var o T
+	if err := yaml.UnmarshalStrict([]byte(doc), &o); err != nil {
+		t.Fatalf("%s: strict decoding: %v\n%s", kind, err, doc)
+	}
+	return &o
 }
 
 // chartDir is the chart in this tree (the test runs in deploy/k8s).
