@@ -171,6 +171,29 @@ type adjIn struct {
 
 func newAdjIn(max int) *adjIn { return &adjIn{max: max, seen: map[[17]byte]struct{}{}} }
 
+// apply counts an announcement or a withdrawal of p; added says p is new (an
+// announcement of a prefix the neighbour did not hold).
+func (a *adjIn) apply(p netip.Prefix, withdraw bool) (added bool) {
+	k := prefixKey(p)
+	_, had := a.seen[k]
+	v6 := !p.Addr().Is4()
+	switch {
+	case withdraw && had:
+		delete(a.seen, k)
+		if v6 {
+			a.v6--
+		}
+		return false
+	case withdraw || had:
+		return false
+	}
+	a.seen[k] = struct{}{}
+	if v6 {
+		a.v6++
+	}
+	return true
+}
+
 // Validate reports every bad field of a config at once, saying what to do.
 func (c Config) Validate() error {
 	var errs []error
@@ -361,22 +384,8 @@ func (s *Speaker) onUpdate(paths []*apiutil.Path, _ time.Time) {
 		if !ok {
 			continue
 		}
-		k := prefixKey(nlri.Prefix)
-		_, had := a.seen[k]
-		v6 := !nlri.Prefix.Addr().Is4()
-		switch {
-		case p.Withdrawal && had:
-			delete(a.seen, k)
-			if v6 {
-				a.v6--
-			}
+		if !a.apply(nlri.Prefix, p.Withdrawal) {
 			continue
-		case p.Withdrawal || had:
-			continue
-		}
-		a.seen[k] = struct{}{}
-		if v6 {
-			a.v6++
 		}
 		if a.max > 0 && len(a.seen) > a.max && !a.tripped {
 			a.tripped = true

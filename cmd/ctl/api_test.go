@@ -75,3 +75,26 @@ func TestAPIClient(t *testing.T) {
 		t.Fatalf("on a unix socket: %v %v", got, err)
 	}
 }
+
+// TestEnvironmentDefaults: the etcd settings come from the environment when no flag
+// gives them (the Helm chart's pod sets it, so ctl there needs no flags); a flag wins.
+func TestEnvironmentDefaults(t *testing.T) {
+	env := map[string]string{"FIBFLEET_ETCD": "https://e1:2379,https://e2:2379", "FIBFLEET_ETCD_CA": "/tls/ca.crt", "FIBFLEET_ETCD_CERT": "/tls/tls.crt",
+		"FIBFLEET_ETCD_KEY": "/tls/tls.key", "FIBFLEET_ETCD_USER": "fibfleet", "FIBFLEET_ETCD_PASSWORD_FILE": "/auth/password", "FIBFLEET_CLUSTER": "edge-eu1"}
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	var g globals
+	root := newRoot(&g)
+	if err := root.PersistentFlags().Parse([]string{"--etcd-user", "admin"}); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{"FIBFLEET_ETCD": strings.Join(g.etcd, ","), "FIBFLEET_ETCD_CA": g.etcdCA, "FIBFLEET_ETCD_CERT": g.etcdCert,
+		"FIBFLEET_ETCD_KEY": g.etcdKey, "FIBFLEET_ETCD_USER": g.etcdUser, "FIBFLEET_ETCD_PASSWORD_FILE": g.etcdPwFile, "FIBFLEET_CLUSTER": g.cluster}
+	env["FIBFLEET_ETCD_USER"] = "admin"
+	for k, want := range env {
+		if got[k] != want {
+			t.Errorf("%s: %q, want %q", k, got[k], want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -88,12 +89,14 @@ compare-and-swap) and reads the nodes' APIs (their addresses are registered in e
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	f := root.PersistentFlags()
 	f.StringSliceVar(&g.etcd, "etcd", defaultEtcd(), "the fleet's etcd client URLs (http://, https://, unix:///path), comma-separated; env FIBFLEET_ETCD")
-	f.StringVar(&g.etcdCA, "etcd-ca", "", "CA file verifying etcd's certificates")
-	f.StringVar(&g.etcdCert, "etcd-cert", "", "client certificate file for etcd")
-	f.StringVar(&g.etcdKey, "etcd-key", "", "client key file for etcd")
-	f.StringVar(&g.etcdUser, "etcd-user", "", "etcd user (auth enabled)")
-	f.StringVar(&g.etcdPwFile, "etcd-password-file", "", "file holding the etcd user's password")
-	f.StringVar(&g.cluster, "cluster", "default", "the fleet's name (its keys live under /fibfleet/<cluster>/)")
+	// The environment gives defaults, so ctl inside a node's pod (whose env the Helm
+	// chart sets) reaches the fleet's etcd with no flags.
+	f.StringVar(&g.etcdCA, "etcd-ca", os.Getenv("FIBFLEET_ETCD_CA"), "CA file verifying etcd's certificates; env FIBFLEET_ETCD_CA")
+	f.StringVar(&g.etcdCert, "etcd-cert", os.Getenv("FIBFLEET_ETCD_CERT"), "client certificate file for etcd; env FIBFLEET_ETCD_CERT")
+	f.StringVar(&g.etcdKey, "etcd-key", os.Getenv("FIBFLEET_ETCD_KEY"), "client key file for etcd; env FIBFLEET_ETCD_KEY")
+	f.StringVar(&g.etcdUser, "etcd-user", os.Getenv("FIBFLEET_ETCD_USER"), "etcd user (auth enabled); env FIBFLEET_ETCD_USER")
+	f.StringVar(&g.etcdPwFile, "etcd-password-file", os.Getenv("FIBFLEET_ETCD_PASSWORD_FILE"), "file holding the etcd user's password; env FIBFLEET_ETCD_PASSWORD_FILE")
+	f.StringVar(&g.cluster, "cluster", cmp.Or(os.Getenv("FIBFLEET_CLUSTER"), "default"), "the fleet's name (its keys live under /fibfleet/<cluster>/); env FIBFLEET_CLUSTER")
 	f.StringVar(&g.apiCA, "api-ca", "", "CA file verifying the nodes' API certificates (their APIs serve HTTPS)")
 	f.StringVar(&g.apiCert, "api-cert", "", "client certificate file for the nodes' APIs")
 	f.StringVar(&g.apiKey, "api-key", "", "client key file for the nodes' APIs")

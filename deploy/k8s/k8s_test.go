@@ -2,12 +2,15 @@ package k8s
 
 import (
 	"bytes"
+	"debug/buildinfo"
+	"debug/elf"
 	"fmt"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -406,10 +409,21 @@ func checkDaemonSet(t *testing.T, r rendered, v chartValues) {
 	if !slices.Contains(c.Args, fmt.Sprintf("-http-address=$(HOST_IP):%d", ports["metrics"])) {
 		t.Errorf("args %v: the node does not listen where the probes go (port %d)", c.Args, ports["metrics"])
 	}
-	env := map[string]string{}
+	env, plain := map[string]string{}, map[string]string{}
 	for _, e := range c.Env {
 		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
 			env[e.Name] = e.ValueFrom.FieldRef.FieldPath
+		} else {
+			plain[e.Name] = e.Value
+		}
+	}
+	// ctl inside the pod reaches the fleet's etcd from its environment.
+	if want := strings.Join(etcdEndpoints(v), ","); plain["FIBFLEET_ETCD"] != want {
+		t.Errorf("FIBFLEET_ETCD %q, want %q", plain["FIBFLEET_ETCD"], want)
+	}
+	for _, k := range []string{"FIBFLEET_ETCD_CA", "FIBFLEET_ETCD_CERT", "FIBFLEET_ETCD_KEY"} {
+		if tls := !v.Etcd.Bundled.Enabled && v.Etcd.External.TLSSecret != ""; tls != strings.HasPrefix(plain[k], "/etc/fibfleet/etcd-tls/") {
+			t.Errorf("%s=%q with an etcd TLS Secret: %v", k, plain[k], tls)
 		}
 	}
 	if env["NODE_NAME"] != "spec.nodeName" || env["HOST_IP"] != "status.hostIP" {
@@ -467,13 +481,7 @@ func checkConfig(t *testing.T, r rendered, v chartValues, node string) {
 		if err := yaml.Unmarshal([]byte(body), &c); err != nil {
 			t.Fatalf("%s: %v", k, err)
 		}
-		want := v.Etcd.External.Endpoints
-		if v.Etcd.Bundled.Enabled {
-			want = nil
-			for i := range v.Etcd.Bundled.Replicas {
-				want = append(want, fmt.Sprintf("http://edge-fibfleet-etcd-%d.edge-fibfleet-etcd-headless.routers.svc:2379", i))
-			}
-		}
+		want := etcdEndpoints(v)
 		if !slices.Equal(c.Cluster.Etcd.Endpoints, want) {
 			t.Errorf("%s: etcd endpoints %v, want %v", k, c.Cluster.Etcd.Endpoints, want)
 		}
@@ -504,6 +512,19 @@ func checkConfig(t *testing.T, r rendered, v chartValues, node string) {
 			t.Errorf("node %s: the node read %q, want %s", n, out, file)
 		}
 	}
+}
+
+// etcdEndpoints are the client URLs the nodes should use: the bundled members'
+// stable names (release edge, namespace routers), or the external endpoints.
+func etcdEndpoints(v chartValues) []string {
+	if !v.Etcd.Bundled.Enabled {
+		return v.Etcd.External.Endpoints
+	}
+	var out []string
+	for i := range v.Etcd.Bundled.Replicas {
+		out = append(out, fmt.Sprintf("http://edge-fibfleet-etcd-%d.edge-fibfleet-etcd-headless.routers.svc:2379", i))
+	}
+	return out
 }
 
 func checkEtcd(t *testing.T, r rendered, v chartValues) {
@@ -776,5 +797,75 @@ func TestChartREADME(t *testing.T) {
 		if !paths[d] {
 			t.Errorf("the README describes %s, which values.yaml does not have", d)
 		}
+	}
+}
+
+// TestDockerfileBuild runs the Dockerfile's go build as the build stage would (its
+// command line, TARGETOS and TARGETARCH set, into a temporary /out) and checks what
+// the final image gets: a static node and ctl (the distroless static base has no C
+// library), built without cgo, trimmed, the node with the version stamped.
+func TestDockerfileBuild(t *testing.T) {
+	raw, err := Files.ReadFile("Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := parser.Parse(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stages, _, err := instructions.Parse(res.AST, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var line string
+	for _, cmd := range stages[0].Commands {
+		if r, ok := cmd.(*instructions.RunCommand); ok && strings.Contains(strings.Join(r.CmdLine, " "), "go build") {
+			line = strings.Join(r.CmdLine, " ")
+		}
+	}
+	if line == "" {
+		t.Fatal("no go build in the build stage")
+	}
+	out := t.TempDir()
+	cmd := exec.Command("sh", "-c", strings.ReplaceAll(line, "/out/", out+"/"))
+	cmd.Dir = "../.."
+	cmd.Env = append(os.Environ(), "TARGETOS=linux", "TARGETARCH="+runtime.GOARCH, "VERSION=v0.0.0-dockerfile-test")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", line, err, b)
+	}
+	for _, bin := range []string{"node", "ctl"} {
+		p := filepath.Join(out, bin)
+		f, err := elf.Open(p)
+		if err != nil {
+			t.Fatalf("%s: %v", bin, err)
+		}
+		for _, prog := range f.Progs {
+			if prog.Type == elf.PT_INTERP {
+				t.Errorf("%s is dynamically linked: the distroless static image cannot run it", bin)
+			}
+		}
+		f.Close()
+		info, err := buildinfo.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		settings := map[string]string{}
+		for _, s := range info.Settings {
+			settings[s.Key] = s.Value
+		}
+		if settings["CGO_ENABLED"] != "0" || settings["-trimpath"] != "true" {
+			t.Errorf("%s built with %v; want CGO_ENABLED=0 and -trimpath", bin, settings)
+		}
+		// -trimpath keeps -ldflags out of the build info: look for the stamp itself
+		// (ctl has no version variable).
+		if b, err := os.ReadFile(p); bin == "node" && (err != nil || !bytes.Contains(b, []byte("v0.0.0-dockerfile-test"))) {
+			t.Errorf("%s does not carry the version the build stamped (%v)", bin, err)
+		}
+	}
+	if b, err := exec.Command(filepath.Join(out, "node"), "-check", "-node-name", "edge-1", "-interfaces", "eth0", "-bgp-asn", "65000", "-bgp-router-id", "192.0.2.1").CombinedOutput(); err != nil || !strings.Contains(string(b), "config valid") {
+		t.Errorf("the image's node -check: %v\n%s", err, b)
+	}
+	if b, err := exec.Command(filepath.Join(out, "ctl"), "--help").CombinedOutput(); err != nil || !strings.Contains(string(b), "cache") {
+		t.Errorf("the image's ctl --help: %v\n%s", err, b)
 	}
 }
