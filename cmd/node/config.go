@@ -27,6 +27,10 @@ type Config struct {
 	BPFFS       string   `yaml:"bpffs"`
 	HTTPAddress string   `yaml:"http_address"`
 	LogLevel    string   `yaml:"log_level"`
+	// Pprof serves Go's profiles under /debug/pprof/ on http_address. A CPU profile
+	// costs the node CPU while it runs: turn it off where http_address is reachable
+	// by more than its operators (the Helm chart does).
+	Pprof bool `yaml:"pprof"`
 	// HTTPTLS serves the node API over HTTPS (with client certificates when a
 	// client CA is given): for an http_address that ctl reaches from other hosts.
 	HTTPTLS HTTPTLSConfig `yaml:"http_tls"`
@@ -180,6 +184,7 @@ func defaults() Config {
 		BPFFS:       "/sys/fs/bpf",
 		HTTPAddress: "127.0.0.1:9464",
 		LogLevel:    "info",
+		Pprof:       true,
 		BGP:         BGPConfig{ListenPort: 179, GRPCAddress: "127.0.0.1:50051"},
 		FIB:         FIBConfig{Backend: string(dataplane.BackendCompiled), GroupsV4: 16384, LinesV4: 1 << 18, BucketsV6: dataplane.DefaultBucketsV6, RetryInterval: time.Second, KernelSync: true, KernelTable: 254},
 		Cache:       CacheConfig{Mode: string(cache.Auto), MinEntries: 1 << 10, MaxEntries: 1 << 16, Interval: time.Second},

@@ -161,7 +161,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	rt := &rates{dp: dp}
 	go rt.run(ctx)
 	ns := &nodeStatus{name: cfg.NodeName, started: time.Now(), dp: dp, table: table, speaker: speaker, cache: dcache, fleet: fl, rates: rt}
-	srv, err := newHTTPServer(cfg, httpHandler(reg, &ready, m.readiness, table, dcache, fl, ns))
+	srv, err := newHTTPServer(cfg, httpHandler(reg, cfg.Pprof, &ready, m.readiness, table, dcache, fl, ns))
 	if err != nil {
 		return err
 	}
@@ -255,7 +255,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func httpHandler(reg *prometheus.Registry, ready *atomic.Bool, readiness func() (bool, string), table *fib.FIB, dcache *cacheLoop, fl *fleet, ns *nodeStatus) http.Handler {
+func httpHandler(reg *prometheus.Registry, pprofOn bool, ready *atomic.Bool, readiness func() (bool, string), table *fib.FIB, dcache *cacheLoop, fl *fleet, ns *nodeStatus) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v1/status", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, ns.status()) })
 	mux.HandleFunc("GET /api/v1/fleet", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, fl.status(r.Context())) })
@@ -279,9 +279,11 @@ func httpHandler(reg *prometheus.Registry, ready *atomic.Bool, readiness func() 
 		writeJSON(w, l)
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	// Profiles, on the same (by default loopback-only) address as metrics.
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	// Profiles, on the same (by default loopback-only) address as metrics, unless off.
+	if pprofOn {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if !ready.Load() {
 			http.Error(w, "starting", http.StatusServiceUnavailable)

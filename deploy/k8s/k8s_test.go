@@ -468,6 +468,7 @@ func checkConfig(t *testing.T, r rendered, v chartValues, node string) {
 			t.Fatal(err)
 		}
 		var c struct {
+			Pprof   *bool `json:"pprof"`
 			Cluster struct {
 				Etcd struct {
 					Endpoints []string `json:"endpoints"`
@@ -484,6 +485,9 @@ func checkConfig(t *testing.T, r rendered, v chartValues, node string) {
 		want := etcdEndpoints(v)
 		if !slices.Equal(c.Cluster.Etcd.Endpoints, want) {
 			t.Errorf("%s: etcd endpoints %v, want %v", k, c.Cluster.Etcd.Endpoints, want)
+		}
+		if c.Pprof == nil || *c.Pprof {
+			t.Errorf("%s: pprof on, on the host's IP", k)
 		}
 		if c.Cluster.Gossip.KeyFile != "/etc/fibfleet/gossip/key" {
 			t.Errorf("%s: gossip key file %q, want the mounted Secret's /etc/fibfleet/gossip/key", k, c.Cluster.Gossip.KeyFile)
