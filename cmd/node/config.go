@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -92,9 +93,11 @@ type EmbeddedConfig struct {
 
 // GossipConfig is the node's memberlist.
 type GossipConfig struct {
-	// Address is host:port to gossip on (default <mesh.address>:7946, or
-	// 127.0.0.1:7946 without a mesh).
+	// Address is host:port to gossip on (default <mesh.address>:<port>, or
+	// 127.0.0.1:<port> without a mesh).
 	Address string `yaml:"address"`
+	// Port is the port of the default Address (default 7946).
+	Port int `yaml:"port"`
 	// Advertise is host:port others reach this node at, when not Address.
 	Advertise string `yaml:"advertise"`
 	// Join are members to contact at start (host:port); the members registered in
@@ -188,7 +191,7 @@ func defaults() Config {
 		BGP:         BGPConfig{ListenPort: 179, GRPCAddress: "127.0.0.1:50051"},
 		FIB:         FIBConfig{Backend: string(dataplane.BackendCompiled), GroupsV4: 16384, LinesV4: 1 << 18, BucketsV6: dataplane.DefaultBucketsV6, RetryInterval: time.Second, KernelSync: true, KernelTable: 254},
 		Cache:       CacheConfig{Mode: string(cache.Auto), MinEntries: 1 << 10, MaxEntries: 1 << 16, Interval: time.Second},
-		Cluster:     ClusterConfig{Name: "default", LeaseTTL: 5 * time.Second, Gossip: GossipConfig{Profile: cluster.ProfileTuned}},
+		Cluster:     ClusterConfig{Name: "default", LeaseTTL: 5 * time.Second, Gossip: GossipConfig{Profile: cluster.ProfileTuned, Port: 7946}},
 	}
 }
 
@@ -281,7 +284,7 @@ func (c *Config) fillDefaults() {
 		if c.Cluster.Mesh.Address != "" {
 			host = c.Cluster.Mesh.Address
 		}
-		c.Cluster.Gossip.Address = net.JoinHostPort(host, "7946")
+		c.Cluster.Gossip.Address = net.JoinHostPort(host, strconv.Itoa(c.Cluster.Gossip.Port))
 	}
 	if c.HTTPAdvertise == "" {
 		c.HTTPAdvertise = c.HTTPAddress
@@ -434,6 +437,9 @@ func (c ClusterConfig) validate() []error {
 	}
 	if _, _, err := net.SplitHostPort(c.Gossip.Address); err != nil {
 		errs = append(errs, fmt.Errorf("cluster.gossip.address %q: write host:port", c.Gossip.Address))
+	}
+	if c.Gossip.Port < 1 || c.Gossip.Port > 65535 {
+		errs = append(errs, fmt.Errorf("cluster.gossip.port %d: use 1 to 65535 (7946 is memberlist's usual)", c.Gossip.Port))
 	}
 	if c.Gossip.Advertise != "" {
 		if _, _, err := net.SplitHostPort(c.Gossip.Advertise); err != nil {

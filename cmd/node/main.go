@@ -52,8 +52,9 @@ func main() {
 		if from == "" {
 			from = "defaults and flags"
 		}
-		fmt.Printf("config valid (%s): node %s, interfaces %v, AS%d, %d upstream neighbours, cluster %q, etcd %v\n",
-			from, cfg.NodeName, cfg.Interfaces, cfg.BGP.ASN, len(cfg.BGP.Neighbors), cfg.Cluster.Name, cmp.Or(strings.Join(cfg.Cluster.Etcd.Endpoints, ","), "embedded"))
+		fmt.Printf("config valid (%s): node %s, interfaces %v, AS%d, %d upstream neighbours, cluster %q, etcd %v, http %s, bgp port %d, gossip %s\n",
+			from, cfg.NodeName, cfg.Interfaces, cfg.BGP.ASN, len(cfg.BGP.Neighbors), cfg.Cluster.Name, cmp.Or(strings.Join(cfg.Cluster.Etcd.Endpoints, ","), "embedded"),
+			cfg.HTTPAddress, cfg.BGP.ListenPort, cfg.Cluster.Gossip.Address)
 		return
 	}
 	log := newLogger(cfg.LogLevel)

@@ -24,6 +24,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 )
 
@@ -187,6 +188,7 @@ func TestChart(t *testing.T) {
 			checkConfig(t, r, vals, node)
 			checkEtcd(t, r, vals)
 			checkMonitoring(t, r, vals)
+			checkNames(t, r)
 		})
 	}
 }
@@ -515,6 +517,16 @@ func checkConfig(t *testing.T, r rendered, v chartValues, node string) {
 		if !bytes.Contains(out, []byte("config valid ("+filepath.Join(dir, file)+")")) {
 			t.Errorf("node %s: the node read %q, want %s", n, out, file)
 		}
+		// The node listens where the pod says it does (probes, scrapes, peers).
+		ports := map[string]int32{}
+		for _, p := range ds.Spec.Template.Spec.Containers[0].Ports {
+			ports[p.Name] = p.ContainerPort
+		}
+		for _, want := range []string{fmt.Sprintf("http 192.0.2.10:%d,", ports["metrics"]), fmt.Sprintf("bgp port %d,", ports["bgp"]), fmt.Sprintf("gossip 192.0.2.10:%d\n", ports["gossip-udp"])} {
+			if !bytes.Contains(out, []byte(want)) || ports["gossip-udp"] != ports["gossip-tcp"] {
+				t.Errorf("node %s: %q does not say %q (the container's ports: %v)", n, out, want, ports)
+			}
+		}
 	}
 }
 
@@ -611,6 +623,77 @@ func checkMonitoring(t *testing.T, r rendered, v chartValues) {
 		if strings.TrimSpace(cm.Data["fibfleet.json"]) != strings.TrimSpace(string(want)) {
 			t.Error("the dashboard ConfigMap differs from the dashboard file")
 		}
+	}
+}
+
+// checkNames applies the API server's rules that strict decoding does not: object
+// names (DNS-1123, Services DNS-1035), label keys and values, container port, env
+// and volume names, ConfigMap and Secret keys.
+func checkNames(t *testing.T, r rendered) {
+	check := func(what string, errs []string) {
+		if len(errs) > 0 {
+			t.Errorf("%s: %s", what, strings.Join(errs, "; "))
+		}
+	}
+	meta := func(kind string, m metav1.ObjectMeta, nameRule func(string) []string) {
+		check(kind+" name "+m.Name, nameRule(m.Name))
+		for k, v := range m.Labels {
+			check(kind+" "+m.Name+" label key "+k, validation.IsQualifiedName(k))
+			check(kind+" "+m.Name+" label "+k+"="+v, validation.IsValidLabelValue(v))
+		}
+	}
+	pod := func(owner string, spec corev1.PodTemplateSpec) {
+		for k, v := range spec.Labels {
+			check(owner+" pod label "+k+"="+v, append(validation.IsQualifiedName(k), validation.IsValidLabelValue(v)...))
+		}
+		for _, v := range spec.Spec.Volumes {
+			check(owner+" volume "+v.Name, validation.IsDNS1123Label(v.Name))
+		}
+		for _, c := range spec.Spec.Containers {
+			check(owner+" container "+c.Name, validation.IsDNS1123Label(c.Name))
+			for _, p := range c.Ports {
+				check(owner+" port "+p.Name, validation.IsValidPortName(p.Name))
+			}
+			for _, e := range c.Env {
+				check(owner+" env "+e.Name, validation.IsEnvVarName(e.Name))
+			}
+		}
+	}
+	for _, o := range r.configMaps {
+		meta("ConfigMap", o.ObjectMeta, validation.IsDNS1123Subdomain)
+		for k := range o.Data {
+			check("ConfigMap "+o.Name+" key "+k, validation.IsConfigMapKey(k))
+		}
+	}
+	for _, o := range r.secrets {
+		meta("Secret", o.ObjectMeta, validation.IsDNS1123Subdomain)
+		for k := range o.Data {
+			check("Secret "+o.Name+" key "+k, validation.IsConfigMapKey(k))
+		}
+	}
+	for _, o := range r.services {
+		meta("Service", o.ObjectMeta, validation.IsDNS1035Label)
+		for _, p := range o.Spec.Ports {
+			check("Service "+o.Name+" port "+p.Name, validation.IsValidPortName(p.Name))
+		}
+	}
+	for _, o := range r.serviceAccounts {
+		meta("ServiceAccount", o.ObjectMeta, validation.IsDNS1123Subdomain)
+	}
+	for _, o := range r.daemonSets {
+		meta("DaemonSet", o.ObjectMeta, validation.IsDNS1123Subdomain)
+		pod("DaemonSet "+o.Name, o.Spec.Template)
+	}
+	for _, o := range r.statefulSets {
+		// A StatefulSet's pods are named <name>-<ordinal> and labelled with it.
+		meta("StatefulSet", o.ObjectMeta, validation.IsDNS1123Label)
+		pod("StatefulSet "+o.Name, o.Spec.Template)
+	}
+	for _, o := range r.pdbs {
+		meta("PodDisruptionBudget", o.ObjectMeta, validation.IsDNS1123Subdomain)
+	}
+	for _, o := range r.serviceMonitors {
+		meta("ServiceMonitor", o.ObjectMeta, validation.IsDNS1123Subdomain)
 	}
 }
 

@@ -80,6 +80,6 @@ etcd (with the mounted TLS and password files), the mounted gossip key.
 {{- $_ := set $etcd "username" .Values.etcd.external.username }}
 {{- $_ := set $etcd "password_file" "/etc/fibfleet/etcd-auth/password" }}
 {{- end }}
-{{- $gossip := dict "key_file" "/etc/fibfleet/gossip/key" }}
+{{- $gossip := dict "key_file" "/etc/fibfleet/gossip/key" "port" .Values.ports.gossip }}
 {{- dict "cluster" (dict "name" .Values.clusterName "etcd" $etcd "gossip" $gossip) | toYaml }}
 {{- end }}
