@@ -46,6 +46,28 @@ type Policy struct {
 	TargetHitRate float64
 }
 
+// FlatPolicy is a Policy with one field per family: how the node's configuration
+// file, the fleet's keys in etcd and ctl's output all write it.
+type FlatPolicy struct {
+	Mode       string `json:"mode" yaml:"mode"`
+	EntriesV4  int    `json:"entries_v4,omitempty" yaml:"entries_v4"`
+	EntriesV6  int    `json:"entries_v6,omitempty" yaml:"entries_v6"`
+	MinEntries int    `json:"min_entries,omitempty" yaml:"min_entries"`
+	MaxEntries int    `json:"max_entries,omitempty" yaml:"max_entries"`
+	// TargetHitRate stops auto growing once reached (0: none).
+	TargetHitRate float64 `json:"target_hit_rate,omitempty" yaml:"target_hit_rate"`
+}
+
+// Policy is f as a Policy.
+func (f FlatPolicy) Policy() Policy {
+	return Policy{Mode: Mode(f.Mode), Entries: [2]int{f.EntriesV4, f.EntriesV6}, MinEntries: f.MinEntries, MaxEntries: f.MaxEntries, TargetHitRate: f.TargetHitRate}
+}
+
+// Flat is p with one field per family.
+func (p Policy) Flat() FlatPolicy {
+	return FlatPolicy{Mode: string(p.Mode), EntriesV4: p.Entries[0], EntriesV6: p.Entries[1], MinEntries: p.MinEntries, MaxEntries: p.MaxEntries, TargetHitRate: p.TargetHitRate}
+}
+
 // Validate reports every bad field, each with what to do.
 func (p Policy) Validate() error {
 	var errs []error

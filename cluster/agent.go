@@ -218,7 +218,7 @@ func (a *Agent) decodePolicy(b []byte, rev int64, key string) *versioned {
 		a.log.Error("a cache policy in etcd is unreadable: ignored (fix it with ctl cache set)", "key", key, "err", err)
 		return nil
 	}
-	p := d.policy()
+	p := d.Policy()
 	if err := p.Validate(); err != nil {
 		a.log.Error("a cache policy in etcd is invalid: ignored (fix it with ctl cache set)", "key", key, "err", err)
 		return nil

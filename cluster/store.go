@@ -61,20 +61,10 @@ func NewStore(cli *clientv3.Client, clusterName string) (*Store, error) {
 	return &Store{cli: cli, prefix: "/fibfleet/" + clusterName + "/"}, nil
 }
 
-// policyDoc is a cache policy as stored.
+// policyDoc is a cache policy as stored: the flat policy's fields beside the schema.
 type policyDoc struct {
-	Schema     int    `json:"schema"`
-	Mode       string `json:"mode"`
-	EntriesV4  int    `json:"entries_v4,omitempty"`
-	EntriesV6  int    `json:"entries_v6,omitempty"`
-	MinEntries int    `json:"min_entries,omitempty"`
-	MaxEntries int    `json:"max_entries,omitempty"`
-	// TargetHitRate stops auto growing once reached (0: none).
-	TargetHitRate float64 `json:"target_hit_rate,omitempty"`
-}
-
-func (d policyDoc) policy() cache.Policy {
-	return cache.Policy{Mode: cache.Mode(d.Mode), Entries: [2]int{d.EntriesV4, d.EntriesV6}, MinEntries: d.MinEntries, MaxEntries: d.MaxEntries, TargetHitRate: d.TargetHitRate}
+	Schema int `json:"schema"`
+	cache.FlatPolicy
 }
 
 func (s *Store) policyKey(node string) string {
@@ -122,7 +112,7 @@ func (s *Store) GetPolicy(ctx context.Context, node string) (cache.Policy, int64
 	if rev == 0 {
 		return cache.Policy{}, 0, ErrNoPolicy
 	}
-	p := d.policy()
+	p := d.Policy()
 	if err := p.Validate(); err != nil {
 		return cache.Policy{}, 0, fmt.Errorf("cluster: the policy at %s is invalid (fix it with ctl cache set): %w", s.policyKey(node), err)
 	}
@@ -141,7 +131,7 @@ func (s *Store) SetPolicy(ctx context.Context, node string, p cache.Policy, rev 
 	if err := p.Validate(); err != nil {
 		return 0, fmt.Errorf("cluster: %w", err)
 	}
-	d := policyDoc{Schema: Schema, Mode: string(p.Mode), EntriesV4: p.Entries[0], EntriesV6: p.Entries[1], MinEntries: p.MinEntries, MaxEntries: p.MaxEntries, TargetHitRate: p.TargetHitRate}
+	d := policyDoc{Schema: Schema, FlatPolicy: p.Flat()}
 	return s.put(ctx, s.policyKey(node), d, rev)
 }
 
@@ -164,7 +154,7 @@ func (s *Store) Overrides(ctx context.Context) (map[string]Versioned, error) {
 		if err := decode(kv.Value, &d, string(kv.Key)); err != nil {
 			return nil, err
 		}
-		out[strings.TrimPrefix(string(kv.Key), prefix)] = Versioned{Policy: d.policy(), Revision: kv.ModRevision}
+		out[strings.TrimPrefix(string(kv.Key), prefix)] = Versioned{Policy: d.Policy(), Revision: kv.ModRevision}
 	}
 	return out, nil
 }

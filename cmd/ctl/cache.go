@@ -31,19 +31,10 @@ cached destination stale at once, on every node (or one).`,
 	return c
 }
 
-// policyView is a policy as ctl shows it.
-type policyView struct {
-	Mode          string  `json:"mode"`
-	EntriesV4     int     `json:"entries_v4,omitempty"`
-	EntriesV6     int     `json:"entries_v6,omitempty"`
-	MinEntries    int     `json:"min_entries,omitempty"`
-	MaxEntries    int     `json:"max_entries,omitempty"`
-	TargetHitRate float64 `json:"target_hit_rate,omitempty"`
-}
+// policyView is a policy as ctl shows it: flat, as etcd and config files hold it.
+type policyView cache.FlatPolicy
 
-func view(p cache.Policy) policyView {
-	return policyView{Mode: string(p.Mode), EntriesV4: p.Entries[0], EntriesV6: p.Entries[1], MinEntries: p.MinEntries, MaxEntries: p.MaxEntries, TargetHitRate: p.TargetHitRate}
-}
+func view(p cache.Policy) policyView { return policyView(p.Flat()) }
 
 func (v policyView) String() string {
 	switch v.Mode {

@@ -123,24 +123,13 @@ type MeshConfig struct {
 	Announce []string `yaml:"announce"`
 }
 
-// CacheConfig is the destination cache's policy (cache.Policy) and how often it is
-// judged.
+// CacheConfig is the destination cache's policy (cache.FlatPolicy: mode off, fixed
+// with entries_v4 and entries_v6, or auto, which sizes each family within
+// min_entries and max_entries or turns it off) and how often it is judged.
 type CacheConfig struct {
-	// Mode is off, fixed (EntriesV4 and EntriesV6) or auto (the controller sizes
-	// each family within MinEntries and MaxEntries, or turns it off).
-	Mode       string `yaml:"mode"`
-	EntriesV4  int    `yaml:"entries_v4"`
-	EntriesV6  int    `yaml:"entries_v6"`
-	MinEntries int    `yaml:"min_entries"`
-	MaxEntries int    `yaml:"max_entries"`
-	// TargetHitRate stops auto growing once the hit rate reaches it (0: none).
-	TargetHitRate float64 `yaml:"target_hit_rate"`
+	cache.FlatPolicy `yaml:",inline"`
 	// Interval is the controller's measurement interval.
 	Interval time.Duration `yaml:"interval"`
-}
-
-func (c CacheConfig) policy() cache.Policy {
-	return cache.Policy{Mode: cache.Mode(c.Mode), Entries: [2]int{c.EntriesV4, c.EntriesV6}, MinEntries: c.MinEntries, MaxEntries: c.MaxEntries, TargetHitRate: c.TargetHitRate}
 }
 
 // BGPConfig configures the embedded speaker.
@@ -190,7 +179,7 @@ func defaults() Config {
 		Pprof:       true,
 		BGP:         BGPConfig{ListenPort: 179, GRPCAddress: "127.0.0.1:50051"},
 		FIB:         FIBConfig{Backend: string(dataplane.BackendCompiled), GroupsV4: 16384, LinesV4: 1 << 18, BucketsV6: dataplane.DefaultBucketsV6, RetryInterval: time.Second, KernelSync: true, KernelTable: 254},
-		Cache:       CacheConfig{Mode: string(cache.Auto), MinEntries: 1 << 10, MaxEntries: 1 << 16, Interval: time.Second},
+		Cache:       CacheConfig{FlatPolicy: cache.FlatPolicy{Mode: string(cache.Auto), MinEntries: 1 << 10, MaxEntries: 1 << 16}, Interval: time.Second},
 		Cluster:     ClusterConfig{Name: "default", LeaseTTL: 5 * time.Second, Gossip: GossipConfig{Profile: cluster.ProfileTuned, Port: 7946}},
 	}
 }
@@ -355,7 +344,7 @@ func (c Config) validate() error {
 	if _, err := c.bgpConfig(); err != nil {
 		errs = append(errs, err)
 	}
-	if err := c.Cache.policy().Validate(); err != nil {
+	if err := c.Cache.Policy().Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	errs = append(errs, c.Cluster.validate()...)

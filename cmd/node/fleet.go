@@ -70,7 +70,7 @@ func (a nodeApplier) Report(s *cluster.Applied) {
 // policy, whether etcd answers or not.
 func startFleet(ctx context.Context, cfg Config, app cluster.Applier, log *slog.Logger) (*fleet, error) {
 	f := &fleet{cfg: cfg, log: log.With("component", "fleet"), app: app, endpoints: cfg.Cluster.Etcd.Endpoints}
-	if err := app.ApplyPolicy(cfg.Cache.policy()); err != nil {
+	if err := app.ApplyPolicy(cfg.Cache.Policy()); err != nil {
 		return nil, err
 	}
 	cc := cfg.Cluster
@@ -144,7 +144,7 @@ func (f *fleet) connect(ctx context.Context) {
 		cli.Close()
 		return
 	}
-	agent, err := cluster.NewAgent(cluster.AgentConfig{Store: store, Node: f.cfg.NodeName, Default: f.cfg.Cache.policy(), DefaultApplied: true,
+	agent, err := cluster.NewAgent(cluster.AgentConfig{Store: store, Node: f.cfg.NodeName, Default: f.cfg.Cache.Policy(), DefaultApplied: true,
 		Applier: f.app, Logger: f.log})
 	if err != nil {
 		f.log.Error("fleet agent", "err", err)
