@@ -157,16 +157,19 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(m.hash6, prometheus.GaugeValue, float64(fs.V6Long), "long_routes")
 	ch <- prometheus.MustNewConstMetric(m.hash6, prometheus.GaugeValue, float64(fs.V6Buckets), "buckets")
 
+	// One read of the speaker's peers and loads serves every metric below.
+	peers, loads := m.speaker.Peers(), m.speaker.Loads()
+	mesh := meshSet(peers)
 	counts := map[string]int{}
-	for _, p := range m.speaker.Peers() {
+	for _, p := range peers {
 		counts[p.State]++
 		ch <- prometheus.MustNewConstMetric(m.peerUp, prometheus.GaugeValue, b2f(p.State == "established"), p.Address.String(), fmt.Sprint(p.ASN))
 	}
 	for _, s := range bgp.SessionStates() {
 		ch <- prometheus.MustNewConstMetric(m.sessions, prometheus.GaugeValue, float64(counts[s]), s)
 	}
-	m.collectLoads(ch)
-	ok, _ := m.readiness()
+	m.collectLoads(ch, loads, mesh)
+	ok, _ := readiness(loads, m.load.doneWith, mesh)
 	ch <- prometheus.MustNewConstMetric(m.ready, prometheus.GaugeValue, b2f(ok))
 	m.collectCache(ch)
 	m.collectFleet(ch)
@@ -189,9 +192,7 @@ func (m *metrics) collectFleet(ch chan<- prometheus.Metric) {
 	g(m.etcdUp, b2f(st.Connected))
 	g(m.epochs, float64(st.Epoch), "fleet")
 	g(m.epochs, float64(st.NodeEpoch), "node")
-	if f.members != nil {
-		g(m.gossipHS, float64(f.members.HealthScore()))
-	}
+	g(m.gossipHS, float64(f.members.HealthScore()))
 	g(m.registered, b2f(reg != nil && reg.Registered()))
 	states := map[string]int{"alive": 0, "dead": 0, "left": 0}
 	for _, v := range f.members.View() {
@@ -259,7 +260,7 @@ func (m *metrics) collectCache(ch chan<- prometheus.Metric) {
 
 // collectLoads exports initial-dump progress: counts live from the speaker, rates and
 // ETAs from the last progress sample.
-func (m *metrics) collectLoads(ch chan<- prometheus.Metric) {
+func (m *metrics) collectLoads(ch chan<- prometheus.Metric, loads []bgp.Load, mesh map[netip.Addr]bool) {
 	views := map[string]loadView{}
 	for _, v := range m.load.snapshot() {
 		views[v.Neighbor.String()] = v
@@ -267,8 +268,7 @@ func (m *metrics) collectLoads(ch chan<- prometheus.Metric) {
 	g := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
-	mesh := m.meshSet()
-	for _, l := range m.speaker.Loads() {
+	for _, l := range loads {
 		n := l.Neighbor.String()
 		v := views[n]
 		g(m.loadReceived, float64(l.Received), n)
@@ -297,17 +297,17 @@ func (m *metrics) collectLoads(ch chan<- prometheus.Metric) {
 }
 
 // meshSet holds the mesh peers' addresses (the fleet's other nodes).
-func (m *metrics) meshSet() map[netip.Addr]bool {
+func meshSet(peers []bgp.PeerStatus) map[netip.Addr]bool {
 	mesh := map[netip.Addr]bool{}
-	for _, p := range m.speaker.Peers() {
+	for _, p := range peers {
 		mesh[p.Address] = p.Mesh
 	}
 	return mesh
 }
 
-// readiness is the node's readiness now (see readiness).
+// readiness is the node's readiness now (see readiness), for /readyz.
 func (m *metrics) readiness() (bool, string) {
-	return readiness(m.speaker.Loads(), m.load.doneWith, m.meshSet())
+	return readiness(m.speaker.Loads(), m.load.doneWith, meshSet(m.speaker.Peers()))
 }
 
 func b2f(b bool) float64 {

@@ -731,21 +731,7 @@ func TestChartRefusesBadValues(t *testing.T) {
 // TestDockerfile parses the Dockerfile as BuildKit does and checks its stages: a Go
 // build of the node and ctl, copied into a small final image that runs the node.
 func TestDockerfile(t *testing.T) {
-	raw, err := Files.ReadFile("Dockerfile")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := parser.Parse(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatalf("Dockerfile: %v", err)
-	}
-	for _, w := range res.Warnings {
-		t.Errorf("Dockerfile line %d: %s", w.Location.Start.Line, w.Short)
-	}
-	stages, metaArgs, err := instructions.Parse(res.AST, nil)
-	if err != nil {
-		t.Fatalf("Dockerfile instructions: %v", err)
-	}
+	stages, metaArgs := dockerfile(t)
 	if len(stages) != 2 {
 		t.Fatalf("%d stages, want 2 (build, final)", len(stages))
 	}
@@ -768,12 +754,7 @@ func TestDockerfile(t *testing.T) {
 	if m := regexp.MustCompile(`(?m)^go (\S+)$`).FindSubmatch(mod); m == nil || goVersion != string(m[1]) {
 		t.Errorf("GO_VERSION %q, want go.mod's go %s", goVersion, m[1])
 	}
-	var built string
-	for _, cmd := range build.Commands {
-		if r, ok := cmd.(*instructions.RunCommand); ok && strings.Contains(strings.Join(r.CmdLine, " "), "go build") {
-			built = strings.Join(r.CmdLine, " ")
-		}
-	}
+	built := goBuild(build)
 	for _, want := range []string{"./cmd/node", "./cmd/ctl", "CGO_ENABLED=0", "-o /out/"} {
 		if !strings.Contains(built, want) {
 			t.Errorf("build stage's go build %q lacks %s", built, want)
@@ -801,6 +782,38 @@ func TestDockerfile(t *testing.T) {
 	if !slices.Equal(entry, []string{"/usr/local/bin/node"}) || !execForm(final) {
 		t.Errorf("entrypoint %v, want the node in exec form", entry)
 	}
+}
+
+// dockerfile parses the Dockerfile as BuildKit does: its stages and the ARGs before
+// the first FROM. A parser warning fails the test.
+func dockerfile(t *testing.T) ([]instructions.Stage, []instructions.ArgCommand) {
+	t.Helper()
+	raw, err := Files.ReadFile("Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := parser.Parse(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatalf("Dockerfile: %v", err)
+	}
+	for _, w := range res.Warnings {
+		t.Errorf("Dockerfile line %d: %s", w.Location.Start.Line, w.Short)
+	}
+	stages, metaArgs, err := instructions.Parse(res.AST, nil)
+	if err != nil {
+		t.Fatalf("Dockerfile instructions: %v", err)
+	}
+	return stages, metaArgs
+}
+
+// goBuild is the stage's RUN line that runs go build ("" if none).
+func goBuild(s instructions.Stage) string {
+	for _, cmd := range s.Commands {
+		if r, ok := cmd.(*instructions.RunCommand); ok && strings.Contains(strings.Join(r.CmdLine, " "), "go build") {
+			return strings.Join(r.CmdLine, " ")
+		}
+	}
+	return ""
 }
 
 // execForm reports whether a stage's ENTRYPOINT is in exec form (distroless has no
@@ -892,24 +905,8 @@ func TestChartREADME(t *testing.T) {
 // the final image gets: a static node and ctl (the distroless static base has no C
 // library), built without cgo, trimmed, the node with the version stamped.
 func TestDockerfileBuild(t *testing.T) {
-	raw, err := Files.ReadFile("Dockerfile")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := parser.Parse(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	stages, _, err := instructions.Parse(res.AST, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var line string
-	for _, cmd := range stages[0].Commands {
-		if r, ok := cmd.(*instructions.RunCommand); ok && strings.Contains(strings.Join(r.CmdLine, " "), "go build") {
-			line = strings.Join(r.CmdLine, " ")
-		}
-	}
+	stages, _ := dockerfile(t)
+	line := goBuild(stages[0])
 	if line == "" {
 		t.Fatal("no go build in the build stage")
 	}
