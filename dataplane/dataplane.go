@@ -158,11 +158,11 @@ func Load(cfg Config) (*Dataplane, error) {
 	d := &Dataplane{pinDir: pinDir, log: log, links: map[string]link.Link{}, ports: map[uint32]bool{}}
 	err = spec.LoadAndAssign(&d.objs, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: pinDir}})
 	if err != nil {
+		os.RemoveAll(pinDir) // the maps pinned before the failure
 		var verr *ebpf.VerifierError
 		if errors.As(err, &verr) {
-			return nil, fmt.Errorf("dataplane: the kernel's verifier rejected the program: %+v", verr)
+			return nil, fmt.Errorf("dataplane: the kernel's verifier rejected the program (report it with this log and the kernel's version): %+v", verr)
 		}
-		os.RemoveAll(pinDir)
 		return nil, fmt.Errorf("dataplane: load program and maps (needs root or CAP_BPF+CAP_NET_ADMIN, kernel >= 5.15): %w", err)
 	}
 	o := &d.objs

@@ -154,6 +154,7 @@ static __always_inline long step_cached(__u32 i, void *data, int mech)
 	__be32 *a = slot(data, i, &res);
 	struct dc_miss m = {};
 	struct dc_config *c;
+	struct dc4_set *s;
 
 	if (!a)
 		return 1;
@@ -161,7 +162,8 @@ static __always_inline long step_cached(__u32 i, void *data, int mech)
 	a4 = bpf_ntohl(*a);
 	m.h = dc_hash32(a4);
 	c = dc_begin(DC_V4, m.h);
-	ans = c ? dc4_find(a4, c, &m) : 0;
+	s = c ? dc4_set(c, &m) : 0;
+	ans = s ? dc4_find(s, a4, c, &m) : 0;
 	if (ans) {
 		*res = ans | PROBE_HIT; /* for the benchmarks' per-packet hit rates */
 		return 0;
@@ -172,8 +174,8 @@ static __always_inline long step_cached(__u32 i, void *data, int mech)
 		ans = lpm_answer(*a);
 	else
 		ans = kernel_answer(data, *a);
-	if (c && ans != FIB4_KERNEL)
-		dc4_put(a4, ans, c, &m);
+	if (s && ans != FIB4_KERNEL)
+		dc4_put(s, a4, ans, c, &m);
 	*res = ans;
 	return 0;
 }

@@ -232,12 +232,16 @@ static __always_inline long step_cached(__u32 i, void *data, int mech)
 	__u32 *res, *a = slot(lc, i, &res), ans, *v;
 	struct dc_miss m = {};
 	struct dc_config *c;
+	struct dc6_set *s;
+	struct dc6_key k;
 
 	if (!a)
 		return 1;
-	m.h = dc_hash6(a);
+	__builtin_memcpy(k.w, a, 16);
+	m.h = dc_hash6(k.w);
 	c = dc_begin(DC_V6, m.h);
-	ans = c ? dc6_find(a, c, &m) : 0;
+	s = c ? dc6_set(c, &m) : 0;
+	ans = s ? dc6_find(s, &k, c, &m) : 0;
 	if (ans) {
 		*res = ans | PROBE_HIT;
 		return 0;
@@ -256,8 +260,8 @@ static __always_inline long step_cached(__u32 i, void *data, int mech)
 		p.ifindex = lc->xdp->ingress_ifindex;
 		ans = bpf_fib_lookup(lc->xdp, &p, sizeof(p), BPF_FIB_LOOKUP_SKIP_NEIGH) == BPF_FIB_LKUP_RET_SUCCESS ? p.ifindex : 0;
 	}
-	if (c && ans != FIB6_KERNEL)
-		dc6_put(a, ans, c, &m);
+	if (s && ans != FIB6_KERNEL)
+		dc6_put(s, &k, ans, c, &m);
 	*res = ans;
 	return 0;
 }

@@ -284,11 +284,13 @@ static __always_inline int forward4(struct xdp_md *ctx, struct iphdr *iph, void 
 			return rc - 1;
 		nh = kernel_nexthop(&knh, &p);
 	} else {
-		nhid = c ? dc4_find(bpf_ntohl(daddr), c, &m) : 0;
+		struct dc4_set *s = c ? dc4_set(c, &m) : 0;
+
+		nhid = s ? dc4_find(s, bpf_ntohl(daddr), c, &m) : 0;
 		if (!nhid) {
 			nhid = fib4_lookup(daddr);
-			if (c && nhid != FIB4_KERNEL)
-				dc4_put(bpf_ntohl(daddr), nhid, c, &m);
+			if (s && nhid != FIB4_KERNEL)
+				dc4_put(s, bpf_ntohl(daddr), nhid, c, &m);
 		}
 		if (!nhid)
 			return count(STAT_PASS_NO_ROUTE, f->len, XDP_PASS);
@@ -355,11 +357,15 @@ static __always_inline int forward6(struct xdp_md *ctx, struct ipv6hdr *ip6, voi
 			return rc - 1;
 		nh = kernel_nexthop(&knh, &p);
 	} else {
-		nhid = c ? dc6_find(ip6->daddr.s6_addr32, c, &m) : 0;
+		struct dc6_set *s = c ? dc6_set(c, &m) : 0;
+		struct dc6_key k;
+
+		__builtin_memcpy(k.w, ip6->daddr.s6_addr32, 16);
+		nhid = s ? dc6_find(s, &k, c, &m) : 0;
 		if (!nhid) {
-			nhid = fib6_lookup(ip6->daddr.s6_addr32);
-			if (c && nhid != FIB6_KERNEL)
-				dc6_put(ip6->daddr.s6_addr32, nhid, c, &m);
+			nhid = fib6_lookup(k.w);
+			if (s && nhid != FIB6_KERNEL)
+				dc6_put(s, &k, nhid, c, &m);
 		}
 		if (!nhid)
 			return count(STAT_PASS_NO_ROUTE, f->len, XDP_PASS);

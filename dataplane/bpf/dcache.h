@@ -223,7 +223,7 @@ struct {
 } dc_ghost SEC(".maps");
 
 /* dc_ghost_base returns where a set's ghosts are, or -1 when it keeps none. */
-static __always_inline int dc_ghost_base(struct dc_config *c, __u32 fam, __u32 idx)
+static __always_inline int dc_ghost_base(const struct dc_config *c, __u32 fam, __u32 idx)
 {
 	__u32 sh = c->fam[fam & 1].ghost_shift & 31;
 
@@ -378,12 +378,26 @@ static __always_inline void dc_record(__u32 h, __u32 age_every, int hit)
 		f->w[w] = 0;
 }
 
-/* What a lookup learned for the insert after a miss. */
+/*
+ * Verification. The insert (dc4_put, dc6_put) and its choice of a way (dc_victim) are
+ * global (non-inline) BPF functions: the verifier checks each once, with unknown
+ * arguments, instead of once per path of its callers through the parser and the FIB.
+ * With them inline, the IPv6 cache path alone took more than a million processed
+ * instructions, and 6.1's verifier lost the bound of a way index spilled to the stack.
+ * Their arguments are scalars and pointers to memory of a fixed size (a set, the
+ * configuration, a destination copied to the stack: never a packet pointer, which
+ * 6.1 refuses), they return a scalar, and an index that comes back from one is
+ * masked where it is used. The lookup (dc4_find, dc6_find) stays inline: it runs on
+ * every packet, and a call costs a hit about 1.5 ns (docs/BENCHMARKS.md).
+ */
+
+/* What a lookup learned, for the insert after a miss. Scalars only (dc*_put, global,
+ * takes it). */
 struct dc_miss {
-	void *set; /* 0: the cache is off (or resizing): nothing to insert */
 	__u32 h;   /* the destination's hash */
 	__u32 gen; /* its region's generation, read before the FIB (set by the find) */
-	int ghost; /* the set's ghost base, -1 when it keeps none */
+	__u32 idx; /* its set's index in the CPU's part of the table */
+	__u32 pad;
 };
 
 /* dc_live says whether a way (answer, epoch) holds an entry of the current epoch. */
@@ -392,29 +406,41 @@ static __always_inline int dc_live(__u32 answer, __u32 e, __u32 epoch)
 	return answer && e == epoch;
 }
 
+/* What dc_victim decides from, and what it decides. */
+struct dc_vict {
+	__u32 fam;
+	__u32 h;     /* the newcomer's hash */
+	__s32 own;   /* the way holding the destination (stale), -1: none */
+	__u32 live;  /* bit i: way i holds an entry of the current epoch */
+	__u32 hash[4]; /* the hashes of the keys in ways 0-3 (only a full set needs them) */
+	__s32 move;  /* out: the main way the window's entry moves to, -1: none */
+	__u32 gone;  /* out: the hash of the entry pushed out, 0: none */
+};
+
 /*
- * dc_victim picks the way an insert writes, given which ways hold the destination
- * (own), which are live, and the hashes of the keys in ways 0-3. A destination's own
- * (stale) entry is rewritten in place. Otherwise (W-TinyLFU) way 0 is the set's
- * window: the newcomer always goes there, so a new flow's next packets hit; the entry
- * it displaces moves to ways 1-3, the main part, if one is empty or from an old epoch,
- * else over the main way seen least often if it is seen at least as often (an
- * eviction), else it is dropped (a refusal). A flood of one-packet destinations churns
- * the window only; an entry of a busy flow in the main part is replaced only by
- * something busier. Returns the way to write and, in *move, the main way the window's
- * entry moves to (-1: none); *gone is the hash of the entry pushed out (0: none).
+ * dc_victim picks the way an insert writes. A destination's own (stale) entry is
+ * rewritten in place. Otherwise (W-TinyLFU) way 0 is the set's window: the newcomer
+ * always goes there, so a new flow's next packets hit; the entry it displaces moves
+ * to ways 1-3, the main part, if one is empty or from an old epoch, else over the main
+ * way seen least often if it is seen at least as often (an eviction), else it is
+ * dropped (a refusal). A flood of one-packet destinations churns the window only; an
+ * entry of a busy flow in the main part is replaced only by something busier. Returns
+ * the way to write (0-3), v->move and v->gone.
  */
-static __always_inline int dc_victim(struct dc_config *c, __u32 fam, __u32 h, int own, __u32 live, const __u32 *hash,
-				     int *move, __u32 *gone)
+__noinline int dc_victim(const struct dc_config *c, struct dc_vict *v)
 {
-	__u32 zero = 0, est, least = 0xffffffff;
+	__u32 zero = 0, est, least = 0xffffffff, live, fam;
 	struct dc_freq *f;
 	int i, to = -1;
 
-	*move = -1;
-	*gone = 0;
-	if (own >= 0)
-		return own;
+	if (!c || !v)
+		return 0;
+	live = v->live;
+	fam = v->fam & 1;
+	v->move = -1;
+	v->gone = 0;
+	if (v->own >= 0)
+		return v->own & 3;
 	if (c->flags & DC_NO_ADMISSION) {
 		/* For comparison: an empty or old way, else one chosen by the hash. */
 #pragma unroll
@@ -422,9 +448,9 @@ static __always_inline int dc_victim(struct dc_config *c, __u32 fam, __u32 h, in
 			if (to < 0 && !(live & (1 << i)))
 				to = i;
 		if (to >= 0)
-			return to;
-		to = dc_hash32(h ^ 0x9e3779b9) >> 30;
-		*gone = hash[to & 3];
+			return to & 3;
+		to = dc_hash32(v->h ^ 0x9e3779b9) >> 30;
+		v->gone = v->hash[to & 3];
 		dc_count(fam, DC_EVICT);
 		return to & 3;
 	}
@@ -439,42 +465,41 @@ static __always_inline int dc_victim(struct dc_config *c, __u32 fam, __u32 h, in
 		if (f) {
 #pragma unroll
 			for (i = 1; i < 4; i++) {
-				est = dc_estimate(f, hash[i]);
+				est = dc_estimate(f, v->hash[i]);
 				if (est < least) {
 					least = est;
 					to = i;
 				}
 			}
-			if (dc_estimate(f, hash[0]) < least)
+			if (dc_estimate(f, v->hash[0]) < least)
 				to = -1;
 		}
 		if (to < 0) {
-			*gone = hash[0];
+			v->gone = v->hash[0];
 			dc_count(fam, DC_REFUSE);
 		} else {
-			*gone = hash[to & 3];
+			v->gone = v->hash[to & 3];
 			dc_count(fam, DC_EVICT);
 		}
 	}
-	*move = to;
+	v->move = to;
 	return 0;
 }
 
-/* dc_set_of returns the set of hash m->h in a family's table (and its index in
- * *idx), or 0 when the cache is off or meets a resize half done: a bypass. */
-static __always_inline void *dc_set_of(void *outer, __u32 fam, struct dc_config *c, struct dc_miss *m, __u32 *idx)
+/* dc_set_of returns the set of hash m->h in a family's table (its index in m->idx),
+ * or 0 when the cache is off or meets a resize half done: a bypass. */
+static __always_inline void *dc_set_of(void *outer, __u32 fam, struct dc_config *c, struct dc_miss *m)
 {
 	__u32 zero = 0, key;
 	void *inner, *s;
 
-	m->set = 0;
 	inner = bpf_map_lookup_elem(outer, &zero);
 	if (!inner) {
 		dc_count(fam, DC_BYPASS);
 		return 0;
 	}
-	*idx = m->h & c->fam[fam & 1].mask;
-	key = bpf_get_smp_processor_id() << (c->fam[fam & 1].shift & 31) | *idx;
+	m->idx = m->h & c->fam[fam & 1].mask;
+	key = bpf_get_smp_processor_id() << (c->fam[fam & 1].shift & 31) | m->idx;
 	s = bpf_map_lookup_elem(inner, &key);
 	if (!s)
 		dc_count(fam, DC_BYPASS);
@@ -482,7 +507,7 @@ static __always_inline void *dc_set_of(void *outer, __u32 fam, struct dc_config 
 }
 
 /* dc_hit counts a hit and returns its answer. */
-static __always_inline __u32 dc_hit(__u32 fam, struct dc_config *c, struct dc_miss *m, __u32 answer)
+static __always_inline __u32 dc_hit(__u32 fam, const struct dc_config *c, struct dc_miss *m, __u32 answer)
 {
 	dc_record(m->h, c->age_every, 1);
 	dc_observe(fam + 2, m->h);
@@ -490,35 +515,44 @@ static __always_inline __u32 dc_hit(__u32 fam, struct dc_config *c, struct dc_mi
 	return answer;
 }
 
-/* dc_missed counts a miss (stale: an entry of an old epoch or generation was there)
- * and fills m for the insert. */
-static __always_inline __u32 dc_missed(__u32 fam, struct dc_config *c, struct dc_miss *m, void *s, __u32 idx, int stale)
+/* dc_missed counts a miss (stale: an entry of an old epoch or generation was there). */
+static __always_inline __u32 dc_missed(__u32 fam, const struct dc_config *c, struct dc_miss *m, int stale)
 {
 	dc_record(m->h, c->age_every, 0);
-	m->set = s;
-	m->ghost = dc_ghost_base(c, fam, idx);
-	if (stale) {
+	if (stale)
 		dc_count(fam, DC_STALE);
-	} else {
+	else {
 		dc_count(fam, DC_MISS);
-		dc_ghost_check(fam, m->ghost, m->h);
+		dc_ghost_check(fam, dc_ghost_base(c, fam, m->idx), m->h);
 	}
 	return 0;
 }
 
-#ifdef FIB4_H
-/* dc4_find looks destination a (host order, hash m->h) up in its set: the cached
- * answer, or 0 on a miss, with m filled for dc4_put. The region's generation is read
- * here, before the caller's FIB lookup: userspace bumps it after changing the FIB, so
- * an answer stamped with the new generation is a new answer. */
-static __always_inline __u32 dc4_find(__u32 a, struct dc_config *c, struct dc_miss *m)
+/* dc_inserted does what every insert does after dc_victim: the ghost of what left,
+ * the count. */
+static __always_inline void dc_inserted(__u32 fam, const struct dc_config *c, struct dc_miss *m, struct dc_vict *v)
 {
-	__u32 idx = 0, stale = 0;
-	struct dc4_set *s = dc_set_of(&dc4_maps, DC_V4, c, m, &idx);
+	if (v->gone)
+		dc_ghost_put(fam, dc_ghost_base(c, fam, m->idx), v->gone);
+	dc_count(fam, DC_INSERT);
+}
+
+#ifdef FIB4_H
+/* dc4_set returns the IPv4 set of m->h, or 0 (bypass). */
+static __always_inline struct dc4_set *dc4_set(struct dc_config *c, struct dc_miss *m)
+{
+	return dc_set_of(&dc4_maps, DC_V4, c, m);
+}
+
+/* dc4_find looks destination a (host order) up in its set s: the cached answer, or 0
+ * on a miss, with m filled for dc4_put. The region's generation is read here, before
+ * the caller's FIB lookup: userspace bumps it after changing the FIB, so an answer
+ * stamped with the new generation is a new answer. */
+static __always_inline __u32 dc4_find(const struct dc4_set *s, __u32 a, const struct dc_config *c, struct dc_miss *m)
+{
+	__u32 stale = 0;
 	int i;
 
-	if (!s)
-		return 0;
 	m->gen = fib4_gen(a);
 #pragma unroll
 	for (i = 0; i < 4; i++) {
@@ -528,100 +562,119 @@ static __always_inline __u32 dc4_find(__u32 a, struct dc_config *c, struct dc_mi
 			return dc_hit(DC_V4, c, m, s->w[i].answer);
 		stale = 1;
 	}
-	return dc_missed(DC_V4, c, m, s, idx, stale);
+	return dc_missed(DC_V4, c, m, stale);
 }
 
-/* dc4_put caches the FIB's answer for a after dc4_find missed. */
-static __always_inline void dc4_put(__u32 a, __u32 answer, struct dc_config *c, struct dc_miss *m)
+/* dc4_put caches the FIB's answer for a in its set s after dc4_find missed. */
+__noinline int dc4_put(struct dc4_set *s, __u32 a, __u32 answer, const struct dc_config *c, struct dc_miss *m)
 {
-	struct dc4_set *s = m->set;
-	__u32 hash[4], live = 0, gone;
-	int i, own = -1, slot, move;
+	struct dc_vict v = {.fam = DC_V4, .own = -1};
+	int i, slot, mv;
 
-	if (!s || !answer)
-		return;
+	if (!s || !c || !m || !answer)
+		return 0;
+	v.h = m->h;
 #pragma unroll
 	for (i = 0; i < 4; i++) {
-		if (own < 0 && s->w[i].key == a)
-			own = i;
+		if (v.own < 0 && s->w[i].key == a)
+			v.own = i;
 		if (dc_live(s->w[i].answer, s->w[i].epoch, c->epoch))
-			live |= 1 << i;
+			v.live |= 1 << i;
 	}
 	/* Only a full set needs its keys' hashes (estimates, the ghost of what leaves). */
+	if (v.live == 0xf) {
 #pragma unroll
-	for (i = 0; i < 4; i++)
-		hash[i] = live == 0xf ? dc_hash32(s->w[i].key) : 0;
-	slot = dc_victim(c, DC_V4, m->h, own, live, hash, &move, &gone);
-	if (move > 0 && move < 4)
-		s->w[move] = s->w[0];
-	if (gone)
-		dc_ghost_put(DC_V4, m->ghost, gone);
-	dc_count(DC_V4, DC_INSERT);
+		for (i = 0; i < 4; i++)
+			v.hash[i] = dc_hash32(s->w[i].key);
+	}
+	/* The way comes back from a global function: an unknown scalar to the verifier,
+	 * bounded here, at its use, with no tie to the paths above. */
+	slot = dc_victim(c, &v);
+	barrier_var(slot); /* or clang, seeing dc_victim's body, drops the mask below */
 	slot &= 3;
+	if (v.move > 0) { /* 1-3, masked at its use: a value read back has no bound */
+		mv = v.move;
+		barrier_var(mv);
+		s->w[mv & 3] = s->w[0];
+	}
+	dc_inserted(DC_V4, c, m, &v);
 	s->w[slot].key = a;
 	s->w[slot].answer = answer;
 	s->w[slot].gen = m->gen;
 	s->w[slot].epoch = c->epoch;
+	return 0;
 }
 
 #endif /* FIB4_H */
 
 #ifdef FIB6_H
+/* An IPv6 destination, network order, copied off the packet (global functions take
+ * no packet pointers). */
+struct dc6_key {
+	__u32 w[4];
+};
+
 static __always_inline int dc6_same(const __u32 *k, const __u32 *a)
 {
 	return k[0] == a[0] && k[1] == a[1] && k[2] == a[2] && k[3] == a[3];
 }
 
-/* dc6_find is dc4_find for an IPv6 destination a (network order). */
-static __always_inline __u32 dc6_find(const __u32 *a, struct dc_config *c, struct dc_miss *m)
+/* dc6_set returns the IPv6 set of m->h, or 0 (bypass). */
+static __always_inline struct dc6_set *dc6_set(struct dc_config *c, struct dc_miss *m)
 {
-	__u32 idx = 0, stale = 0;
-	struct dc6_set *s = dc_set_of(&dc6_maps, DC_V6, c, m, &idx);
+	return dc_set_of(&dc6_maps, DC_V6, c, m);
+}
+
+/* dc6_find is dc4_find for an IPv6 destination. */
+static __always_inline __u32 dc6_find(const struct dc6_set *s, const struct dc6_key *a, const struct dc_config *c, struct dc_miss *m)
+{
+	__u32 stale = 0;
 	int i;
 
-	if (!s)
-		return 0;
-	m->gen = fib6_gen_of(a);
+	m->gen = fib6_gen_of(a->w);
 #pragma unroll
 	for (i = 0; i < 4; i++) {
-		if (s->w[i].hash != m->h || !s->w[i].answer || !dc6_same(s->w[i].key, a))
+		if (s->w[i].hash != m->h || !s->w[i].answer || !dc6_same(s->w[i].key, a->w))
 			continue;
 		if (s->w[i].gen == m->gen && s->w[i].epoch == c->epoch)
 			return dc_hit(DC_V6, c, m, s->w[i].answer);
 		stale = 1;
 	}
-	return dc_missed(DC_V6, c, m, s, idx, stale);
+	return dc_missed(DC_V6, c, m, stale);
 }
 
-/* dc6_put caches the FIB's answer for a after dc6_find missed. */
-static __always_inline void dc6_put(const __u32 *a, __u32 answer, struct dc_config *c, struct dc_miss *m)
+/* dc6_put is dc4_put for an IPv6 destination. */
+__noinline int dc6_put(struct dc6_set *s, const struct dc6_key *a, __u32 answer, const struct dc_config *c, struct dc_miss *m)
 {
-	struct dc6_set *s = m->set;
-	__u32 hash[4], live = 0, gone;
-	int i, own = -1, slot, move;
+	struct dc_vict v = {.fam = DC_V6, .own = -1};
+	int i, slot, mv;
 
-	if (!s || !answer)
-		return;
+	if (!s || !a || !c || !m || !answer)
+		return 0;
+	v.h = m->h;
 #pragma unroll
 	for (i = 0; i < 4; i++) {
-		if (own < 0 && s->w[i].hash == m->h && dc6_same(s->w[i].key, a))
-			own = i;
+		if (v.own < 0 && s->w[i].hash == m->h && dc6_same(s->w[i].key, a->w))
+			v.own = i;
 		if (dc_live(s->w[i].answer, s->w[i].epoch, c->epoch))
-			live |= 1 << i;
-		hash[i] = s->w[i].hash;
+			v.live |= 1 << i;
+		v.hash[i] = s->w[i].hash;
 	}
-	slot = dc_victim(c, DC_V6, m->h, own, live, hash, &move, &gone);
-	if (move > 0 && move < 4)
-		s->w[move] = s->w[0];
-	if (gone)
-		dc_ghost_put(DC_V6, m->ghost, gone);
-	dc_count(DC_V6, DC_INSERT);
+	slot = dc_victim(c, &v);
+	barrier_var(slot);
 	slot &= 3;
-	__builtin_memcpy(s->w[slot].key, a, 16);
+	if (v.move > 0) { /* 1-3, masked at its use: a value read back has no bound */
+		mv = v.move;
+		barrier_var(mv);
+		s->w[mv & 3] = s->w[0];
+	}
+	dc_inserted(DC_V6, c, m, &v);
+	__builtin_memcpy(s->w[slot].key, a->w, 16);
 	s->w[slot].answer = answer;
 	s->w[slot].gen = m->gen;
 	s->w[slot].epoch = c->epoch;
 	s->w[slot].hash = m->h;
+	return 0;
 }
 
 #endif /* FIB6_H */
