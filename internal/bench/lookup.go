@@ -76,8 +76,10 @@ type LookupSetup struct {
 func gwFor(as uint32) netip.Addr { return netip.AddrFrom4([4]byte{10, 255, byte(as % 200), 1}) }
 
 // NewLookupSetup loads routes (and sizes the probe for traces of up to traceLen).
-func NewLookupSetup(routes []table.Route, traceLen int) (s *LookupSetup, err error) {
-	s = &LookupSetup{Routes: routes}
+func NewLookupSetup(routes []table.Route, traceLen int) (_ *LookupSetup, err error) {
+	// Not the named result: a failure returns nil, and the cleanup below must
+	// still see what was built.
+	s := &LookupSetup{Routes: routes}
 	defer func() {
 		if err != nil {
 			s.Close()

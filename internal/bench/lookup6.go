@@ -44,8 +44,10 @@ type LookupSetup6 struct {
 
 // NewLookupSetup6 loads routes up to /64 (and sizes the probe for traces of up to
 // traceLen), the tries with the given strides (see v6cand.go).
-func NewLookupSetup6(all []table.Route, traceLen int, strides []int) (s *LookupSetup6, err error) {
-	s = &LookupSetup6{}
+func NewLookupSetup6(all []table.Route, traceLen int, strides []int) (_ *LookupSetup6, err error) {
+	// Not the named result: a failure returns nil, and the cleanup below must
+	// still see what was built.
+	s := &LookupSetup6{}
 	for _, r := range all {
 		if r.Prefix.Addr().Is6() && r.Prefix.Bits() <= 64 && !r.Prefix.Overlaps(labNet6) {
 			s.Routes = append(s.Routes, r)

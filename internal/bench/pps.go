@@ -69,8 +69,10 @@ func mac(ns *lab.Netns, ifname string) (m net.HardwareAddr, index int, err error
 }
 
 // NewPPSSetup builds the topology and loads routes (next hop: the sink) three ways.
-func NewPPSSetup(routes []table.Route, trace []netip.Addr) (s *PPSSetup, err error) {
-	s = &PPSSetup{}
+func NewPPSSetup(routes []table.Route, trace []netip.Addr) (_ *PPSSetup, err error) {
+	// Not the named result: a failure returns nil, and the cleanup below must
+	// still see what was built.
+	s := &PPSSetup{}
 	defer func() {
 		if err != nil {
 			s.Close()

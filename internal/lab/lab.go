@@ -125,6 +125,31 @@ func ReapStale() {
 	}
 }
 
+// Leftovers lists what labs of this process still hold: their network namespaces
+// and bpffs pin directories. Tests call it after a setup that failed part way, whose
+// cleanup must have removed everything.
+func Leftovers() []string {
+	entries, _ := os.ReadDir(ownerDir)
+	self := strconv.Itoa(os.Getpid())
+	out, _ := run("ip", "netns", "list")
+	var left []string
+	for _, e := range entries {
+		prefix := e.Name()
+		if b, err := os.ReadFile(filepath.Join(ownerDir, prefix)); err != nil || strings.TrimSpace(string(b)) != self {
+			continue
+		}
+		left = append(left, filepath.Join(ownerDir, prefix))
+		for _, line := range strings.Split(out, "\n") {
+			if name, _, _ := strings.Cut(strings.TrimSpace(line), " "); strings.HasPrefix(name, prefix+"-") {
+				left = append(left, "netns "+name)
+			}
+		}
+		pins, _ := filepath.Glob(filepath.Join("/sys/fs/bpf/fibfleet", prefix+"-*"))
+		left = append(left, pins...)
+	}
+	return left
+}
+
 // Defer registers a cleanup; Close runs them in reverse order.
 func (l *Lab) Defer(fn func() error) {
 	l.mu.Lock()
