@@ -145,3 +145,7 @@ tool (
 	github.com/osrg/gobgp/v4/cmd/gobgp
 	go.etcd.io/etcd/server/v3
 )
+
+// GoBGP with fibfleet's patch set (third_party/README.md): upstream v4.8.0 plus
+// small fixes, each with its own test, written to be proposed upstream.
+replace github.com/osrg/gobgp/v4 => ./third_party/gobgp

@@ -754,6 +754,22 @@ func TestDockerfile(t *testing.T) {
 	if m := regexp.MustCompile(`(?m)^go (\S+)$`).FindSubmatch(mod); m == nil || goVersion != string(m[1]) {
 		t.Errorf("GO_VERSION %q, want go.mod's go %s", goVersion, m[1])
 	}
+	// go mod download runs on go.mod alone: every module go.mod replaces with a
+	// directory must have its go.mod copied in before it.
+	var copiedBefore []string
+	for _, cmd := range build.Commands {
+		if c, ok := cmd.(*instructions.CopyCommand); ok {
+			copiedBefore = append(copiedBefore, c.SourcePaths...)
+		}
+		if r, ok := cmd.(*instructions.RunCommand); ok && strings.Contains(strings.Join(r.CmdLine, " "), "go mod download") {
+			break
+		}
+	}
+	for _, m := range regexp.MustCompile(`(?m)=>\s*\./(\S+)\s*$`).FindAllSubmatch(mod, -1) {
+		if want := string(m[1]) + "/go.mod"; !slices.Contains(copiedBefore, want) {
+			t.Errorf("the build stage downloads modules before copying %s (go.mod replaces a module with ./%s)", want, m[1])
+		}
+	}
 	built := goBuild(build)
 	for _, want := range []string{"./cmd/node", "./cmd/ctl", "CGO_ENABLED=0", "-o /out/"} {
 		if !strings.Contains(built, want) {

@@ -1800,6 +1800,16 @@ func (s *BgpServer) handleFSMMessage(peer *peer, e *fsmMsg) {
 				peer.fsm.gConf.Config.RouterId, conf.Transport.State.RemoteAddress, conf.Transport.State.LocalAddress)
 			peer.peerInfo.Store(peerInfo)
 
+			// Publish the established state before the Loc-RIB is dumped to the
+			// peer below. The FSM goroutine stores it only after this callback
+			// returns, and propagateUpdateToNeighbors skips peers that are not
+			// established: an update applied to the Loc-RIB after the dump read it,
+			// and propagated before that store, reached the peer neither way. Now
+			// an update checked before this store was applied before it, so the
+			// dump carries it; one checked after is propagated (after the dump,
+			// which holds routeRefreshInProgress, or before it, then sent twice).
+			peer.fsm.state.Store(nextState)
+
 			neighborAddress := conf.State.NeighborAddress
 			deferralExpiredFunc := func(family bgp.Family, deferralTime time.Duration) func() {
 				//nolint: errcheck // ignore error
