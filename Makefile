@@ -1,11 +1,11 @@
 # fibfleet: the two set-up commands are `sudo make lab` (the main job) and
 # `sudo make test` (the test suite). Both install what they need on a fresh Debian
-# machine: BIRD 2 for the upstream peer, iproute2 and util-linux for namespaces, a
-# bpffs mount at /sys/fs/bpf.
+# machine: BIRD 2 for the upstream peer, iproute2 and util-linux for namespaces,
+# qemu and cpio for the kernel matrix, a bpffs mount at /sys/fs/bpf.
 SHELL := /bin/bash
 GO ?= go
 
-.PHONY: all build deps test demo lab chart generate clean
+.PHONY: all build deps test kernels demo lab chart generate clean
 
 all: build
 
@@ -23,9 +23,11 @@ deps:
 	command -v bird >/dev/null || missing="$$missing bird2"; \
 	command -v ip >/dev/null || missing="$$missing iproute2"; \
 	command -v nsenter >/dev/null || missing="$$missing util-linux"; \
+	command -v cpio >/dev/null || missing="$$missing cpio"; \
+	command -v qemu-system-x86_64 >/dev/null || missing="$$missing qemu-system-x86"; \
 	if [ -n "$$missing" ]; then \
 		echo "deps: installing$$missing"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi; \
 	mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
 
@@ -40,6 +42,13 @@ test: deps
 	if [ $$status != 0 ]; then echo "--- full log of the failed run:"; tail -n 200 $$log; fi; \
 	echo "$$(grep -cE '^\s*--- PASS' $$log) passed, $$(grep -cE '^\s*--- FAIL' $$log) failed, $$(grep -cE '^\s*--- SKIP' $$log) skipped"; \
 	rm -f $$log; exit $$status
+
+# kernels runs the dataplane's tests (program loads, packet tests, the verifier
+# budget) on this machine's kernel and, under qemu, on Debian 12's 6.1 and 6.12
+# (fetched with apt into ~/.cache/fibfleet/kernels, never installed); make test runs
+# it too.
+kernels: deps
+	$(GO) test -count=1 -v -run TestKernelMatrix ./internal/kernels
 
 # lab builds a whole fleet on this machine (ctl lab up) and leaves it running: look at
 # it with bin/ctl status / top / lookup, remove it with bin/ctl lab down.
