@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
+	"github.com/fibfleet/fibfleet/internal/testutil"
 )
 
 const (
@@ -27,15 +28,12 @@ var (
 	localIP = netip.MustParseAddr("192.0.2.1")
 )
 
-// requireBPF skips unless the test can load BPF programs (root); CI runs as root.
+// requireBPF skips unless the test can load BPF programs (root, bpffs); in CI it
+// fails instead.
 func requireBPF(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to load BPF programs (CI runs as root)")
-	}
-	if !isBPFFS("/sys/fs/bpf") {
-		t.Skip("bpffs is not mounted at /sys/fs/bpf (make test mounts it)")
-	}
+	testutil.Need(t, os.Geteuid() == 0, "needs root to load BPF programs (CI runs as root)")
+	testutil.Need(t, isBPFFS("/sys/fs/bpf"), "bpffs is not mounted at /sys/fs/bpf (make test mounts it)")
 }
 
 // testDataplane loads the program under a unique node name with a small FIB:

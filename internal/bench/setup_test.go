@@ -6,18 +6,14 @@ import (
 
 	"github.com/fibfleet/fibfleet/internal/lab"
 	"github.com/fibfleet/fibfleet/internal/table"
+	"github.com/fibfleet/fibfleet/internal/testutil"
 )
 
 // TestSetupsFailCleanly makes each benchmark setup fail part way, after it has built a
 // lab, loaded a dataplane and filled a FIB: it must return its error (no panic in the
 // cleanup) and leave nothing behind.
 func TestSetupsFailCleanly(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatal("CI must run this test as root")
-		}
-		t.Skip("needs root for BPF and namespaces")
-	}
+	testutil.Need(t, os.Geteuid() == 0, "needs root for BPF and namespaces (CI runs as root)")
 	routes, err := table.Real2026()
 	if err != nil {
 		t.Fatal(err)
