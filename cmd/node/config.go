@@ -121,6 +121,10 @@ type MeshConfig struct {
 	// hop, so the others resolve next hops there through it; default: the subnets of
 	// its links to its BGP neighbours.
 	Announce []string `yaml:"announce"`
+	// ResendAfter is how long a mesh peer's prefixes may differ from this node's,
+	// once the alarm is up, before the node resends its routes to it (the last
+	// resort).
+	ResendAfter time.Duration `yaml:"resend_after"`
 }
 
 // CacheConfig is the destination cache's policy (cache.FlatPolicy: mode off, fixed
@@ -180,7 +184,8 @@ func defaults() Config {
 		BGP:         BGPConfig{ListenPort: 179, GRPCAddress: "127.0.0.1:50051"},
 		FIB:         FIBConfig{Backend: string(dataplane.BackendCompiled), GroupsV4: 16384, LinesV4: 1 << 18, BucketsV6: dataplane.DefaultBucketsV6, RetryInterval: time.Second, KernelSync: true, KernelTable: 254},
 		Cache:       CacheConfig{FlatPolicy: cache.FlatPolicy{Mode: string(cache.Auto), MinEntries: 1 << 10, MaxEntries: 1 << 16}, Interval: time.Second},
-		Cluster:     ClusterConfig{Name: "default", LeaseTTL: 5 * time.Second, Gossip: GossipConfig{Profile: cluster.ProfileTuned, Port: 7946}},
+		Cluster: ClusterConfig{Name: "default", LeaseTTL: 5 * time.Second, Gossip: GossipConfig{Profile: cluster.ProfileTuned, Port: 7946},
+			Mesh: MeshConfig{ResendAfter: 2 * time.Minute}},
 	}
 }
 
@@ -462,6 +467,9 @@ func (c ClusterConfig) validate() []error {
 	}
 	if len(c.Mesh.Announce) > 0 && c.Mesh.Address == "" {
 		errs = append(errs, errors.New("cluster.mesh.announce needs cluster.mesh.address (the next hop of what is announced)"))
+	}
+	if c.Mesh.ResendAfter < 0 {
+		errs = append(errs, fmt.Errorf("cluster.mesh.resend_after %v: use 0 (resend as soon as the alarm is up) or more (default 2m)", c.Mesh.ResendAfter))
 	}
 	return errs
 }

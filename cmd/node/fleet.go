@@ -42,8 +42,11 @@ type fleet struct {
 	reg   *cluster.Registration
 	// meshLog holds the mesh's last changes, for the node API.
 	meshLog []nodeapi.MeshChange
-	// resends counts routes resent to mesh peers that lacked some (repair).
-	resends uint64
+	// resends counts routes resent to mesh peers that lacked some (the last resort);
+	// mismatches is how many mesh peers' prefixes differ from this node's now (the
+	// alarm).
+	resends    uint64
+	mismatches int
 }
 
 // nodeApplier applies the fleet's decisions to this node's dataplane and cache.
@@ -457,16 +460,17 @@ func sessions(ps []bgp.PeerStatus) []nodeapi.Session {
 	return out
 }
 
-// The mesh's repair. Every node holds the same prefixes once the mesh has carried
-// them (each may select other next hops). GoBGP v4.8 can miss sending a route that
-// arrives while a mesh session is becoming established (its initial dump has passed
-// the route; the update is skipped because the session is not marked established
-// yet), and BGP never sends a route twice on its own: the peer lacks it until it
-// changes. So each node compares its prefix digests with every registered node's; when
-// they have differed, unchanged, for repairQuiet, it resends its routes to that node
-// (a soft reset out: the whole Adj-RIB-Out, once). A node that lacks routes resends
-// what it has too (little: iBGP routes are not passed on). A difference a resend does
-// not mend (a node that cannot hold some routes) is retried less and less often.
+// The mesh's alarm and its last resort. Every node holds the same prefixes once the
+// mesh has carried them (each may select other next hops), so each node compares its
+// prefix digests with every registered node's. A difference that has stood still on
+// both sides for repairQuiet is an alarm: routes were lost on the way, which should
+// never happen (GoBGP lost them towards a mesh peer that came up while routes arrived,
+// until patch 1 of third_party/'s set). It is logged and counted
+// (fibfleet_cluster_mesh_digest_mismatches). If it lasts cluster.mesh.resend_after
+// more, the node resends its routes to that node (a soft reset out: the whole
+// Adj-RIB-Out, once), the last resort; a node that lacks routes resends what it has
+// too (little: iBGP routes are not passed on). A difference a resend does not mend (a
+// node that cannot hold some routes) is resent less and less often.
 const (
 	repairCheck = 10 * time.Second
 	repairQuiet = 30 * time.Second
@@ -480,18 +484,25 @@ type digestSeen struct {
 	since time.Time
 }
 
-// resendState is the repair's memory of one peer: the last resend and the wait
-// before the next.
+// resendState is the repair's memory of one peer: since when the alarm is up, the
+// last resend and the wait before the next.
 type resendState struct {
-	last time.Time
-	wait time.Duration
+	alarm time.Time
+	last  time.Time
+	wait  time.Duration
 }
 
-// needResend says whether to resend to a node: the digests differ, both have stood
-// still for repairQuiet, and the wait since the last resend is over.
-func needResend(mine, theirs digestSeen, r resendState, now time.Time) bool {
+// mismatch says whether two nodes' prefixes differ and both have stood still for
+// repairQuiet (a node still loading moves).
+func mismatch(mine, theirs digestSeen, now time.Time) bool {
 	return mine.value != "" && theirs.value != "" && mine.value != theirs.value &&
-		now.Sub(mine.since) >= repairQuiet && now.Sub(theirs.since) >= repairQuiet &&
+		now.Sub(mine.since) >= repairQuiet && now.Sub(theirs.since) >= repairQuiet
+}
+
+// needResend says whether to resend to a node whose alarm is up: it has been for
+// resendAfter, and the wait since the last resend is over.
+func needResend(r resendState, resendAfter time.Duration, now time.Time) bool {
+	return !r.alarm.IsZero() && now.Sub(r.alarm) >= resendAfter &&
 		(r.last.IsZero() || now.Sub(r.last) >= r.wait)
 }
 
@@ -534,21 +545,35 @@ func (f *fleet) repair(ctx context.Context) {
 			established[p.Address.String()] = p.State == "established"
 		}
 		mine := seen[f.cfg.NodeName]
+		alarms := 0
 		for _, n := range nodes {
 			if n.Name == f.cfg.NodeName || !established[n.BGPAddress] {
 				continue
 			}
 			theirs, r := seen[n.Name], state[n.Name]
-			if mine.value == theirs.value {
-				delete(state, n.Name) // agreed: a later difference starts afresh
+			if !mismatch(mine, theirs, now) {
+				if mine.value == theirs.value {
+					if !r.alarm.IsZero() {
+						f.log.Info("this node's prefixes and a mesh peer's agree again", "member", n.Name, "alarm_for", now.Sub(r.alarm).Round(time.Second))
+					}
+					delete(state, n.Name) // agreed: a later difference starts afresh
+				}
 				continue
 			}
-			if !needResend(mine, theirs, r, now) {
+			alarms++
+			if r.alarm.IsZero() {
+				r.alarm = now
+				state[n.Name] = r
+				f.log.Error("this node's prefixes and a mesh peer's have differed, unchanged, for a while: routes were lost on the way (report it with both nodes' logs)",
+					"member", n.Name, "mine", mine.value, "theirs", theirs.value, "still_for", now.Sub(latest(mine.since, theirs.since)).Round(time.Second),
+					"resend_in", f.cfg.Cluster.Mesh.ResendAfter)
+			}
+			if !needResend(r, f.cfg.Cluster.Mesh.ResendAfter, now) {
 				continue
 			}
 			addr, _ := netip.ParseAddr(n.BGPAddress)
-			f.log.Warn("this node's prefixes and another node's have differed for a while: resending it this node's routes (soft reset out)",
-				"member", n.Name, "peer", addr, "mine", mine.value, "theirs", theirs.value, "still_for", now.Sub(latest(mine.since, theirs.since)).Round(time.Second))
+			f.log.Warn("resending this node's routes to a mesh peer whose prefixes still differ (soft reset out: the last resort)",
+				"member", n.Name, "peer", addr, "alarm_for", now.Sub(r.alarm).Round(time.Second))
 			if err := speaker.ResendMesh(ctx, addr); err != nil {
 				f.log.Error("resend routes to a mesh peer", "peer", addr, "err", err)
 				continue
@@ -564,6 +589,9 @@ func (f *fleet) repair(ctx context.Context) {
 			f.resends++
 			f.mu.Unlock()
 		}
+		f.mu.Lock()
+		f.mismatches = alarms
+		f.mu.Unlock()
 	}
 }
 

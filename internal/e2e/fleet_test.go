@@ -83,7 +83,8 @@ func startFleet(t *testing.T, cfg lab.FleetConfig) (*lab.Fleet, *cluster.Store) 
 // unchanged, no node applies one).
 func TestFleet(t *testing.T) {
 	ctx := context.Background()
-	fl, store := startFleet(t, lab.FleetConfig{})
+	// The last resort of the mesh's alarm at once, for testRepair.
+	fl, store := startFleet(t, lab.FleetConfig{MeshResendAfter: time.Second})
 	n1, n2, n3 := fl.Nodes[0], fl.Nodes[1], fl.Nodes[2]
 	// BIRD's 3 + 2 routes and the two subnets n1 announces to the mesh.
 	const routes4, routes6 = 4, 3
@@ -198,7 +199,7 @@ func TestFleet(t *testing.T) {
 
 	t.Run("metrics: the dashboard's series exported; readiness", func(t *testing.T) { testMetrics(t, fl, 20) })
 	t.Run("ctl against the fleet", func(t *testing.T) { testCtl(t, fl, store, sendAll) })
-	t.Run("a route a node lost comes back (the mesh's repair)", func(t *testing.T) { testRepair(t, fl, routes4) })
+	t.Run("a route a node lost: the mesh's alarm, and its last resort brings it back", func(t *testing.T) { testRepair(t, fl, routes4) })
 
 	t.Run("a killed node is marked dead and unpeered; it rejoins when restarted", func(t *testing.T) {
 		dead, unpeered, err := fl.KillWatch(n3, 20*time.Second)
@@ -512,8 +513,9 @@ func flushesLogged(n *lab.FleetNode) int {
 
 // TestFleetJoinDuringLoad has two of three nodes join while the first still loads the
 // whole table from BIRD: their mesh sessions come up while routes stream in (where
-// GoBGP can miss sending one; the mesh's repair then resends). Every node must end
-// with the whole table and the same prefixes.
+// GoBGP v4.8 missed sending some, until patch 1 of third_party/). Every node must end
+// with the whole table and the same prefixes, with the mesh's alarm never up and its
+// last resort never run.
 func TestFleetJoinDuringLoad(t *testing.T) {
 	routes := fleetTable(t)
 	fl, _ := startFleet(t, lab.FleetConfig{Table: routes})
@@ -540,18 +542,26 @@ func TestFleetJoinDuringLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("n2 and n3 joined while n1 loaded; every node holds the whole table %v later", time.Since(start).Round(time.Second))
+	// Nothing was lost on the way (GoBGP patch 1): no alarm, no resend.
 	for _, n := range fl.Nodes {
-		log, _ := os.ReadFile(n.LogPath)
-		if c := strings.Count(string(log), "resending it this node's routes"); c > 0 {
-			t.Logf("%s resent its routes to a peer %d time(s) (the mesh's repair)", n.Name, c)
+		m, err := n.Metrics()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, a := m["fibfleet_cluster_mesh_resends_total"], m["fibfleet_cluster_mesh_digest_mismatches"]; r != 0 || a != 0 {
+			t.Errorf("%s: %v resends, %v mesh peers in alarm; want none (routes lost towards a mesh peer that came up during the load)", n.Name, r, a)
+		}
+		if log, _ := os.ReadFile(n.LogPath); strings.Contains(string(log), "routes were lost on the way") {
+			t.Errorf("%s logged the mesh's alarm", n.Name)
 		}
 	}
 }
 
-// testRepair makes n2 lose a route that n1 advertises to it, the way GoBGP's race at
-// session start does (here: an import policy on n2 drops it, then goes away without
-// n2 asking again), and checks that the mesh's repair brings it back: n1 sees the
-// prefixes differ, resends its routes to n2, and n2 holds the route again.
+// testRepair makes n2 lose a route that n1 advertises to it, as GoBGP's race at
+// session start did before patch 1 (here: an import policy on n2 drops it, then goes
+// away without n2 asking again), and checks the mesh's alarm and its last resort: n1
+// sees the prefixes differ, logs the alarm, resends its routes to n2, and n2 holds
+// the route again.
 func testRepair(t *testing.T, fl *lab.Fleet, routes4 int) {
 	n1, n2 := fl.Nodes[0], fl.Nodes[1]
 	ctx := context.Background()
@@ -614,8 +624,9 @@ func testRepair(t *testing.T, fl *lab.Fleet, routes4 int) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	// The repair waits for 30 s of unchanged difference, checking every 10 s.
-	if err := lab.WaitFor(ctx, 2*time.Minute, "the mesh's repair to give n2 "+lost+" back", func() (bool, error) { return routes(n2) == float64(routes4), nil }); err != nil {
+	// The alarm waits for 30 s of unchanged difference, checking every 10 s; the
+	// fleet's resend_after is 1 s.
+	if err := lab.WaitFor(ctx, 2*time.Minute, "the mesh's last resort to give n2 "+lost+" back", func() (bool, error) { return routes(n2) == float64(routes4), nil }); err != nil {
 		t.Fatal(err)
 	}
 	m, err := n1.Metrics()
@@ -625,7 +636,16 @@ func testRepair(t *testing.T, fl *lab.Fleet, routes4 int) {
 	if r := m["fibfleet_cluster_mesh_resends_total"]; r < 1 {
 		t.Errorf("n1 counts %v resends, want at least 1", r)
 	}
+	if b, _ := os.ReadFile(n1.LogPath); !strings.Contains(string(b), "routes were lost on the way") {
+		t.Error("n1 did not log the alarm before it resent")
+	}
 	t.Logf("n2 held %s again %v after it had lost it", lost, time.Since(start).Round(time.Second))
+	if err := lab.WaitFor(ctx, 30*time.Second, "n1's alarm to go down", func() (bool, error) {
+		m, err := n1.Metrics()
+		return err == nil && m["fibfleet_cluster_mesh_digest_mismatches"] == 0, nil
+	}); err != nil {
+		t.Error(err)
+	}
 }
 
 // fleetTable is the real 2026 table less the prefixes the fleet's BIRD announces

@@ -75,6 +75,8 @@ type FleetConfig struct {
 	Expected int
 	// Cluster is the fleet's name (default lab).
 	Cluster string
+	// MeshResendAfter is the nodes' cluster.mesh.resend_after (0: the node's default).
+	MeshResendAfter time.Duration
 }
 
 // FleetNode is one node of the fleet.
@@ -297,6 +299,10 @@ func (f *Fleet) nodeConfig(n *FleetNode) string {
 	case 2:
 		ifaces = append(ifaces, f.If("s1"))
 	}
+	resendAfter := ""
+	if f.Cfg.MeshResendAfter > 0 {
+		resendAfter = fmt.Sprintf("\n    resend_after: %v", f.Cfg.MeshResendAfter)
+	}
 	return fmt.Sprintf(`node_name: %s
 interfaces: [%s]
 http_address: unix://%s
@@ -313,13 +319,13 @@ cluster:
     profile: %s
   mesh:
     address: %s
-    address6: "%s"
+    address6: "%s"%s
 bgp:
   asn: %d
   router_id: %s
   grpc_address: 127.0.0.1:50051
 %s`, n.Name, strings.Join(ifaces, ", "), n.APISocket, f.Cfg.Cluster, strings.Join(etcd, ", "), n.MeshAddr, strings.Join(join, ", "), f.Cfg.GossipProfile,
-		n.MeshAddr, n.MeshAddr6, RouterASN, n.MeshAddr, neighbors)
+		n.MeshAddr, n.MeshAddr6, resendAfter, RouterASN, n.MeshAddr, neighbors)
 }
 
 // StartNode starts (or restarts) a node's process.
