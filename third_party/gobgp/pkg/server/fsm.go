@@ -1649,6 +1649,50 @@ func keepaliveTicker(fsm *fsm) *time.Ticker {
 	return time.NewTicker(sec)
 }
 
+// keepaliveWhile sends KEEPALIVEs on the session's connection at the negotiated
+// interval until the returned function is called; that function returns once the
+// sender has stopped, so the connection never has two writers. A failed write stops
+// the sender: established() then finds the connection broken.
+func (h *fsmHandler) keepaliveWhile(ctx context.Context) func() {
+	fsm := h.fsm
+	fsm.lock.Lock()
+	conf := fsm.pConf.ReadOnly()
+	hold := time.Second * time.Duration(conf.Timers.State.NegotiatedHoldTime)
+	fsm.lock.Unlock()
+	if hold == 0 || fsm.conn == nil {
+		return func() {}
+	}
+	ticker := keepaliveTicker(fsm)
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-stop:
+				return
+			case <-ticker.C:
+				m := bgp.NewBGPKeepAliveMessage()
+				b, _ := m.Serialize()
+				fsm.conn.SetWriteDeadline(time.Now().Add(hold))
+				if _, err := fsm.conn.Write(b); err != nil {
+					fsm.logger.Warn("failed to send a keepalive while building the initial Adj-RIB-Out",
+						slog.String("State", fsm.state.String()),
+						slog.String("Error", err.Error()))
+					return
+				}
+				fsm.bgpMessageStateUpdate(m.Header.Type, false)
+			}
+		}
+	}()
+	return func() {
+		close(stop)
+		<-stopped
+	}
+}
+
 func (h *fsmHandler) openconfirm(ctx context.Context) (bgp.FSMState, *fsmStateReason) {
 	fsm := h.fsm
 	ticker := keepaliveTicker(fsm)
@@ -2177,7 +2221,16 @@ func (h *fsmHandler) loop(ctx context.Context, wg *sync.WaitGroup) {
 			StateReason: reason,
 		}
 
+		// The callback of the transition to ESTABLISHED builds the peer's initial
+		// Adj-RIB-Out (the Loc-RIB dump), and established() starts sending only
+		// after it returns. With a full table that can take longer than the
+		// peer's hold time: keep the session alive meanwhile.
+		stopKeepalives := func() {}
+		if nextState == bgp.BGP_FSM_ESTABLISHED {
+			stopKeepalives = h.keepaliveWhile(ctx)
+		}
 		h.callback(msg)
+		stopKeepalives()
 		fsm.state.Store(nextState)
 		oldState = nextState
 	}
