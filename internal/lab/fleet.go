@@ -555,31 +555,38 @@ func (n *FleetNode) View() (FleetView, error) {
 	return v, json.Unmarshal(b, &v)
 }
 
-// WaitFormed waits until every node sees all members alive, has its mesh sessions
-// established and is registered, and every node's applied state reports routes4 and
-// routes6 routes and the same digests.
+// Formed says whether every node sees all members alive, has its mesh sessions
+// established, is registered, and holds routes4 and routes6 routes with equal digests;
+// it returns the views it read.
+func (f *Fleet) Formed(routes4, routes6 int) (bool, []FleetView, error) {
+	var views []FleetView
+	for _, n := range f.Nodes {
+		v, err := n.View()
+		if err != nil {
+			return false, views, err
+		}
+		views = append(views, v)
+		alive := 0
+		for _, m := range v.Members {
+			if m.State == "alive" {
+				alive++
+			}
+		}
+		if alive != len(f.Nodes) || v.Established() != len(f.Nodes)-1 || !v.Registered || len(v.Applied) != len(f.Nodes) ||
+			!v.Digests.Agree || v.Applied[n.Name].Routes != [2]int{routes4, routes6} {
+			return false, views, nil
+		}
+	}
+	return true, views, nil
+}
+
+// WaitFormed waits until the fleet is Formed.
 func (f *Fleet) WaitFormed(timeout time.Duration, routes4, routes6 int) error {
 	var last []FleetView
 	err := WaitFor(context.Background(), timeout, "the fleet formed (members, mesh, equal digests)", func() (bool, error) {
-		last = last[:0]
-		for _, n := range f.Nodes {
-			v, err := n.View()
-			if err != nil {
-				return false, err
-			}
-			last = append(last, v)
-			alive := 0
-			for _, m := range v.Members {
-				if m.State == "alive" {
-					alive++
-				}
-			}
-			if alive != len(f.Nodes) || v.Established() != len(f.Nodes)-1 || !v.Registered || len(v.Applied) != len(f.Nodes) ||
-				!v.Digests.Agree || v.Applied[n.Name].Routes != [2]int{routes4, routes6} {
-				return false, nil
-			}
-		}
-		return true, nil
+		ok, views, err := f.Formed(routes4, routes6)
+		last = views
+		return ok, err
 	})
 	if err != nil {
 		b, _ := json.MarshalIndent(last, "", " ")
