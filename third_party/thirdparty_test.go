@@ -98,7 +98,9 @@ func goTest(dir string, tests []string) ([]byte, error) {
 	for pkg, names := range byPkg {
 		cmd := exec.Command("go", "test", "-count=1", "-run", "^("+strings.Join(names, "|")+")$", "./"+pkg)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+		// Keep the caller's flags: with -trimpath (make test) the upstream copy and the
+		// fork share the compiled packages they do not patch.
+		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=mod"))
 		b, err := cmd.CombinedOutput()
 		out = append(out, b...)
 		if err != nil {
