@@ -48,7 +48,7 @@ type metrics struct {
 	members, meshPeers          *prometheus.Desc
 	policySource, flushes       *prometheus.Desc
 	meshResends                 *prometheus.Desc
-	meshMismatches              *prometheus.Desc
+	meshAlarms                  *prometheus.Desc
 	prefixes, epochs, gossipHS  *prometheus.Desc
 	ready                       *prometheus.Desc
 }
@@ -59,52 +59,52 @@ func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.Kern
 	}
 	return &metrics{
 		dp: dp, fib: f, speaker: s, ksync: k, load: newLoadProgress(), cache: c, fleet: fl,
-		announcements:  prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Subsystem: "bgp", Name: "best_path_announcements_total", Help: "Best-path announcements (new or changed) received from BGP."}),
-		withdrawals:    prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Subsystem: "bgp", Name: "best_path_withdrawals_total", Help: "Best-path withdrawals received from BGP."}),
-		xdpPackets:     d("xdp", "packets_total", "Frames seen by the XDP program, by action and reason (pass reasons say why the kernel got the frame).", "action", "reason"),
-		xdpBytes:       d("xdp", "bytes_total", "Bytes seen by the XDP program, by action and reason.", "action", "reason"),
-		routes:         d("fib", "routes", "Routes in the FIB.", "family"),
-		nexthops:       d("fib", "nexthops", "Nexthops in the FIB by state: resolved, unresolved (their traffic passes to the kernel), recursive (resolved through another route's next hop; also counted as resolved or not), local (the node's own addresses: routes it originates, delivered by the kernel).", "state"),
-		refused:        d("fib", "refused_routes_total", "Routes the compiled FIB had no room for (no free second-level group); their /24 passes to the kernel.", "family"),
-		digest:         d("fib", "digest_info", "Order-independent hash of the FIB (prefix -> selected BGP next hop), in the digest label: equal on nodes with equal tables.", "family", "digest"),
-		ksyncRoutes:    d("fib", "kernel_sync_routes_total", "Routes written to the kernel table by kernel sync, by outcome.", "op"),
-		ksyncPending:   d("fib", "kernel_sync_pending", "Route changes waiting to be written to the kernel table."),
-		kernelSlots:    d("fib", "kernel_slots", "/24s passing to the kernel because the FIB had no free second-level group for them.", "family"),
-		groups:         d("fib", "groups", "Second-level groups of the compiled FIB, by state.", "family", "state"),
-		dir:            d("fib", "compressed", "The compressed first level lookups read: nodes and 64-byte lines in use, and /16 blocks read from the uncompressed table because the node pool was full (fallback_blocks, should be 0).", "family", "kind"),
-		hash6:          d("fib", "ipv6_hash", "The IPv6 FIB's hash: keys (routes expanded to its lengths), pending (keys that found no room: their /16 passes to the kernel, should be 0), long_routes (longer than /48, in the trie) and buckets (64 bytes, 5 keys each).", "kind"),
-		sessions:       d("bgp", "sessions", "BGP sessions by state.", "state"),
-		peerUp:         d("bgp", "peer_up", "1 when the session with the neighbour is established.", "neighbor", "peer_asn"),
-		buildOK:        d("", "build_info", "Build information.", "version"),
-		loadReceived:   d("bgp", "load_received_prefixes", "Prefixes (IPv4 and IPv6) the neighbour announced in this session, as received.", "neighbor"),
-		loadExpected:   d("bgp", "load_expected_prefixes", "Size of the neighbour's dump: the last completed one, else the configured expected_prefixes (0: unknown).", "neighbor"),
-		loadRate:       d("bgp", "load_prefixes_per_second", "Prefixes received per second over the last progress interval (5s).", "neighbor"),
-		loadETA:        d("bgp", "load_eta_seconds", "Estimated time until the neighbour's dump is complete; present only while it loads and the estimate is known.", "neighbor"),
-		loadDone:       d("bgp", "load_complete", "1 when the neighbour's End-of-RIB arrived and the dataplane holds every change of its dump.", "neighbor"),
-		loadSeconds:    d("bgp", "load_duration_seconds", "Initial dump of the current session, from Established: to End-of-RIB in GoBGP (stage=bgp), and to the dataplane holding it (stage=dataplane).", "neighbor", "stage"),
-		loadLag:        d("fib", "load_lag_seconds", "How long the dataplane trailed GoBGP at the neighbour's End-of-RIB.", "neighbor"),
-		cacheEntries:   d("cache", "entries", "Destination cache size (entries per CPU; 0: off).", "family"),
-		cacheLookups:   d("cache", "lookups_total", "Packets that reached the FIB step, the cache on or off.", "family"),
-		cacheEvents:    d("cache", "events_total", "Destination cache events: hit, miss, stale (an entry of an old epoch or route generation), insert, evict (a live entry replaced), refuse (admission kept the busier entries), ghost_hit (a miss twice the cache would have hit, estimated from sampled sets).", "family", "event"),
-		cacheWS:        d("cache", "working_set", "Distinct destinations in the last interval (HyperLogLog on a hash-sampled sixteenth of packets), of all packets (of=all) and of the cache's hits (of=hits).", "family", "of"),
-		cacheHitRate:   d("cache", "hit_ratio", "Hits per lookup in the last interval.", "family"),
-		cacheCost:      d("cache", "cost_nanoseconds", "The calibrated cost model (BPF test runs on this machine): fib (a lookup with the cache off), hit, miss (what a miss adds).", "family", "kind"),
-		cacheRegimes:   d("cache", "decisions_total", "The controller's verdicts, one per interval in auto mode: pays, undersized, oversized, no_locality, idle.", "family", "regime"),
-		cacheResizes:   d("cache", "resizes_total", "Cache size changes the controller made.", "family"),
-		cacheEpoch:     d("cache", "epoch", "The flush epoch cached entries must carry."),
-		cacheMode:      d("cache", "mode_info", "The cache policy's mode, in the mode label.", "mode"),
-		etcdUp:         d("cluster", "etcd_connected", "1 while etcd answers the node's agent (the node keeps the last epoch and policy while it does not)."),
-		registered:     d("cluster", "registered", "1 while the node is registered in etcd under a live lease (a flush waits for registered nodes)."),
-		members:        d("cluster", "members", "The fleet's members as this node's gossip sees them, by state (alive, dead, left).", "state"),
-		meshPeers:      d("cluster", "mesh_neighbors", "iBGP mesh sessions with the fleet's other nodes, by state.", "state"),
-		policySource:   d("cluster", "policy_source_info", "Where the cache policy in force comes from (node: its override in etcd; fleet: the fleet's; config: the node's file), in the source label.", "source"),
-		flushes:        d("cluster", "flushes_total", "Fleet flushes (epoch changes) applied to the dataplane since start."),
-		meshResends:    d("cluster", "mesh_resends_total", "Times this node resent its routes to a mesh peer whose prefixes still differed from its own after cluster.mesh.resend_after (the last resort; should stay 0)."),
-		meshMismatches: d("cluster", "mesh_digest_mismatches", "Mesh peers whose prefixes differ from this node's, unchanged on both sides for 30s: routes lost on the way (an alarm; should stay 0)."),
-		prefixes:       d("bgp", "received_prefixes", "Prefixes an upstream neighbour holds announced to this node now (announced and not withdrawn, before import policy), by family.", "neighbor", "family"),
-		epochs:         d("cluster", "epoch", "Flush epochs applied: the fleet's (scope=fleet) and this node's own (scope=node); the dataplane's epoch (fibfleet_cache_epoch) is their sum.", "scope"),
-		gossipHS:       d("cluster", "gossip_health_score", "memberlist's awareness score: 0 while this node keeps up with gossip; higher when its probes go unanswered (then its verdicts on others are less reliable)."),
-		ready:          d("", "ready", "1 when the node is ready to carry traffic (GET /readyz): it holds an upstream's table and none in session is still loading."),
+		announcements: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Subsystem: "bgp", Name: "best_path_announcements_total", Help: "Best-path announcements (new or changed) received from BGP."}),
+		withdrawals:   prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Subsystem: "bgp", Name: "best_path_withdrawals_total", Help: "Best-path withdrawals received from BGP."}),
+		xdpPackets:    d("xdp", "packets_total", "Frames seen by the XDP program, by action and reason (pass reasons say why the kernel got the frame).", "action", "reason"),
+		xdpBytes:      d("xdp", "bytes_total", "Bytes seen by the XDP program, by action and reason.", "action", "reason"),
+		routes:        d("fib", "routes", "Routes in the FIB.", "family"),
+		nexthops:      d("fib", "nexthops", "Nexthops in the FIB by state: resolved, unresolved (their traffic passes to the kernel), recursive (resolved through another route's next hop; also counted as resolved or not), local (the node's own addresses: routes it originates, delivered by the kernel).", "state"),
+		refused:       d("fib", "refused_routes_total", "Routes the compiled FIB had no room for (no free second-level group); their /24 passes to the kernel.", "family"),
+		digest:        d("fib", "digest_info", "Order-independent hash of the FIB (prefix -> selected BGP next hop), in the digest label: equal on nodes with equal tables.", "family", "digest"),
+		ksyncRoutes:   d("fib", "kernel_sync_routes_total", "Routes written to the kernel table by kernel sync, by outcome.", "op"),
+		ksyncPending:  d("fib", "kernel_sync_pending", "Route changes waiting to be written to the kernel table."),
+		kernelSlots:   d("fib", "kernel_slots", "/24s passing to the kernel because the FIB had no free second-level group for them.", "family"),
+		groups:        d("fib", "groups", "Second-level groups of the compiled FIB, by state.", "family", "state"),
+		dir:           d("fib", "compressed", "The compressed first level lookups read: nodes and 64-byte lines in use, and /16 blocks read from the uncompressed table because the node pool was full (fallback_blocks, should be 0).", "family", "kind"),
+		hash6:         d("fib", "ipv6_hash", "The IPv6 FIB's hash: keys (routes expanded to its lengths), pending (keys that found no room: their /16 passes to the kernel, should be 0), long_routes (longer than /48, in the trie) and buckets (64 bytes, 5 keys each).", "kind"),
+		sessions:      d("bgp", "sessions", "BGP sessions by state.", "state"),
+		peerUp:        d("bgp", "peer_up", "1 when the session with the neighbour is established.", "neighbor", "peer_asn"),
+		buildOK:       d("", "build_info", "Build information.", "version"),
+		loadReceived:  d("bgp", "load_received_prefixes", "Prefixes (IPv4 and IPv6) the neighbour announced in this session, as received.", "neighbor"),
+		loadExpected:  d("bgp", "load_expected_prefixes", "Size of the neighbour's dump: the last completed one, else the configured expected_prefixes (0: unknown).", "neighbor"),
+		loadRate:      d("bgp", "load_prefixes_per_second", "Prefixes received per second over the last progress interval (5s).", "neighbor"),
+		loadETA:       d("bgp", "load_eta_seconds", "Estimated time until the neighbour's dump is complete; present only while it loads and the estimate is known.", "neighbor"),
+		loadDone:      d("bgp", "load_complete", "1 when the neighbour's End-of-RIB arrived and the dataplane holds every change of its dump.", "neighbor"),
+		loadSeconds:   d("bgp", "load_duration_seconds", "Initial dump of the current session, from Established: to End-of-RIB in GoBGP (stage=bgp), and to the dataplane holding it (stage=dataplane).", "neighbor", "stage"),
+		loadLag:       d("fib", "load_lag_seconds", "How long the dataplane trailed GoBGP at the neighbour's End-of-RIB.", "neighbor"),
+		cacheEntries:  d("cache", "entries", "Destination cache size (entries per CPU; 0: off).", "family"),
+		cacheLookups:  d("cache", "lookups_total", "Packets that reached the FIB step, the cache on or off.", "family"),
+		cacheEvents:   d("cache", "events_total", "Destination cache events: hit, miss, stale (an entry of an old epoch or route generation), insert, evict (a live entry replaced), refuse (admission kept the busier entries), ghost_hit (a miss twice the cache would have hit, estimated from sampled sets).", "family", "event"),
+		cacheWS:       d("cache", "working_set", "Distinct destinations in the last interval (HyperLogLog on a hash-sampled sixteenth of packets), of all packets (of=all) and of the cache's hits (of=hits).", "family", "of"),
+		cacheHitRate:  d("cache", "hit_ratio", "Hits per lookup in the last interval.", "family"),
+		cacheCost:     d("cache", "cost_nanoseconds", "The calibrated cost model (BPF test runs on this machine): fib (a lookup with the cache off), hit, miss (what a miss adds).", "family", "kind"),
+		cacheRegimes:  d("cache", "decisions_total", "The controller's verdicts, one per interval in auto mode: pays, undersized, oversized, no_locality, idle.", "family", "regime"),
+		cacheResizes:  d("cache", "resizes_total", "Cache size changes the controller made.", "family"),
+		cacheEpoch:    d("cache", "epoch", "The flush epoch cached entries must carry."),
+		cacheMode:     d("cache", "mode_info", "The cache policy's mode, in the mode label.", "mode"),
+		etcdUp:        d("cluster", "etcd_connected", "1 while etcd answers the node's agent (the node keeps the last epoch and policy while it does not)."),
+		registered:    d("cluster", "registered", "1 while the node is registered in etcd under a live lease (a flush waits for registered nodes)."),
+		members:       d("cluster", "members", "The fleet's members as this node's gossip sees them, by state (alive, dead, left).", "state"),
+		meshPeers:     d("cluster", "mesh_neighbors", "iBGP mesh sessions with the fleet's other nodes, by state.", "state"),
+		policySource:  d("cluster", "policy_source_info", "Where the cache policy in force comes from (node: its override in etcd; fleet: the fleet's; config: the node's file), in the source label.", "source"),
+		flushes:       d("cluster", "flushes_total", "Fleet flushes (epoch changes) applied to the dataplane since start."),
+		meshResends:   d("cluster", "mesh_resends_total", "Times this node resent its routes to a mesh peer whose prefixes still differed from its own after cluster.mesh.resend_after (the last resort; should stay 0)."),
+		meshAlarms:    d("cluster", "mesh_digest_mismatches", "Mesh peers whose prefixes differ from this node's, unchanged on both sides for 30s: routes lost on the way (an alarm; should stay 0)."),
+		prefixes:      d("bgp", "received_prefixes", "Prefixes an upstream neighbour holds announced to this node now (announced and not withdrawn, before import policy), by family.", "neighbor", "family"),
+		epochs:        d("cluster", "epoch", "Flush epochs applied: the fleet's (scope=fleet) and this node's own (scope=node); the dataplane's epoch (fibfleet_cache_epoch) is their sum.", "scope"),
+		gossipHS:      d("cluster", "gossip_health_score", "memberlist's awareness score: 0 while this node keeps up with gossip; higher when its probes go unanswered (then its verdicts on others are less reliable)."),
+		ready:         d("", "ready", "1 when the node is ready to carry traffic (GET /readyz): it holds an upstream's table and none in session is still loading."),
 	}
 }
 
@@ -112,7 +112,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.xdpPackets, m.xdpBytes, m.routes, m.nexthops, m.refused, m.kernelSlots, m.groups, m.digest, m.dir, m.hash6, m.ksyncRoutes, m.ksyncPending, m.sessions, m.peerUp, m.buildOK,
 		m.loadReceived, m.loadExpected, m.loadRate, m.loadETA, m.loadDone, m.loadSeconds, m.loadLag,
 		m.cacheEntries, m.cacheLookups, m.cacheEvents, m.cacheWS, m.cacheHitRate, m.cacheCost, m.cacheRegimes, m.cacheResizes, m.cacheEpoch, m.cacheMode,
-		m.etcdUp, m.registered, m.members, m.meshPeers, m.policySource, m.flushes, m.meshResends, m.meshMismatches, m.prefixes, m.epochs, m.gossipHS, m.ready} {
+		m.etcdUp, m.registered, m.members, m.meshPeers, m.policySource, m.flushes, m.meshResends, m.meshAlarms, m.prefixes, m.epochs, m.gossipHS, m.ready} {
 		ch <- d
 	}
 	m.announcements.Describe(ch)
@@ -187,7 +187,7 @@ func (m *metrics) collectFleet(ch chan<- prometheus.Metric) {
 	agent, reg, resends, mismatches := f.agent, f.reg, f.resends, f.mismatches
 	f.mu.Unlock()
 	ch <- prometheus.MustNewConstMetric(m.meshResends, prometheus.CounterValue, float64(resends))
-	g(m.meshMismatches, float64(mismatches))
+	g(m.meshAlarms, float64(mismatches))
 	var st cluster.AgentStatus
 	if agent != nil {
 		st = agent.Status()
