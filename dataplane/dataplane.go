@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"github.com/fibfleet/fibfleet/nic"
+	"golang.org/x/sys/unix"
 )
 
 // MaxNexthops bounds nexthop ids: valid ids are 1..MaxNexthops-1 (0 is never used,
@@ -207,18 +210,23 @@ func (d *Dataplane) Attach(ifname string, mode Mode) error {
 	}
 	l, err := link.AttachXDP(link.XDPOptions{Program: d.objs.XdpFwd, Interface: iface.Index, Flags: flags})
 	if err != nil {
-		hint := ""
-		if mode != ModeGeneric {
-			hint = " (if the driver lacks native XDP, use generic mode)"
+		if mode != ModeGeneric && errors.Is(err, unix.EOPNOTSUPP) {
+			// Kernels before 6.3 cannot say beforehand (CheckFeatures); the attach does.
+			return Missing{Feature: "native XDP (driver " + nic.Driver(ifname) + ")", Interface: ifname,
+				Hint: "use a NIC whose driver has it, or set xdp_mode: generic (every frame then builds an skb: far slower)"}
 		}
-		return fmt.Errorf("dataplane: attach XDP (%s) to %s: %w%s", mode, ifname, err, hint)
+		return fmt.Errorf("dataplane: attach XDP (%s) to %s: %w", cmp.Or(mode, ModeNative), ifname, err)
 	}
 	d.links[ifname] = l
 	// Every port the program runs on can be an egress (the kernel backend picks any).
 	if err := d.ensurePortLocked(uint32(iface.Index)); err != nil {
 		return err
 	}
-	d.log.Info("attached XDP program", "interface", ifname, "mode", string(mode))
+	if mode == ModeGeneric {
+		d.log.Warn("attached XDP program in generic mode, as configured: every frame builds an skb first, far slower than native", "interface", ifname)
+	} else {
+		d.log.Info("attached XDP program", "interface", ifname, "mode", "native")
+	}
 	return nil
 }
 

@@ -30,6 +30,7 @@ var bpfObjects = []struct {
 	{"fib4probe", loadFib4probe},
 	{"fib6probe", loadFib6probe},
 	{"pktgen", loadPktgen},
+	{"xmitmon", loadXmitmon},
 }
 
 // TestVerifierBudget loads each program of each object on its own, prints how many
