@@ -35,11 +35,14 @@ type statusRow struct {
 	CacheEntries [2]int     `json:"cache_entries"`
 	HitRate      [2]float64 `json:"hit_rate"`
 	PPS          float64    `json:"pps"`
-	Epoch        uint32     `json:"epoch"`
-	NodeEpoch    uint32     `json:"node_epoch"`
-	PolicySource string     `json:"policy_source"`
-	Etcd         bool       `json:"etcd_connected"`
-	Version      string     `json:"version"`
+	// TxDropped are the frames the egress drivers did not take of those the program
+	// forwarded, since the node started.
+	TxDropped    uint64 `json:"tx_dropped"`
+	Epoch        uint32 `json:"epoch"`
+	NodeEpoch    uint32 `json:"node_epoch"`
+	PolicySource string `json:"policy_source"`
+	Etcd         bool   `json:"etcd_connected"`
+	Version      string `json:"version"`
 }
 
 func newStatus(g *globals) *cobra.Command {
@@ -49,7 +52,8 @@ func newStatus(g *globals) *cobra.Command {
 		Long: `status lists every node etcd knows (registered, or that reported once), with what
 its API says: BGP sessions up of all, routes per family, FIB digest and whether most
 nodes have the same, the cache's mode, size and hit rate per family, packets per second,
-the flush epoch applied; and whether the fleet's gossip has it alive.`,
+the frames its egress drivers did not take of those it forwarded (TXDROP), the flush
+epoch applied; and whether the fleet's gossip has it alive.`,
 		Example: "  ctl status\n  ctl status -o json",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -60,10 +64,10 @@ the flush epoch applied; and whether the fleet's gossip has it alive.`,
 				return err
 			}
 			return g.render(rows, func(w io.Writer) {
-				fmt.Fprintln(w, "NODE\tALIVE\tSESSIONS\tROUTES v4/v6\tDIGEST\tCACHE\tENTRIES v4/v6\tHIT v4/v6\tPPS\tEPOCH\tETCD")
+				fmt.Fprintln(w, "NODE\tALIVE\tSESSIONS\tROUTES v4/v6\tDIGEST\tCACHE\tENTRIES v4/v6\tHIT v4/v6\tPPS\tTXDROP\tEPOCH\tETCD")
 				for _, r := range rows {
 					if !r.Reachable {
-						fmt.Fprintf(w, "%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\t%s\n", r.Node, r.Alive, unreachable(r))
+						fmt.Fprintf(w, "%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\t%s\n", r.Node, r.Alive, unreachable(r))
 						continue
 					}
 					agree := "="
@@ -74,9 +78,9 @@ the flush epoch applied; and whether the fleet's gossip has it alive.`,
 					if r.NodeEpoch > 0 {
 						epoch += fmt.Sprintf("+%d", r.NodeEpoch)
 					}
-					fmt.Fprintf(w, "%s\t%s\t%d/%d\t%d/%d\t%s %s\t%s (%s)\t%d/%d\t%.0f%%/%.0f%%\t%.0f\t%s\t%s\n", r.Node, r.Alive, r.SessionsUp, r.SessionsTotal,
+					fmt.Fprintf(w, "%s\t%s\t%d/%d\t%d/%d\t%s %s\t%s (%s)\t%d/%d\t%.0f%%/%.0f%%\t%.0f\t%d\t%s\t%s\n", r.Node, r.Alive, r.SessionsUp, r.SessionsTotal,
 						r.Routes[0], r.Routes[1], short(r.Digest), agree, r.CacheMode, r.PolicySource, r.CacheEntries[0], r.CacheEntries[1],
-						100*r.HitRate[0], 100*r.HitRate[1], r.PPS, epoch, map[bool]string{true: "ok", false: "away"}[r.Etcd])
+						100*r.HitRate[0], 100*r.HitRate[1], r.PPS, r.TxDropped, epoch, map[bool]string{true: "ok", false: "away"}[r.Etcd])
 				}
 			})
 		},
@@ -168,6 +172,7 @@ func fleetStatus(ctx context.Context, g *globals) ([]statusRow, error) {
 			continue
 		}
 		r.Reachable, r.Version, r.Routes, r.Epoch, r.PolicySource, r.Etcd, r.PPS = true, st.Version, st.Routes, st.Epoch, st.PolicySource, st.EtcdConnected, st.PPS
+		r.TxDropped = st.TxDropped()
 		r.Digest = st.Digests[0] + "/" + st.Digests[1]
 		r.DigestAgrees = r.Digest == majority
 		for _, ss := range st.Sessions {

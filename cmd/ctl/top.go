@@ -30,6 +30,9 @@ type topRow struct {
 	Refused   float64   `json:"refused"`
 	Evictions float64   `json:"evictions"`
 	HitRate   float64   `json:"hit_rate"`
+	// TxDropped are frames the egress drivers did not take of those counted as
+	// forwarded: forwarded is not sent.
+	TxDropped float64 `json:"tx_dropped"`
 }
 
 type topSample struct {
@@ -42,9 +45,10 @@ func newTop(g *globals) *cobra.Command {
 	var count int
 	cmd := &cobra.Command{
 		Use:   "top",
-		Short: "A live view of every node: packets, forwarded, cache hits, misses, stale, refused, evictions per second",
+		Short: "A live view of every node: packets, forwarded, dropped by the egress drivers, cache hits, misses, stale, refused, evictions per second",
 		Long: `top shows, every interval and for every registered node, what its dataplane did per
-second: packets, forwarded, passed to the kernel, and its destination cache's hits,
+second: packets, forwarded, frames forwarded that the egress drivers did not take (TXDROP:
+the kernel freed them), passed to the kernel, and its destination cache's hits,
 misses, stale entries met, admissions refused and evictions (both families), in the
 spirit of rtstat and lnstat. In a terminal it redraws in place and q quits; in a pipe it
 prints a frame per interval (with -o json, one JSON line per node and interval).
@@ -181,6 +185,7 @@ func (r *topRow) rates(a, b topSample) {
 	pa, pb := a.st.Packets, b.st.Packets
 	r.PPS = per(pa.Forwarded+pa.Passed+pa.Dropped, pb.Forwarded+pb.Passed+pb.Dropped)
 	r.Forwarded, r.Passed = per(pa.Forwarded, pb.Forwarded), per(pa.Passed, pb.Passed)
+	r.TxDropped = per(a.st.TxDropped(), b.st.TxDropped())
 	sum := func(st nodeapi.Status, f func(nodeapi.CacheFamily) uint64) uint64 {
 		var t uint64
 		for _, c := range st.Cache {
@@ -225,13 +230,13 @@ func drawTop(g *globals, rows []topRow, tty bool, interval time.Duration) error 
 	}
 	fmt.Fprintf(w, "fibfleet top  %s  every %s  (per second; q quits)%s", time.Now().Format("15:04:05"), interval, eol)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprint(tw, "NODE\tPKT/s\tFWD/s\tPASS/s\tHIT/s\tMISS/s\tSTALE/s\tREFUSED/s\tEVICT/s\tHIT%\t"+eol)
+	fmt.Fprint(tw, "NODE\tPKT/s\tFWD/s\tTXDROP/s\tPASS/s\tHIT/s\tMISS/s\tSTALE/s\tREFUSED/s\tEVICT/s\tHIT%\t"+eol)
 	for _, r := range rows {
 		if r.Error != "" {
-			fmt.Fprintf(tw, "%s\t(unreachable)\t\t\t\t\t\t\t\t\t%s", r.Node, eol)
+			fmt.Fprintf(tw, "%s\t(unreachable)\t\t\t\t\t\t\t\t\t\t%s", r.Node, eol)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.1f\t%s", r.Node, r.PPS, r.Forwarded, r.Passed, r.Hits, r.Misses, r.Stale, r.Refused, r.Evictions, 100*r.HitRate, eol)
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.1f\t%s", r.Node, r.PPS, r.Forwarded, r.TxDropped, r.Passed, r.Hits, r.Misses, r.Stale, r.Refused, r.Evictions, 100*r.HitRate, eol)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -44,9 +44,10 @@ type Config struct {
 	Cluster       ClusterConfig `yaml:"cluster"`
 
 	// file is the config file read (empty: none); checkOnly stops after reading it
-	// (-check).
-	file      string
-	checkOnly bool
+	// (-check), checkProbe probes the kernel and interfaces before (-probe).
+	file       string
+	checkOnly  bool
+	checkProbe bool
 }
 
 // HTTPTLSConfig is the node API's TLS.
@@ -195,7 +196,8 @@ func loadConfig(args []string) (Config, error) {
 	fs := flag.NewFlagSet("fibfleet-node", flag.ContinueOnError)
 	path := fs.String("config", "", "YAML config file (see README: Configuration)")
 	dir := fs.String("config-dir", "", "directory of config files, one per node as a Helm chart's ConfigMap holds them: node.<node-name>.yaml, else fleet.yaml")
-	check := fs.Bool("check", false, "read and validate the configuration, print what was read, and exit (0: valid)")
+	check := fs.Bool("check", false, "read and validate the configuration, print what was read, probe the kernel and the configured interfaces for what the dataplane needs (nothing loaded or attached), and exit: 0 all there, 2 invalid configuration, 3 a feature missing")
+	probe := fs.Bool("probe", true, "with -check, probe the kernel and the interfaces too; -probe=false validates the configuration alone (off the router)")
 	meshAddr := fs.String("mesh-address", "", "the node's IPv4 address on the mesh link (cluster.mesh.address)")
 	name := fs.String("node-name", "", "node name (default: hostname); names the bpffs pin directory")
 	ifaces := fs.String("interfaces", "", "comma-separated interfaces to attach XDP to")
@@ -225,7 +227,7 @@ func loadConfig(args []string) (Config, error) {
 			*path = p
 		}
 	}
-	cfg.file, cfg.checkOnly = *path, *check
+	cfg.file, cfg.checkOnly, cfg.checkProbe = *path, *check, *probe
 	if *path != "" {
 		raw, err := os.ReadFile(*path)
 		if err != nil {

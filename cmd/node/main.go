@@ -55,15 +55,64 @@ func main() {
 		fmt.Printf("config valid (%s): node %s, interfaces %v, AS%d, %d upstream neighbours, cluster %q, etcd %v, http %s, bgp port %d, gossip %s\n",
 			from, cfg.NodeName, cfg.Interfaces, cfg.BGP.ASN, len(cfg.BGP.Neighbors), cfg.Cluster.Name, cmp.Or(strings.Join(cfg.Cluster.Etcd.Endpoints, ","), "embedded"),
 			cfg.HTTPAddress, cfg.BGP.ListenPort, cfg.Cluster.Gossip.Address)
+		if !cfg.checkProbe {
+			return
+		}
+		// The kernel and the interfaces, probed as the node would at start, without
+		// loading or attaching anything.
+		err := dataplane.CheckFeatures(cfg.Interfaces, dataplane.Mode(cfg.XDPMode))
+		if missing := missingFeatures(err); len(missing) > 0 {
+			reportMissing(missing)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fibfleet-node: could not probe the kernel:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("kernel %s and interfaces %v: everything the dataplane needs is there\n", dataplane.KernelRelease(), cfg.Interfaces)
 		return
 	}
 	log := newLogger(cfg.LogLevel)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, cfg, log); err != nil {
+		if missing := missingFeatures(err); len(missing) > 0 {
+			reportMissing(missing)
+		}
 		log.Error("node failed", "err", err)
 		os.Exit(1)
 	}
+}
+
+// exitMissing is the exit status when the kernel or an interface lacks a feature the
+// dataplane needs: distinct from a bad configuration (2) and other failures (1).
+const exitMissing = 3
+
+// missingFeatures returns the dataplane.Missing errors err holds, if any.
+func missingFeatures(err error) []dataplane.Missing {
+	var out []dataplane.Missing
+	var walk func(error)
+	walk = func(e error) {
+		var m dataplane.Missing
+		if errors.As(e, &m) {
+			out = append(out, m)
+			return
+		}
+		if j, ok := e.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				walk(e)
+			}
+		}
+	}
+	walk(err)
+	return out
+}
+
+// reportMissing prints one line per missing feature and exits.
+func reportMissing(missing []dataplane.Missing) {
+	for _, m := range missing {
+		fmt.Fprintln(os.Stderr, "fibfleet-node:", m.Error())
+	}
+	os.Exit(exitMissing)
 }
 
 func newLogger(level string) *slog.Logger {
@@ -78,6 +127,11 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	bgpCfg, _ := cfg.bgpConfig() // validated in loadConfig
 	bgpCfg.Logger = log
 
+	// Before anything is loaded: a kernel or driver that lacks something the
+	// dataplane needs is one line per missing feature, not a verifier dump later.
+	if err := dataplane.CheckFeatures(cfg.Interfaces, dataplane.Mode(cfg.XDPMode)); err != nil {
+		return err
+	}
 	dp, err := dataplane.Load(dataplane.Config{NodeName: cfg.NodeName, BPFFS: cfg.BPFFS, GroupsV4: cfg.FIB.GroupsV4, LinesV4: cfg.FIB.LinesV4, BucketsV6: cfg.FIB.BucketsV6,
 		FIBBackend: dataplane.Backend(cfg.FIB.Backend), Logger: log})
 	if err != nil {
@@ -122,6 +176,13 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			return err
 		}
 	}
+	pts := &ports{names: cfg.Interfaces, mode: cmp.Or(cfg.XDPMode, string(dataplane.ModeNative)), log: log}
+	if pts.xmit, err = dataplane.OpenXmitMonitor(); err != nil {
+		log.Warn("frames the egress drivers do not take cannot be counted; forwarded may then not mean sent", "err", err)
+	} else {
+		defer pts.xmit.Close()
+	}
+	pts.warnUndeliverable()
 	dcache, err := newCacheLoop(dp, table, cfg, log)
 	if err != nil {
 		return err
@@ -155,13 +216,13 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}
 	}()
 
-	m := newMetrics(dp, table, speaker, ksync, dcache, fl)
+	m := newMetrics(dp, table, speaker, ksync, dcache, fl, pts)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var ready atomic.Bool
 	rt := &rates{dp: dp}
 	go rt.run(ctx)
-	ns := &nodeStatus{name: cfg.NodeName, started: time.Now(), dp: dp, table: table, speaker: speaker, cache: dcache, fleet: fl, rates: rt}
+	ns := &nodeStatus{name: cfg.NodeName, started: time.Now(), dp: dp, table: table, speaker: speaker, cache: dcache, fleet: fl, rates: rt, ports: pts}
 	srv, err := newHTTPServer(cfg, httpHandler(reg, cfg.Pprof, &ready, m.readiness, table, dcache, fl, ns))
 	if err != nil {
 		return err

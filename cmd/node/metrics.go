@@ -24,12 +24,15 @@ type metrics struct {
 	load    *loadProgress
 	cache   *cacheLoop
 	fleet   *fleet
+	ports   *ports
 
 	// announcements and withdrawals count best-path changes received from BGP.
 	announcements prometheus.Counter
 	withdrawals   prometheus.Counter
 
 	xdpPackets, xdpBytes        *prometheus.Desc
+	xdpAttached, xdpDriverErrs  *prometheus.Desc
+	xdpEgress                   *prometheus.Desc
 	routes, nexthops, refused   *prometheus.Desc
 	kernelSlots, groups, digest *prometheus.Desc
 	dir                         *prometheus.Desc
@@ -53,16 +56,19 @@ type metrics struct {
 	ready                       *prometheus.Desc
 }
 
-func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.KernelSync, c *cacheLoop, fl *fleet) *metrics {
+func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.KernelSync, c *cacheLoop, fl *fleet, p *ports) *metrics {
 	d := func(sub, name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(prometheus.BuildFQName(namespace, sub, name), help, labels, nil)
 	}
 	return &metrics{
-		dp: dp, fib: f, speaker: s, ksync: k, load: newLoadProgress(), cache: c, fleet: fl,
+		dp: dp, fib: f, speaker: s, ksync: k, load: newLoadProgress(), cache: c, fleet: fl, ports: p,
 		announcements: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Subsystem: "bgp", Name: "best_path_announcements_total", Help: "Best-path announcements (new or changed) received from BGP."}),
 		withdrawals:   prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Subsystem: "bgp", Name: "best_path_withdrawals_total", Help: "Best-path withdrawals received from BGP."}),
 		xdpPackets:    d("xdp", "packets_total", "Frames seen by the XDP program, by action and reason (pass reasons say why the kernel got the frame).", "action", "reason"),
 		xdpBytes:      d("xdp", "bytes_total", "Bytes seen by the XDP program, by action and reason.", "action", "reason"),
+		xdpAttached:   d("xdp", "attached", "1 for each interface the XDP program runs on, with its mode: native (in the driver) or generic (after the kernel built an skb: far slower, only when configured).", "interface", "mode", "driver"),
+		xdpEgress:     d("xdp", "egress_frames_total", "Frames the XDP program redirected to the interface, by what its driver did with them (the kernel's xdp_devmap_xmit tracepoint): sent, or dropped (freed by the kernel: counted as forwarded, never sent; a veth whose peer has neither XDP nor GRO, a full or missing XDP transmit ring).", "interface", "result"),
+		xdpDriverErrs: d("xdp", "driver_errors_total", "The egress drivers' own counters of XDP frames they failed to transmit or redirect (ethtool statistics, summed over queues; veth: tx_xdp_xmit_errors): frames counted as forwarded that never reached the wire.", "interface", "counter"),
 		routes:        d("fib", "routes", "Routes in the FIB.", "family"),
 		nexthops:      d("fib", "nexthops", "Nexthops in the FIB by state: resolved, unresolved (their traffic passes to the kernel), recursive (resolved through another route's next hop; also counted as resolved or not), local (the node's own addresses: routes it originates, delivered by the kernel).", "state"),
 		refused:       d("fib", "refused_routes_total", "Routes the compiled FIB had no room for (no free second-level group); their /24 passes to the kernel.", "family"),
@@ -109,7 +115,7 @@ func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.Kern
 }
 
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.xdpPackets, m.xdpBytes, m.routes, m.nexthops, m.refused, m.kernelSlots, m.groups, m.digest, m.dir, m.hash6, m.ksyncRoutes, m.ksyncPending, m.sessions, m.peerUp, m.buildOK,
+	for _, d := range []*prometheus.Desc{m.xdpPackets, m.xdpBytes, m.xdpAttached, m.xdpDriverErrs, m.xdpEgress, m.routes, m.nexthops, m.refused, m.kernelSlots, m.groups, m.digest, m.dir, m.hash6, m.ksyncRoutes, m.ksyncPending, m.sessions, m.peerUp, m.buildOK,
 		m.loadReceived, m.loadExpected, m.loadRate, m.loadETA, m.loadDone, m.loadSeconds, m.loadLag,
 		m.cacheEntries, m.cacheLookups, m.cacheEvents, m.cacheWS, m.cacheHitRate, m.cacheCost, m.cacheRegimes, m.cacheResizes, m.cacheEpoch, m.cacheMode,
 		m.etcdUp, m.registered, m.members, m.meshPeers, m.policySource, m.flushes, m.meshResends, m.meshAlarms, m.prefixes, m.epochs, m.gossipHS, m.ready} {
@@ -130,6 +136,18 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		}
 	} else {
 		ch <- prometheus.NewInvalidMetric(m.xdpPackets, err)
+	}
+	if m.ports != nil {
+		for _, i := range m.ports.interfaces() {
+			ch <- prometheus.MustNewConstMetric(m.xdpAttached, prometheus.GaugeValue, 1, i.Name, i.Mode, i.Driver)
+			if i.TxCounted {
+				ch <- prometheus.MustNewConstMetric(m.xdpEgress, prometheus.CounterValue, float64(i.TxSent), i.Name, "sent")
+				ch <- prometheus.MustNewConstMetric(m.xdpEgress, prometheus.CounterValue, float64(i.TxDropped), i.Name, "dropped")
+			}
+			for c, v := range i.XDPErrors {
+				ch <- prometheus.MustNewConstMetric(m.xdpDriverErrs, prometheus.CounterValue, float64(v), i.Name, c)
+			}
+		}
 	}
 	fs := m.fib.Stats()
 	ch <- prometheus.MustNewConstMetric(m.routes, prometheus.GaugeValue, float64(fs.RoutesV4), "ipv4")

@@ -74,6 +74,7 @@ type nodeStatus struct {
 	cache   *cacheLoop
 	fleet   *fleet
 	rates   *rates
+	ports   *ports
 }
 
 func (n *nodeStatus) status() nodeapi.Status {
@@ -103,6 +104,7 @@ func (n *nodeStatus) status() nodeapi.Status {
 	n.rates.mu.Lock()
 	st.PPS, st.ForwardedPPS = n.rates.pps, n.rates.forwardPPS
 	n.rates.mu.Unlock()
+	st.Interfaces = n.ports.interfaces()
 	return st
 }
 

@@ -136,6 +136,10 @@ type SkeletonConfig struct {
 	// "fulltable6"), every route with sink1 (fd00:11:1::2) as next hop. Leave out
 	// prefixes that overlap SkeletonRoutes6.
 	Table6 []table.Route
+	// BareSink2 leaves sink2's end of its link with neither an XDP program nor GRO:
+	// the kernel then drops the frames the node redirects to it (what an operator's
+	// misconfigured veth does).
+	BareSink2 bool
 }
 
 // StartSkeleton builds the topology and starts BIRD and the node. On error, the caller
@@ -244,7 +248,11 @@ func (s *Skeleton) build(cfg SkeletonConfig) error {
 	if err := s.AttachPass(s.Sink1, s.If("k1")); err != nil {
 		return err
 	}
-	if err := s.AttachPass(s.Sink2, s.If("k2")); err != nil {
+	if !cfg.BareSink2 {
+		if err := s.AttachPass(s.Sink2, s.If("k2")); err != nil {
+			return err
+		}
+	} else if err := SetGRO(s.Sink2, s.If("k2"), false); err != nil {
 		return err
 	}
 	if err := s.CheckIsolated(); err != nil {

@@ -35,6 +35,41 @@ type Status struct {
 	Packets      Packets `json:"packets"`
 	PPS          float64 `json:"pps"`
 	ForwardedPPS float64 `json:"forwarded_pps"`
+	// Interfaces are the ports the program runs on, as their drivers see them.
+	Interfaces []Interface `json:"interfaces"`
+}
+
+// Interface is one port of the XDP program.
+type Interface struct {
+	Name string `json:"name"`
+	// Mode is how the program is attached: native or generic.
+	Mode   string `json:"mode"`
+	Driver string `json:"driver"`
+	// XDPFeatures are what the driver can do with XDP now, as the kernel reports
+	// them (Linux 6.3 and later; empty before): a port lacking ndo-xmit drops the
+	// frames redirected to it.
+	XDPFeatures string `json:"xdp_features,omitempty"`
+	// XDPErrors are the driver's own counters of XDP frames it failed to transmit
+	// or redirect, totals by counter name: frames counted as forwarded that never
+	// reached the wire.
+	XDPErrors map[string]uint64 `json:"xdp_errors,omitempty"`
+	// TxSent and TxDropped are the frames the program redirected to this port that
+	// its driver took, and that it did not (the kernel freed them): every driver's,
+	// from the kernel's xdp_devmap_xmit tracepoint. TxCounted is false when the node
+	// could not attach that counter.
+	TxSent    uint64 `json:"tx_sent"`
+	TxDropped uint64 `json:"tx_dropped"`
+	TxCounted bool   `json:"tx_counted"`
+}
+
+// TxDropped sums the frames every port's driver did not take of those the program
+// forwarded to it.
+func (s Status) TxDropped() uint64 {
+	var t uint64
+	for _, i := range s.Interfaces {
+		t += i.TxDropped
+	}
+	return t
 }
 
 // Session is one BGP session.
