@@ -14,6 +14,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"net"
@@ -92,15 +93,15 @@ func missingFeatures(err error) []dataplane.Missing {
 	var out []dataplane.Missing
 	var walk func(error)
 	walk = func(e error) {
-		var m dataplane.Missing
-		if errors.As(e, &m) {
-			out = append(out, m)
-			return
-		}
-		if j, ok := e.(interface{ Unwrap() []error }); ok {
-			for _, e := range j.Unwrap() {
+		switch x := e.(type) {
+		case dataplane.Missing:
+			out = append(out, x)
+		case interface{ Unwrap() []error }:
+			for _, e := range x.Unwrap() {
 				walk(e)
 			}
+		case interface{ Unwrap() error }:
+			walk(x.Unwrap())
 		}
 	}
 	walk(err)
@@ -109,10 +110,15 @@ func missingFeatures(err error) []dataplane.Missing {
 
 // reportMissing prints one line per missing feature and exits.
 func reportMissing(missing []dataplane.Missing) {
+	os.Exit(writeMissing(os.Stderr, missing))
+}
+
+// writeMissing prints one line per missing feature and returns the exit status.
+func writeMissing(w io.Writer, missing []dataplane.Missing) int {
 	for _, m := range missing {
-		fmt.Fprintln(os.Stderr, "fibfleet-node:", m.Error())
+		fmt.Fprintln(w, "fibfleet-node:", m.Error())
 	}
-	os.Exit(exitMissing)
+	return exitMissing
 }
 
 func newLogger(level string) *slog.Logger {
