@@ -18,7 +18,7 @@ import (
 // dataplane needs. Its Error is one line an operator can act on: what is missing,
 // where, and the oldest mainline kernel that has it.
 type Missing struct {
-	Feature   string // "the bpf_loop helper", "native XDP"
+	Feature   string // "the bpf_loop helper", "native XDP"; empty: the interface itself
 	Interface string // empty for a kernel-wide feature
 	Since     string // the oldest mainline Linux that has it, empty when unknown
 	Hint      string // what to do instead, if anything can be done
@@ -26,7 +26,9 @@ type Missing struct {
 
 func (m Missing) Error() string {
 	var b strings.Builder
-	if m.Interface != "" {
+	if m.Interface != "" && m.Feature == "" {
+		fmt.Fprintf(&b, "interface %s does not exist in this network namespace", m.Interface)
+	} else if m.Interface != "" {
 		fmt.Fprintf(&b, "interface %s lacks %s", m.Interface, m.Feature)
 	} else {
 		fmt.Fprintf(&b, "kernel %s lacks %s", KernelRelease(), m.Feature)
@@ -204,7 +206,7 @@ func probe(fs []kernelFeature, interfaces []string, mode Mode) error {
 func probeInterface(ifname string, mode Mode) error {
 	iface, err := net.InterfaceByName(ifname)
 	if err != nil {
-		return Missing{Feature: "existence", Interface: ifname, Hint: "check the interfaces list in the configuration"}
+		return Missing{Interface: ifname, Hint: "check the interfaces list in the configuration"}
 	}
 	if mode == ModeGeneric {
 		return nil

@@ -63,7 +63,7 @@ func TestUndeliverableEgress(t *testing.T) {
 	cmd := exec.Command("nsenter", "--net=/proc/"+fmt.Sprint(sk.NodePID)+"/ns/net", nodeBin, "-check", "-config", conf, "-interfaces", missing)
 	b, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
-	wantLine := "fibfleet-node: interface " + missing + " lacks existence: check the interfaces list in the configuration"
+	wantLine := "fibfleet-node: interface " + missing + " does not exist in this network namespace: check the interfaces list in the configuration"
 	if !errors.As(err, &exit) || exit.ExitCode() != 3 || !strings.Contains(string(b), wantLine) {
 		t.Errorf("node -check with interface %s: %v, want exit status 3 and %q:\n%s", missing, err, wantLine, b)
 	}
