@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fibfleet/fibfleet/cache"
+	"github.com/fibfleet/fibfleet/internal/testutil"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -40,18 +41,6 @@ func (r *recorder) calls() ([]uint32, []cache.Policy) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.epochs), slices.Clone(r.policies)
-}
-
-// eventually polls cond every 20 ms for up to 10 s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within 10 s: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func startAgent(t *testing.T, s *Store, node string, def cache.Policy) (*Agent, *recorder) {
@@ -86,7 +75,7 @@ func TestAgentFollowsFleet(t *testing.T) {
 	}
 	expect := func(what string, p cache.Policy, src Source, rev int64) {
 		t.Helper()
-		eventually(t, what, func() bool {
+		testutil.Eventually(t, what, func() bool {
 			st := a.Status()
 			ap := applied()
 			return st.Policy == p && st.PolicySource == src && st.PolicyRevision == rev &&
@@ -182,7 +171,7 @@ func TestAgentSurvivesEtcdRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, rec := startAgent(t, s, "r1", cache.Policy{Mode: cache.Off})
-	eventually(t, "the fleet's epoch and policy applied", func() bool {
+	testutil.Eventually(t, "the fleet's epoch and policy applied", func() bool {
 		st := a.Status()
 		return st.Epoch == 1 && st.Policy == fleet
 	})
@@ -198,7 +187,7 @@ func TestAgentSurvivesEtcdRestart(t *testing.T) {
 	resyncs := a.Status().Resyncs
 
 	e.Close()
-	eventually(t, "the agent sees etcd gone", func() bool { return !a.Status().Connected })
+	testutil.Eventually(t, "the agent sees etcd gone", func() bool { return !a.Status().Connected })
 	if st := a.Status(); st.Epoch != 1 || st.Policy != fleet {
 		t.Fatalf("without etcd the agent dropped what it applied: %+v", st)
 	}
@@ -207,7 +196,7 @@ func TestAgentSurvivesEtcdRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { e.Close() }()
-	eventually(t, "the agent reconnected and read again", func() bool {
+	testutil.Eventually(t, "the agent reconnected and read again", func() bool {
 		st := a.Status()
 		return st.Connected && st.Resyncs > resyncs
 	})
@@ -221,7 +210,7 @@ func TestAgentSurvivesEtcdRestart(t *testing.T) {
 	if _, err := s.Flush(c); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "a flush after the restart applied", func() bool { return a.Status().Epoch == 2 })
+	testutil.Eventually(t, "a flush after the restart applied", func() bool { return a.Status().Epoch == 2 })
 }
 
 // TestRegistrationComesBack: a lease lost under a live node (revoked here, as an
@@ -243,7 +232,7 @@ func TestRegistrationComesBack(t *testing.T) {
 	if ns, _ := s.Nodes(c); len(ns) != 0 {
 		t.Fatalf("after the revoke: %d nodes registered", len(ns))
 	}
-	eventually(t, "registered again", func() bool {
+	testutil.Eventually(t, "registered again", func() bool {
 		ns, err := s.Nodes(c)
 		return err == nil && len(ns) == 1 && r.Registered()
 	})
@@ -283,7 +272,7 @@ func TestAgentLeavesTheNodesOwnDefault(t *testing.T) {
 	done := make(chan struct{})
 	go func() { a.Run(actx); close(done) }()
 	defer func() { cancel(); <-done }()
-	eventually(t, "the config's policy reported", func() bool {
+	testutil.Eventually(t, "the config's policy reported", func() bool {
 		st, err := s.AppliedStates(c)
 		return err == nil && st["r1"].PolicySource == string(FromConfig) && st["r1"].Policy() == def
 	})
@@ -294,7 +283,7 @@ func TestAgentLeavesTheNodesOwnDefault(t *testing.T) {
 	if _, err := s.SetPolicy(c, "", fleet, NoRevision); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the fleet's policy applied", func() bool {
+	testutil.Eventually(t, "the fleet's policy applied", func() bool {
 		_, policies := rec.calls()
 		return slices.Equal(policies, []cache.Policy{fleet})
 	})

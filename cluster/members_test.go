@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fibfleet/fibfleet/internal/testutil"
 )
 
 func startMember(t *testing.T, name string, key []byte, profile string) *Members {
@@ -37,7 +39,7 @@ func TestMembersTuned(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "three alive members everywhere", func() bool {
+	testutil.Eventually(t, "three alive members everywhere", func() bool {
 		return m1.Alive() == 3 && m2.Alive() == 3 && m3.Alive() == 3
 	})
 	for _, v := range m1.View() {
@@ -55,7 +57,7 @@ func TestMembersTuned(t *testing.T) {
 	if err := m3.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "n3 dead on n1 and n2", func() bool { return state(m1, "n3") == "dead" && state(m2, "n3") == "dead" })
+	testutil.Eventually(t, "n3 dead on n1 and n2", func() bool { return state(m1, "n3") == "dead" && state(m2, "n3") == "dead" })
 	if d := time.Since(crash); d > 3*time.Second {
 		t.Errorf("n3 marked dead %s after its crash, want within 3 s (tuned)", d)
 	}
@@ -64,7 +66,7 @@ func TestMembersTuned(t *testing.T) {
 	if err := m2.Leave(time.Second); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "n2 left on n1", func() bool { return state(m1, "n2") == "left" })
+	testutil.Eventually(t, "n2 left on n1", func() bool { return state(m1, "n2") == "left" })
 
 	stranger := startMember(t, "n4", []byte("fedcba9876543210"), ProfileTuned)
 	if _, err := stranger.Join([]string{m1.Addr()}); err == nil {

@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/fibfleet/fibfleet/internal/testutil"
 )
 
 // A fork: an upstream module version, the parts of it kept (the rest, docs and
@@ -29,9 +31,7 @@ var forks = []fork{{
 }}
 
 func TestForksAreUpstreamPlusPatches(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("needs git to apply the patches")
-	}
+	testutil.Need(t, testutil.Have("git"), "needs git to apply the patches")
 	for _, f := range forks {
 		t.Run(f.dir, func(t *testing.T) {
 			patches, err := filepath.Glob(filepath.Join(f.patches, "*.patch"))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fibfleet/fibfleet/cache"
 	"github.com/fibfleet/fibfleet/cluster"
+	"github.com/fibfleet/fibfleet/internal/testutil"
 	"gopkg.in/yaml.v3"
 )
 
@@ -113,17 +114,6 @@ func decodeJSON(t *testing.T, s string, v any) {
 	}
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within 10 s: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // TestCacheCommands: set (fleet, node, dry run, clear), get, flush --wait against a
 // real etcd and two nodes' agents, JSON and YAML output checked field by field.
 func TestCacheCommands(t *testing.T) {
@@ -144,7 +134,7 @@ func TestCacheCommands(t *testing.T) {
 	if set.Target != "fleet's policy" || set.Revision == 0 || set.Policy != view(fixed) {
 		t.Fatalf("cache set printed %+v", set)
 	}
-	eventually(t, "both nodes applied the fleet's policy", func() bool {
+	testutil.Eventually(t, "both nodes applied the fleet's policy", func() bool {
 		p1, _ := nodes["n1"].get()
 		p2, _ := nodes["n2"].get()
 		return p1 == fixed && p2 == fixed
@@ -159,7 +149,7 @@ func TestCacheCommands(t *testing.T) {
 	}
 
 	// A dry run of an override for n1: n1 would change, n2 not; nothing written.
-	eventually(t, "both nodes reported the fleet's policy", func() bool {
+	testutil.Eventually(t, "both nodes reported the fleet's policy", func() bool {
 		st, err := store.AppliedStates(ctx)
 		return err == nil && st["n1"].Policy() == fixed && st["n2"].Policy() == fixed
 	})
@@ -189,7 +179,7 @@ func TestCacheCommands(t *testing.T) {
 	if code, _, errOut := ctl(ep, "cache", "set", "--node", "n1", "--mode", "off"); code != 0 {
 		t.Fatalf("override: exit %d: %s", code, errOut)
 	}
-	eventually(t, "n1 applied its override, n2 still the fleet's", func() bool {
+	testutil.Eventually(t, "n1 applied its override, n2 still the fleet's", func() bool {
 		p1, _ := nodes["n1"].get()
 		p2, _ := nodes["n2"].get()
 		return p1.Mode == cache.Off && p2 == fixed
@@ -213,7 +203,7 @@ func TestCacheCommands(t *testing.T) {
 	if got.Fleet != view(fixed) || got.Overrides["n1"].Policy.Mode != "off" || len(got.Nodes) != 2 {
 		t.Fatalf("cache get: %+v", got)
 	}
-	eventually(t, "the applied states report the override", func() bool {
+	testutil.Eventually(t, "the applied states report the override", func() bool {
 		_, out, _ := ctl(ep, "cache", "get", "--node", "n1", "-o", "json")
 		var g cacheGet
 		return json.Unmarshal([]byte(out), &g) == nil && len(g.Nodes) == 1 && g.Nodes[0].Source == "node" && g.Nodes[0].Policy.Mode == "off"
@@ -221,7 +211,7 @@ func TestCacheCommands(t *testing.T) {
 	if code, _, errOut := ctl(ep, "cache", "set", "--node", "n1", "--clear"); code != 0 {
 		t.Fatalf("clear: exit %d: %s", code, errOut)
 	}
-	eventually(t, "n1 back on the fleet's policy", func() bool { p, _ := nodes["n1"].get(); return p == fixed })
+	testutil.Eventually(t, "n1 back on the fleet's policy", func() bool { p, _ := nodes["n1"].get(); return p == fixed })
 
 	code, out, errOut = ctl(ep, "cache", "flush", "--wait", "-o", "json")
 	if code != 0 {

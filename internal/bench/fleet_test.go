@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/fibfleet/fibfleet/cluster"
+	"github.com/fibfleet/fibfleet/internal/testutil"
 )
 
 // BenchmarkFlushPropagation flushes a fleet of 3 in-process nodes (each with its own
@@ -13,9 +14,7 @@ import (
 // full run, on a 3-member etcd of processes and for 20 nodes too, is
 // `go run ./internal/bench/fibbench -flush`.
 func BenchmarkFlushPropagation(b *testing.B) {
-	if os.Geteuid() != 0 {
-		b.Skip("needs root for the nodes' BPF maps")
-	}
+	testutil.Need(b, os.Geteuid() == 0, "needs root for the nodes' BPF maps")
 	e, err := cluster.StartEmbedded(cluster.EmbeddedConfig{Dir: b.TempDir(), Name: "bench"})
 	if err != nil {
 		b.Fatal(err)

@@ -6,15 +6,14 @@ import (
 
 	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/internal/table"
+	"github.com/fibfleet/fibfleet/internal/testutil"
 )
 
 // BenchmarkLookup6 runs the IPv6 lookup comparison on the first 30,000 routes of the
 // 2026 IPv6 table with 64k-address traces: the full run is
 // `go run ./internal/bench/fibbench -v6`.
 func BenchmarkLookup6(b *testing.B) {
-	if os.Geteuid() != 0 {
-		b.Skip("needs root for BPF and namespaces")
-	}
+	testutil.Need(b, os.Geteuid() == 0, "needs root for BPF and namespaces")
 	routes, err := table.Real2026v6()
 	if err != nil {
 		b.Fatal(err)

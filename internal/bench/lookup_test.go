@@ -8,15 +8,14 @@ import (
 
 	"github.com/fibfleet/fibfleet/cache"
 	"github.com/fibfleet/fibfleet/internal/table"
+	"github.com/fibfleet/fibfleet/internal/testutil"
 )
 
 // smallSetup loads the first 50,000 routes of the 2026 table three ways, for traces
 // of up to 64k addresses: the benchmarks' small size (fibbench runs them full).
 func smallSetup(b *testing.B) *LookupSetup {
 	b.Helper()
-	if os.Geteuid() != 0 {
-		b.Skip("needs root for BPF and namespaces")
-	}
+	testutil.Need(b, os.Geteuid() == 0, "needs root for BPF and namespaces")
 	routes, err := table.Real2026()
 	if err != nil {
 		b.Fatal(err)

@@ -7,15 +7,14 @@ import (
 
 	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/internal/table"
+	"github.com/fibfleet/fibfleet/internal/testutil"
 )
 
 // BenchmarkPPS forwards 64-byte frames through veth with the router in each mode, on
 // the first 50,000 routes of the 2026 table: the full run is
 // `go run ./internal/bench/fibbench -pps`.
 func BenchmarkPPS(b *testing.B) {
-	if os.Geteuid() != 0 {
-		b.Skip("needs root for BPF and namespaces")
-	}
+	testutil.Need(b, os.Geteuid() == 0, "needs root for BPF and namespaces")
 	routes, err := table.Real2026()
 	if err != nil {
 		b.Fatal(err)
@@ -51,9 +50,7 @@ func BenchmarkPPS(b *testing.B) {
 // up to 16 frames), interleaved b.N times: the ratio is what counting the frames the
 // egress drivers drop costs the forwarding rate.
 func BenchmarkXmitMonitorCost(b *testing.B) {
-	if os.Geteuid() != 0 {
-		b.Skip("needs root for BPF and namespaces")
-	}
+	testutil.Need(b, os.Geteuid() == 0, "needs root for BPF and namespaces")
 	routes, err := table.Real2026()
 	if err != nil {
 		b.Fatal(err)

@@ -8,12 +8,13 @@ import (
 
 	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/internal/lab"
+	"github.com/fibfleet/fibfleet/internal/testutil"
 )
 
 // TestAttachModes attaches the program natively and in generic mode to veths in a
 // namespace, checks the kernel reports each mode, and detaches.
 func TestAttachModes(t *testing.T) {
-	need(t, os.Geteuid() == 0, "needs root for namespaces and XDP (CI runs as root)")
+	testutil.Need(t, os.Geteuid() == 0, "needs root for namespaces and XDP (CI runs as root)")
 	l, err := lab.New()
 	if err != nil {
 		t.Fatal(err)

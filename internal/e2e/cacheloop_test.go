@@ -10,6 +10,7 @@ import (
 	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/internal/bench"
 	"github.com/fibfleet/fibfleet/internal/table"
+	"github.com/fibfleet/fibfleet/internal/testutil"
 )
 
 // TestCacheClosedLoop runs the sizing controller on the real dataplane's measurements
@@ -20,7 +21,7 @@ import (
 // BPF_PROG_TEST_RUN, then one Tick. The controller must turn the cache on for
 // locality, off under the flood, and on again, each for the reason it gives.
 func TestCacheClosedLoop(t *testing.T) {
-	need(t, os.Geteuid() == 0, "needs root for namespaces and BPF (CI runs as root)")
+	testutil.Need(t, os.Geteuid() == 0, "needs root for namespaces and BPF (CI runs as root)")
 	all, err := table.Real2026()
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fibfleet/fibfleet/internal/lab"
+	"github.com/fibfleet/fibfleet/internal/testutil"
 )
 
 // TestCtlLab runs `ctl lab up` as a user would (the node binary found beside ctl): the
@@ -19,8 +20,8 @@ import (
 // its etcd, and `ctl lab down` leaves nothing behind: no namespaces, pins, processes or
 // files.
 func TestCtlLab(t *testing.T) {
-	need(t, os.Geteuid() == 0, "needs root for namespaces and XDP (CI runs as root)")
-	need(t, have("nsenter"), "needs nsenter (util-linux)")
+	testutil.Need(t, os.Geteuid() == 0, "needs root for namespaces and XDP (CI runs as root)")
+	testutil.Need(t, testutil.Have("nsenter"), "needs nsenter (util-linux)")
 	build(t, "github.com/fibfleet/fibfleet/cmd/node", "fibfleet-node") // beside ctl
 	ctl := build(t, "github.com/fibfleet/fibfleet/cmd/ctl", "ctl")
 	dir := filepath.Join(t.TempDir(), "lab")

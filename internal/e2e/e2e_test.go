@@ -23,23 +23,9 @@ import (
 	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/deploy/k8s"
 	"github.com/fibfleet/fibfleet/internal/lab"
+	"github.com/fibfleet/fibfleet/internal/testutil"
 	"golang.org/x/sys/unix"
 )
-
-// need skips when a prerequisite is missing, except in CI, where it fails: CI runs as
-// root with everything installed, so a skip there would hide a broken setup.
-func need(t *testing.T, ok bool, why string) {
-	t.Helper()
-	if ok {
-		return
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("CI must run this test: %s", why)
-	}
-	t.Skip(why)
-}
-
-func have(cmd string) bool { _, err := exec.LookPath(cmd); return err == nil }
 
 var (
 	binDir   string
@@ -100,9 +86,9 @@ func TestSkeletonForwarding(t *testing.T) {
 }
 
 func testSkeleton(t *testing.T, backend string) {
-	need(t, os.Geteuid() == 0, "needs root for namespaces and XDP (CI runs as root)")
-	need(t, have("bird") && have("birdc"), "needs BIRD 2 (make test installs bird2)")
-	need(t, have("nsenter"), "needs nsenter (util-linux)")
+	testutil.Need(t, os.Geteuid() == 0, "needs root for namespaces and XDP (CI runs as root)")
+	testutil.Need(t, testutil.Have("bird") && testutil.Have("birdc"), "needs BIRD 2 (make test installs bird2)")
+	testutil.Need(t, testutil.Have("nsenter"), "needs nsenter (util-linux)")
 	ctx := context.Background()
 	dir := t.TempDir()
 	nodeBin := build(t, "github.com/fibfleet/fibfleet/cmd/node", "fibfleet-node")
@@ -110,7 +96,7 @@ func testSkeleton(t *testing.T, backend string) {
 
 	cfg := lab.SkeletonConfig{NodeBinary: nodeBin, Dir: dir, FIBBackend: backend}
 	if backend == "compiled" {
-		need(t, have("setpriv"), "needs setpriv (util-linux) to drop capabilities")
+		testutil.Need(t, testutil.Have("setpriv"), "needs setpriv (util-linux) to drop capabilities")
 		cfg.Capabilities = k8s.NodeCapabilities
 	}
 	sk, err := lab.StartSkeleton(cfg)

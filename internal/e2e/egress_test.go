@@ -16,6 +16,7 @@ import (
 
 	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/internal/lab"
+	"github.com/fibfleet/fibfleet/internal/testutil"
 )
 
 // TestUndeliverableEgress runs the node with a veth egress (r2) whose peer, sink2's
@@ -26,9 +27,9 @@ import (
 // probes the same kernel and interfaces without attaching, and names a missing
 // interface in one line with its own exit status.
 func TestUndeliverableEgress(t *testing.T) {
-	need(t, os.Geteuid() == 0, "needs root for namespaces and XDP (CI runs as root)")
-	need(t, have("bird") && have("birdc"), "needs BIRD 2 (make test installs bird2)")
-	need(t, have("nsenter"), "needs nsenter (util-linux)")
+	testutil.Need(t, os.Geteuid() == 0, "needs root for namespaces and XDP (CI runs as root)")
+	testutil.Need(t, testutil.Have("bird") && testutil.Have("birdc"), "needs BIRD 2 (make test installs bird2)")
+	testutil.Need(t, testutil.Have("nsenter"), "needs nsenter (util-linux)")
 	ctx := context.Background()
 	dir := t.TempDir()
 	nodeBin := build(t, "github.com/fibfleet/fibfleet/cmd/node", "fibfleet-node")

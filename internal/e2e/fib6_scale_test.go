@@ -12,6 +12,7 @@ import (
 	"github.com/fibfleet/fibfleet/fib"
 	"github.com/fibfleet/fibfleet/internal/bench"
 	"github.com/fibfleet/fibfleet/internal/table"
+	"github.com/fibfleet/fibfleet/internal/testutil"
 )
 
 // ref6 is the reference IPv6 longest-prefix match: one map per length, tried from /128
@@ -70,7 +71,7 @@ func verify6(t *testing.T, f *fib.FIB, p *dataplane.Probe6, ref *ref6, addrs []n
 // reference, churns (withdrawals, next-hop changes, new routes of every length from
 // /16 to /128) and checks again.
 func TestRealTablesDifferentialV6(t *testing.T) {
-	need(t, os.Geteuid() == 0, "needs root to load BPF programs (CI runs as root)")
+	testutil.Need(t, os.Geteuid() == 0, "needs root to load BPF programs (CI runs as root)")
 	for _, tc := range []struct {
 		name string
 		load func() ([]table.Route, error)

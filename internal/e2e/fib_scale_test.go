@@ -15,12 +15,13 @@ import (
 	"github.com/fibfleet/fibfleet/fib"
 	"github.com/fibfleet/fibfleet/internal/bench"
 	"github.com/fibfleet/fibfleet/internal/table"
+	"github.com/fibfleet/fibfleet/internal/testutil"
 )
 
 // scaleFIB loads the dataplane (not attached anywhere) and a FIB on it, with a probe.
 func scaleFIB(t *testing.T, groups uint32, capacity int) (*fib.FIB, *dataplane.Probe) {
 	t.Helper()
-	need(t, os.Geteuid() == 0, "needs root to load BPF programs (CI runs as root)")
+	testutil.Need(t, os.Geteuid() == 0, "needs root to load BPF programs (CI runs as root)")
 	dp, err := dataplane.Load(dataplane.Config{NodeName: fmt.Sprintf("fftest-scale-%d", rand.Uint32()), GroupsV4: groups})
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/internal/lab"
 	"github.com/fibfleet/fibfleet/internal/table"
+	"github.com/fibfleet/fibfleet/internal/testutil"
 	api "github.com/osrg/gobgp/v4/api"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -27,9 +28,9 @@ import (
 // and returns it with a store on that etcd; logs are printed if the test fails.
 func startFleet(t *testing.T, cfg lab.FleetConfig) (*lab.Fleet, *cluster.Store) {
 	t.Helper()
-	need(t, os.Geteuid() == 0, "needs root for namespaces and XDP (CI runs as root)")
-	need(t, have("bird") && have("birdc"), "needs BIRD 2 (make test installs bird2)")
-	need(t, have("nsenter"), "needs nsenter (util-linux)")
+	testutil.Need(t, os.Geteuid() == 0, "needs root for namespaces and XDP (CI runs as root)")
+	testutil.Need(t, testutil.Have("bird") && testutil.Have("birdc"), "needs BIRD 2 (make test installs bird2)")
+	testutil.Need(t, testutil.Have("nsenter"), "needs nsenter (util-linux)")
 	cfg.NodeBinary = build(t, "github.com/fibfleet/fibfleet/cmd/node", "fibfleet-node")
 	cfg.EtcdBinary = build(t, "go.etcd.io/etcd/server/v3", "etcd")
 	cfg.Dir = t.TempDir()

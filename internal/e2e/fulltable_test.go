@@ -13,6 +13,7 @@ import (
 	"github.com/fibfleet/fibfleet/internal/bench"
 	"github.com/fibfleet/fibfleet/internal/lab"
 	"github.com/fibfleet/fibfleet/internal/table"
+	"github.com/fibfleet/fibfleet/internal/testutil"
 )
 
 // TestFullTableBGP has BIRD 2 send the whole real 2026 table to the node over eBGP and
@@ -21,8 +22,8 @@ import (
 // BIRD 2 loading the same table (bench.MeasureConvergence; fibbench -convergence takes
 // the median of several runs).
 func TestFullTableBGP(t *testing.T) {
-	need(t, os.Geteuid() == 0, "needs root for namespaces and XDP (CI runs as root)")
-	need(t, have("bird") && have("birdc"), "needs BIRD 2 (make test installs bird2)")
+	testutil.Need(t, os.Geteuid() == 0, "needs root for namespaces and XDP (CI runs as root)")
+	testutil.Need(t, testutil.Have("bird") && testutil.Have("birdc"), "needs BIRD 2 (make test installs bird2)")
 	all, err := table.Real2026()
 	if err != nil {
 		t.Fatal(err)
@@ -78,8 +79,8 @@ func TestFullTableBGP(t *testing.T) {
 // through the node's pinned maps by the BPF probe running the production IPv6
 // lookup), and that the node reports the load complete with the time it took.
 func TestFullTableBGPv6(t *testing.T) {
-	need(t, os.Geteuid() == 0, "needs root for namespaces and XDP (CI runs as root)")
-	need(t, have("bird") && have("birdc"), "needs BIRD 2 (make test installs bird2)")
+	testutil.Need(t, os.Geteuid() == 0, "needs root for namespaces and XDP (CI runs as root)")
+	testutil.Need(t, testutil.Have("bird") && testutil.Have("birdc"), "needs BIRD 2 (make test installs bird2)")
 	all, err := table.Real2026v6()
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/fibfleet/fibfleet/fib"
 	"github.com/fibfleet/fibfleet/internal/lab"
 	"github.com/fibfleet/fibfleet/internal/table"
+	"github.com/fibfleet/fibfleet/internal/testutil"
 )
 
 // TestKernelRoutesBatched installs 200,000 routes of the real 2026 table into a
@@ -18,7 +19,7 @@ import (
 // deletes half, and checks that a refused route is counted and reported. (The whole
 // table's install time is measured by the FIB lookup benchmark, internal/bench.)
 func TestKernelRoutesBatched(t *testing.T) {
-	need(t, os.Geteuid() == 0, "needs root for namespaces (CI runs as root)")
+	testutil.Need(t, os.Geteuid() == 0, "needs root for namespaces (CI runs as root)")
 	l, err := lab.New()
 	if err != nil {
 		t.Fatal(err)

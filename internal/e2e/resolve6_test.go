@@ -10,6 +10,7 @@ import (
 
 	"github.com/fibfleet/fibfleet/fib"
 	"github.com/fibfleet/fibfleet/internal/lab"
+	"github.com/fibfleet/fibfleet/internal/testutil"
 )
 
 // TestResolveIPv6 resolves IPv6 next hops through the kernel's neighbour discovery in
@@ -18,7 +19,7 @@ import (
 // to the peer's MAC; a link-local one without a zone is refused, saying what to write;
 // the link towards a peer is found for the zone of the link-local next hops it sends.
 func TestResolveIPv6(t *testing.T) {
-	need(t, os.Geteuid() == 0, "needs root for namespaces (CI runs as root)")
+	testutil.Need(t, os.Geteuid() == 0, "needs root for namespaces (CI runs as root)")
 	l, err := lab.New()
 	if err != nil {
 		t.Fatal(err)

@@ -9,14 +9,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fibfleet/fibfleet/internal/testutil"
 )
 
 // TestReapStale: what a lab of a dead process left (a namespace with a process in it,
 // a pin directory) is removed by the next New; a live lab's is not.
 func TestReapStale(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for namespaces")
-	}
+	testutil.Need(t, os.Geteuid() == 0, "needs root for namespaces")
 	dead, err := New()
 	if err != nil {
 		t.Fatal(err)
