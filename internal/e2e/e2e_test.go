@@ -60,6 +60,47 @@ func build(t *testing.T, pkg, name string) string {
 	return out
 }
 
+// startSkeleton starts the walking skeleton (lab.StartSkeleton) for a test: cfg's Dir
+// and NodeBinary default to a temporary directory and the node built for this run.
+// It fails the test if the skeleton does not start; at the end it tears it down,
+// failing if the node did not stop on SIGTERM or left its pins behind, and shows the
+// end of the node's and BIRD's logs if the test failed.
+func startSkeleton(t *testing.T, cfg lab.SkeletonConfig) *lab.Skeleton {
+	t.Helper()
+	testutil.Need(t, os.Geteuid() == 0, "needs root for namespaces and XDP (CI runs as root)")
+	testutil.Need(t, testutil.Have("bird") && testutil.Have("birdc"), "needs BIRD 2 (make test installs bird2)")
+	testutil.Need(t, testutil.Have("nsenter"), "needs nsenter (util-linux)")
+	if cfg.Dir == "" {
+		cfg.Dir = t.TempDir()
+	}
+	if cfg.NodeBinary == "" {
+		cfg.NodeBinary = build(t, "github.com/fibfleet/fibfleet/cmd/node", "fibfleet-node")
+	}
+	sk, err := lab.StartSkeleton(cfg)
+	if sk != nil {
+		t.Cleanup(func() {
+			if t.Failed() {
+				for _, f := range []string{sk.NodeLog, sk.BirdLog} {
+					if b, err := os.ReadFile(f); err == nil {
+						t.Logf("--- %s (last 20,000 bytes)\n%s", f, b[max(0, len(b)-20_000):])
+					}
+				}
+			}
+			// Close fails if the node did not stop on SIGTERM or left its pins behind.
+			if err := sk.Close(); err != nil {
+				t.Errorf("tear down the lab: %v", err)
+			}
+			if _, err := os.Stat(dataplane.PinDir("", sk.NodeName)); !os.IsNotExist(err) {
+				t.Errorf("pins still there after the lab was torn down: %v", err)
+			}
+		})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sk
+}
+
 func TestNodeRejectsBadConfig(t *testing.T) {
 	bin := build(t, "github.com/fibfleet/fibfleet/cmd/node", "fibfleet-node")
 	cmd := exec.Command(bin, "-interfaces", "eth0", "-xdp-mode", "turbo", "-bgp-asn", "65000", "-bgp-router-id", "bogus")
@@ -86,9 +127,6 @@ func TestSkeletonForwarding(t *testing.T) {
 }
 
 func testSkeleton(t *testing.T, backend string) {
-	testutil.Need(t, os.Geteuid() == 0, "needs root for namespaces and XDP (CI runs as root)")
-	testutil.Need(t, testutil.Have("bird") && testutil.Have("birdc"), "needs BIRD 2 (make test installs bird2)")
-	testutil.Need(t, testutil.Have("nsenter"), "needs nsenter (util-linux)")
 	ctx := context.Background()
 	dir := t.TempDir()
 	nodeBin := build(t, "github.com/fibfleet/fibfleet/cmd/node", "fibfleet-node")
@@ -99,28 +137,7 @@ func testSkeleton(t *testing.T, backend string) {
 		testutil.Need(t, testutil.Have("setpriv"), "needs setpriv (util-linux) to drop capabilities")
 		cfg.Capabilities = k8s.NodeCapabilities
 	}
-	sk, err := lab.StartSkeleton(cfg)
-	if sk != nil {
-		t.Cleanup(func() {
-			if t.Failed() {
-				for _, f := range []string{sk.NodeLog, sk.BirdLog} {
-					if b, err := os.ReadFile(f); err == nil {
-						t.Logf("--- %s\n%s", f, b)
-					}
-				}
-			}
-			// Close fails if the node did not stop on SIGTERM or left its pins behind.
-			if err := sk.Close(); err != nil {
-				t.Errorf("tear down the lab: %v", err)
-			}
-			if _, err := os.Stat(dataplane.PinDir("", sk.NodeName)); !os.IsNotExist(err) {
-				t.Errorf("pins still there after the lab was torn down: %v", err)
-			}
-		})
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	sk := startSkeleton(t, cfg)
 	if cfg.Capabilities != nil {
 		checkCapabilities(t, sk.NodePID, cfg.Capabilities)
 	}

@@ -16,7 +16,6 @@ import (
 
 	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/internal/lab"
-	"github.com/fibfleet/fibfleet/internal/testutil"
 )
 
 // TestUndeliverableEgress runs the node with a veth egress (r2) whose peer, sink2's
@@ -27,30 +26,11 @@ import (
 // probes the same kernel and interfaces without attaching, and names a missing
 // interface in one line with its own exit status.
 func TestUndeliverableEgress(t *testing.T) {
-	testutil.Need(t, os.Geteuid() == 0, "needs root for namespaces and XDP (CI runs as root)")
-	testutil.Need(t, testutil.Have("bird") && testutil.Have("birdc"), "needs BIRD 2 (make test installs bird2)")
-	testutil.Need(t, testutil.Have("nsenter"), "needs nsenter (util-linux)")
 	ctx := context.Background()
 	dir := t.TempDir()
 	nodeBin := build(t, "github.com/fibfleet/fibfleet/cmd/node", "fibfleet-node")
 	ctlBin := build(t, "github.com/fibfleet/fibfleet/cmd/ctl", "ctl")
-
-	sk, err := lab.StartSkeleton(lab.SkeletonConfig{NodeBinary: nodeBin, Dir: dir, BareSink2: true})
-	if sk != nil {
-		t.Cleanup(func() {
-			if t.Failed() {
-				if b, err := os.ReadFile(sk.NodeLog); err == nil {
-					t.Logf("--- %s\n%s", sk.NodeLog, b)
-				}
-			}
-			if err := sk.Close(); err != nil {
-				t.Errorf("tear down the lab: %v", err)
-			}
-		})
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	sk := startSkeleton(t, lab.SkeletonConfig{NodeBinary: nodeBin, Dir: dir, BareSink2: true})
 	r2 := sk.If("r2")
 
 	// node -check, in the router's namespace: everything there (r2's peer is a

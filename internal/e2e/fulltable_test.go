@@ -79,8 +79,6 @@ func TestFullTableBGP(t *testing.T) {
 // through the node's pinned maps by the BPF probe running the production IPv6
 // lookup), and that the node reports the load complete with the time it took.
 func TestFullTableBGPv6(t *testing.T) {
-	testutil.Need(t, os.Geteuid() == 0, "needs root for namespaces and XDP (CI runs as root)")
-	testutil.Need(t, testutil.Have("bird") && testutil.Have("birdc"), "needs BIRD 2 (make test installs bird2)")
 	all, err := table.Real2026v6()
 	if err != nil {
 		t.Fatal(err)
@@ -95,23 +93,7 @@ func TestFullTableBGPv6(t *testing.T) {
 			routes = append(routes, r)
 		}
 	}
-	sk, err := lab.StartSkeleton(lab.SkeletonConfig{NodeBinary: build(t, "github.com/fibfleet/fibfleet/cmd/node", "fibfleet-node"),
-		Dir: t.TempDir(), Table6: routes})
-	if sk != nil {
-		t.Cleanup(func() {
-			if t.Failed() {
-				if b, err := os.ReadFile(sk.NodeLog); err == nil {
-					t.Logf("--- node log (last 3000 bytes)\n%s", b[max(0, len(b)-3000):])
-				}
-			}
-			if err := sk.Close(); err != nil {
-				t.Errorf("tear down the lab: %v", err)
-			}
-		})
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	sk := startSkeleton(t, lab.SkeletonConfig{Table6: routes})
 	total := float64(len(routes) + len(lab.SkeletonRoutes6))
 	peer := `{neighbor="` + lab.UpstreamAddr6 + `"}`
 	var m map[string]float64
