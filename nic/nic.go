@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/safchain/ethtool"
 	"github.com/vishvananda/netlink"
@@ -58,15 +59,26 @@ const (
 	netdevAttrDevXDPFeature = 3
 )
 
+// netdevFamily resolves the netdev family's id once: it is built into the kernel, so
+// it neither appears nor changes while the process runs, and every scrape reads
+// xdp-features.
+var netdevFamily = sync.OnceValues(func() (uint16, error) {
+	fam, err := netlink.GenlFamilyGet("netdev")
+	if err != nil {
+		return 0, err
+	}
+	return fam.ID, nil
+})
+
 // ReadXDPFeatures returns what the interface's driver can do with XDP now. For a
 // veth, ndo-xmit follows its peer: set while the peer has an XDP program or GRO on,
 // the only states in which the kernel delivers frames redirected to it.
 func ReadXDPFeatures(ifindex int) (XDPFeatures, error) {
-	fam, err := netlink.GenlFamilyGet("netdev")
+	id, err := netdevFamily()
 	if err != nil {
 		return 0, ErrUnknown
 	}
-	req := nl.NewNetlinkRequest(int(fam.ID), 0)
+	req := nl.NewNetlinkRequest(int(id), 0)
 	// The generic netlink header by hand: nl.Genlmsg serializes 4 bytes of a 2-byte
 	// struct, so its reserved field is whatever memory follows, and the netdev
 	// family (strict validation) refuses a header whose reserved field is not 0.

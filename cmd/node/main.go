@@ -182,7 +182,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			return err
 		}
 	}
-	pts := &ports{names: cfg.Interfaces, mode: cmp.Or(cfg.XDPMode, string(dataplane.ModeNative)), log: log}
+	pts := newPorts(cfg.Interfaces, cmp.Or(cfg.XDPMode, string(dataplane.ModeNative)), log)
 	if pts.xmit, err = dataplane.OpenXmitMonitor(); err != nil {
 		log.Warn("frames the egress drivers do not take cannot be counted; forwarded may then not mean sent", "err", err)
 	} else {

@@ -18,10 +18,21 @@ import (
 type ports struct {
 	names []string
 	mode  string
-	log   *slog.Logger
+	// drivers are the ports' drivers by name, read once: an interface keeps its
+	// driver for as long as it exists.
+	drivers map[string]string
+	log     *slog.Logger
 	// xmit counts, per egress, the redirected frames its driver did not take; nil
 	// when the kernel could not attach it (logged at start).
 	xmit *dataplane.XmitMonitor
+}
+
+func newPorts(names []string, mode string, log *slog.Logger) *ports {
+	p := &ports{names: names, mode: mode, drivers: map[string]string{}, log: log}
+	for _, n := range names {
+		p.drivers[n] = nic.Driver(n)
+	}
+	return p
 }
 
 // interfaces describes each port now.
@@ -35,7 +46,7 @@ func (p *ports) interfaces() []nodeapi.Interface {
 	}
 	out := make([]nodeapi.Interface, 0, len(p.names))
 	for _, n := range p.names {
-		i := nodeapi.Interface{Name: n, Mode: p.mode, Driver: nic.Driver(n), TxCounted: xs != nil}
+		i := nodeapi.Interface{Name: n, Mode: p.mode, Driver: p.drivers[n], TxCounted: xs != nil}
 		if ifc, err := net.InterfaceByName(n); err == nil {
 			if xf, err := nic.ReadXDPFeatures(ifc.Index); err == nil {
 				i.XDPFeatures = xf.String()
@@ -65,7 +76,7 @@ func (p *ports) warnUndeliverable() {
 		if err == nil {
 			if xf&nic.XDPNdoXmit == 0 {
 				p.log.Warn("frames forwarded out of this interface will be dropped by the kernel: its driver takes no redirected frames now (xdp-features lack ndo-xmit; for a veth: its peer needs an XDP program, or GRO on)",
-					"interface", n, "driver", nic.Driver(n), "xdp_features", xf.String())
+					"interface", n, "driver", p.drivers[n], "xdp_features", xf.String())
 			}
 			continue
 		}
