@@ -16,7 +16,6 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
-	"github.com/fibfleet/fibfleet/nic"
 	"golang.org/x/sys/unix"
 )
 
@@ -212,8 +211,7 @@ func (d *Dataplane) Attach(ifname string, mode Mode) error {
 	if err != nil {
 		if mode != ModeGeneric && errors.Is(err, unix.EOPNOTSUPP) {
 			// Kernels before 6.3 cannot say beforehand (CheckFeatures); the attach does.
-			return Missing{Feature: "native XDP (driver " + nic.Driver(ifname) + ")", Interface: ifname,
-				Hint: "use a NIC whose driver has it, or set xdp_mode: generic (every frame then builds an skb: far slower)"}
+			return noNativeXDP(ifname, "native XDP", "")
 		}
 		return fmt.Errorf("dataplane: attach XDP (%s) to %s: %w", cmp.Or(mode, ModeNative), ifname, err)
 	}

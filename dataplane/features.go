@@ -216,10 +216,16 @@ func probeInterface(ifname string, mode Mode) error {
 		return nil // the kernel cannot say; Attach will
 	}
 	if xf&(nic.XDPBasic|nic.XDPRedirect) != nic.XDPBasic|nic.XDPRedirect {
-		return Missing{Feature: "native XDP with XDP_REDIRECT (driver " + nic.Driver(ifname) + ", xdp-features " + xf.String() + ")",
-			Interface: ifname, Hint: "use a NIC whose driver has it, or set xdp_mode: generic (every frame then builds an skb: far slower)"}
+		return noNativeXDP(ifname, "native XDP with XDP_REDIRECT", ", xdp-features "+xf.String())
 	}
 	return nil
+}
+
+// noNativeXDP is the one line for an interface whose driver cannot run the program
+// natively, whether the kernel said so beforehand (xdp-features) or at attach.
+func noNativeXDP(ifname, feature, detail string) Missing {
+	return Missing{Feature: feature + " (driver " + nic.Driver(ifname) + detail + ")", Interface: ifname,
+		Hint: "use a NIC whose driver has it, or set xdp_mode: generic (every frame then builds an skb: far slower)"}
 }
 
 func helperName(h asm.BuiltinFunc) string {
