@@ -49,7 +49,6 @@ static __always_inline int ours(const struct net_device *dev)
 struct xmit_rec {
 	__u64 sent;
 	__u64 dropped;
-	__u64 errors; /* flushes the driver refused whole (err != 0) */
 };
 
 struct {
@@ -80,7 +79,7 @@ SEC("tp_btf/xdp_devmap_xmit")
 int xdp_devmap_xmit(__u64 *ctx)
 {
 	const struct net_device *to = (const struct net_device *)ctx[1];
-	int sent = (int)ctx[2], drops = (int)ctx[3], err = (int)ctx[4];
+	int sent = (int)ctx[2], drops = (int)ctx[3];
 	struct xmit_rec *r;
 
 	if (!ours(to))
@@ -92,8 +91,6 @@ int xdp_devmap_xmit(__u64 *ctx)
 		r->sent += sent;
 	if (drops > 0)
 		r->dropped += drops;
-	if (err)
-		r->errors++;
 	return 0;
 }
 

@@ -9,11 +9,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// XmitStats are one egress's totals from the devmap's flushes: frames its driver
-// took, frames it did not (freed by the kernel after the forwarding program counted
-// them forwarded), and flushes it refused whole.
+// XmitStats are one egress's totals: frames its driver took, and frames it did not
+// (freed by the kernel after the forwarding program counted them forwarded).
 type XmitStats struct {
-	Sent, Dropped, Errors uint64
+	Sent, Dropped uint64
 }
 
 // XmitMonitor counts, per egress, the frames redirected to it that its driver did
@@ -79,7 +78,6 @@ func (m *XmitMonitor) Stats() (map[uint32]XmitStats, error) {
 		for _, r := range per {
 			s.Sent += r.Sent
 			s.Dropped += r.Dropped
-			s.Errors += r.Errors
 		}
 		out[k] = s
 	}

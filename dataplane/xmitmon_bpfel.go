@@ -17,7 +17,6 @@ type xmitmonXmitRec struct {
 	_       structs.HostLayout
 	Sent    uint64
 	Dropped uint64
-	Errors  uint64
 }
 
 // Names of all BPF objects in the ELF.
