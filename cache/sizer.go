@@ -6,17 +6,17 @@ import (
 	"log/slog"
 	"sync"
 
-	"github.com/fibfleet/fibfleet/dataplane"
+	"github.com/fibfleet/fibfleet/dcache"
 )
 
 // Dataplane is what the Sizer reads and sizes: a loaded program's destination cache
 // (dataplane.Cache, of the forwarding program or of a probe).
 type Dataplane interface {
-	Stats(dataplane.Family) (dataplane.CacheStats, error)
-	WorkingSet(f dataplane.Family, reset bool) (float64, error)
-	HitWorkingSet(f dataplane.Family, reset bool) (float64, error)
-	Resize(f dataplane.Family, entries int) error
-	Entries(dataplane.Family) int
+	Stats(dcache.Family) (dcache.Stats, error)
+	WorkingSet(f dcache.Family, reset bool) (float64, error)
+	HitWorkingSet(f dcache.Family, reset bool) (float64, error)
+	Resize(f dcache.Family, entries int) error
+	Entries(dcache.Family) int
 }
 
 // Mode is how the cache is sized.
@@ -75,8 +75,8 @@ func (p Policy) Validate() error {
 		if n == 0 && zeroOK {
 			return
 		}
-		if err := dataplane.CheckCacheEntries(n); err != nil || n == 0 {
-			errs = append(errs, fmt.Errorf("%s %d: use a power of two from %d to %d", what, n, dataplane.MinCacheEntries, dataplane.MaxCacheEntries))
+		if err := dcache.CheckEntries(n); err != nil || n == 0 {
+			errs = append(errs, fmt.Errorf("%s %d: use a power of two from %d to %d", what, n, dcache.MinEntries, dcache.MaxEntries))
 		}
 	}
 	switch p.Mode {
@@ -110,10 +110,10 @@ const (
 
 // Report is one family's interval: what was measured and what the sizer decided.
 type Report struct {
-	Family   dataplane.Family
+	Family   dcache.Family
 	Mode     Mode
 	Entries  int
-	Interval dataplane.CacheStats
+	Interval dcache.Stats
 	// WorkingSet is the interval's distinct destinations (estimated), HitWorkingSet
 	// those of its hits.
 	WorkingSet, HitWorkingSet float64
@@ -135,7 +135,7 @@ type Sizer struct {
 	ctrl       [2]*Controller
 	costs      [2]Costs
 	calibrated [2]bool
-	last       [2]dataplane.CacheStats
+	last       [2]dcache.Stats
 	reports    [2]Report
 }
 
@@ -147,10 +147,10 @@ func NewSizer(dp Dataplane, log *slog.Logger) *Sizer {
 	s := &Sizer{dp: dp, log: log, policy: Policy{Mode: Off}}
 	// The first interval starts now.
 	for f := range s.last {
-		s.last[f], _ = dp.Stats(dataplane.Family(f))
-		_, _ = dp.WorkingSet(dataplane.Family(f), true)
-		_, _ = dp.HitWorkingSet(dataplane.Family(f), true)
-		s.reports[f] = Report{Family: dataplane.Family(f), Mode: Off}
+		s.last[f], _ = dp.Stats(dcache.Family(f))
+		_, _ = dp.WorkingSet(dcache.Family(f), true)
+		_, _ = dp.HitWorkingSet(dcache.Family(f), true)
+		s.reports[f] = Report{Family: dcache.Family(f), Mode: Off}
 	}
 	return s
 }
@@ -164,7 +164,7 @@ func (s *Sizer) Apply(p Policy) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for f := range 2 {
-		fam := dataplane.Family(f)
+		fam := dcache.Family(f)
 		want := 0
 		s.ctrl[f] = nil
 		switch p.Mode {
@@ -185,7 +185,7 @@ func (s *Sizer) Apply(p Policy) error {
 		}
 	}
 	s.policy = p
-	s.log.Info("cache policy applied", "mode", p.Mode, "entries_v4", s.dp.Entries(dataplane.IPv4), "entries_v6", s.dp.Entries(dataplane.IPv6),
+	s.log.Info("cache policy applied", "mode", p.Mode, "entries_v4", s.dp.Entries(dcache.IPv4), "entries_v6", s.dp.Entries(dcache.IPv6),
 		"min_entries", p.MinEntries, "max_entries", p.MaxEntries, "target_hit_rate", p.TargetHitRate)
 	return nil
 }
@@ -199,7 +199,7 @@ func (s *Sizer) Policy() Policy {
 
 // SetCosts gives a family's calibrated cost model (dataplane measurements on this
 // machine); auto keeps a family off until it has one.
-func (s *Sizer) SetCosts(f dataplane.Family, c Costs) {
+func (s *Sizer) SetCosts(f dcache.Family, c Costs) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.costs[f&1], s.calibrated[f&1] = c, true
@@ -213,7 +213,7 @@ func (s *Sizer) Tick() ([2]Report, error) {
 	defer s.mu.Unlock()
 	var errs []error
 	for f := range 2 {
-		fam := dataplane.Family(f)
+		fam := dcache.Family(f)
 		now, err := s.dp.Stats(fam)
 		if err != nil {
 			errs = append(errs, err)

@@ -4,32 +4,32 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fibfleet/fibfleet/dataplane"
+	"github.com/fibfleet/fibfleet/dcache"
 )
 
 // fakeCache is a dataplane cache whose counters the test sets.
 type fakeCache struct {
-	stats   [2]dataplane.CacheStats
+	stats   [2]dcache.Stats
 	ws      [2]float64
 	entries [2]int
 	resizes int
 }
 
-func (f *fakeCache) Stats(fam dataplane.Family) (dataplane.CacheStats, error) {
+func (f *fakeCache) Stats(fam dcache.Family) (dcache.Stats, error) {
 	return f.stats[fam], nil
 }
-func (f *fakeCache) WorkingSet(fam dataplane.Family, reset bool) (float64, error) {
+func (f *fakeCache) WorkingSet(fam dcache.Family, reset bool) (float64, error) {
 	return f.ws[fam], nil
 }
-func (f *fakeCache) HitWorkingSet(fam dataplane.Family, reset bool) (float64, error) {
+func (f *fakeCache) HitWorkingSet(fam dcache.Family, reset bool) (float64, error) {
 	return 0, nil
 }
-func (f *fakeCache) Resize(fam dataplane.Family, n int) error {
+func (f *fakeCache) Resize(fam dcache.Family, n int) error {
 	f.entries[fam] = n
 	f.resizes++
 	return nil
 }
-func (f *fakeCache) Entries(fam dataplane.Family) int { return f.entries[fam] }
+func (f *fakeCache) Entries(fam dcache.Family) int { return f.entries[fam] }
 
 func TestPolicyValidate(t *testing.T) {
 	for _, tc := range []struct {
@@ -89,7 +89,7 @@ func TestSizerModes(t *testing.T) {
 	if r[0].Decision.Regime != Idle || !strings.Contains(r[0].Decision.Reason, "not calibrated") {
 		t.Fatalf("uncalibrated: %+v, want idle until there is a cost model", r[0].Decision)
 	}
-	s.SetCosts(dataplane.IPv4, kernelFIB)
+	s.SetCosts(dcache.IPv4, kernelFIB)
 	for i := 0; i < DefaultConfirm; i++ {
 		r = tick()
 	}

@@ -10,33 +10,9 @@ import (
 	"sync"
 
 	"github.com/cilium/ebpf"
+	"github.com/fibfleet/fibfleet/dcache"
 	"golang.org/x/sys/unix"
 )
-
-// Family is an address family of the destination cache (bpf/dcache.h DC_V4, DC_V6).
-type Family int
-
-const (
-	IPv4 Family = 0
-	IPv6 Family = 1
-)
-
-func (f Family) String() string {
-	if f == IPv6 {
-		return "ipv6"
-	}
-	return "ipv4"
-}
-
-// MaxCacheEntries bounds one family's destination cache (4 ways per set): 2^18
-// entries are 4 MiB per CPU for IPv4 and 8 MiB for IPv6.
-const MaxCacheEntries = 1 << 18
-
-// MinCacheEntries is the smallest cache: one set of four ways.
-const MinCacheEntries = 4
-
-// CacheSetBytes is the size of one set (four ways) per family, per CPU.
-var CacheSetBytes = [2]int{64, 128}
 
 // dcConfig mirrors struct dc_config.
 type dcConfig struct {
@@ -67,17 +43,8 @@ func newCache(ctl, v4, v6, stats, hll *ebpf.Map) *Cache {
 	return &Cache{ctl: ctl, outer: [2]*ebpf.Map{v4, v6}, stats: stats, hllMap: hll}
 }
 
-// CheckCacheEntries says whether a cache size is valid: 0 (off) or a power of two
-// from MinCacheEntries to MaxCacheEntries.
-func CheckCacheEntries(entries int) error {
-	if entries != 0 && (entries < MinCacheEntries || entries > MaxCacheEntries || entries&(entries-1) != 0) {
-		return fmt.Errorf("cache of %d entries: use a power of two from %d to %d, or 0 for off", entries, MinCacheEntries, MaxCacheEntries)
-	}
-	return nil
-}
-
 // Entries is a family's cache size (0: off).
-func (c *Cache) Entries(f Family) int {
+func (c *Cache) Entries(f dcache.Family) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.entries[f&1]
@@ -86,8 +53,8 @@ func (c *Cache) Entries(f Family) int {
 // Resize gives a family's cache a new, empty table of entries (0 turns it off),
 // without reloading the program: the new table is swapped into the array-of-maps
 // while packets keep flowing (a packet that meets the swap half done misses).
-func (c *Cache) Resize(f Family, entries int) error {
-	if err := CheckCacheEntries(entries); err != nil {
+func (c *Cache) Resize(f dcache.Family, entries int) error {
+	if err := dcache.CheckEntries(entries); err != nil {
 		return fmt.Errorf("dataplane: %s %w", f, err)
 	}
 	c.mu.Lock()
@@ -103,11 +70,11 @@ func (c *Cache) Resize(f Family, entries int) error {
 		// array-of-maps), CPU c's from c*sets: per CPU by layout.
 		inner, err = ebpf.NewMap(&ebpf.MapSpec{
 			Name: "dc" + [2]string{"4", "6"}[f] + "_sets", Type: ebpf.Array, KeySize: 4,
-			ValueSize: uint32(CacheSetBytes[f]), MaxEntries: uint32(entries / 4 * cpus), Flags: unix.BPF_F_INNER_MAP,
+			ValueSize: uint32(dcache.SetBytes[f]), MaxEntries: uint32(entries / 4 * cpus), Flags: unix.BPF_F_INNER_MAP,
 		})
 		if err != nil {
 			return fmt.Errorf("dataplane: create a %s cache of %d entries (%d KiB per CPU, %d CPUs; lower the size): %w",
-				f, entries, entries/4*CacheSetBytes[f]>>10, cpus, err)
+				f, entries, entries/4*dcache.SetBytes[f]>>10, cpus, err)
 		}
 	}
 	setCtl := func() error {
@@ -203,21 +170,6 @@ func (c *Cache) Epoch() (uint32, error) {
 	return k.Epoch, err
 }
 
-// CacheStats are a family's cache counters, summed over CPUs, since the program loaded.
-type CacheStats struct {
-	// Lookups counts packets that reached the FIB step, the cache on or off.
-	Lookups uint64
-	Hits    uint64
-	// Misses found nothing; Stale found an entry of an old epoch or generation.
-	Misses, Stale uint64
-	// Inserts, Evictions (an insert replaced a live entry) and Refused (an entry
-	// leaving the window was dropped: the main ways were all busier).
-	Inserts, Evictions, Refused uint64
-	// GhostHits are misses that a cache with twice the ways would have hit,
-	// measured on a sample of the sets and scaled to all.
-	GhostHits uint64
-}
-
 // ghostShift says which sets keep ghosts: every 2^shift-th, a quarter of them (a
 // miss's ghost work in the others is saved) but at most dcGhostSets, and the only
 // one of a one-set cache.
@@ -226,21 +178,14 @@ func ghostShift(sets int) uint32 {
 	return uint32(max(min(2, log), log-bits.Len(uint(dcGhostSets-1))))
 }
 
-// Sub returns the counts between an earlier reading and s.
-func (s CacheStats) Sub(old CacheStats) CacheStats {
-	return CacheStats{Lookups: s.Lookups - old.Lookups, Hits: s.Hits - old.Hits, Misses: s.Misses - old.Misses,
-		Stale: s.Stale - old.Stale, Inserts: s.Inserts - old.Inserts, Evictions: s.Evictions - old.Evictions,
-		Refused: s.Refused - old.Refused, GhostHits: s.GhostHits - old.GhostHits}
-}
-
 // Stats reads a family's counters.
-func (c *Cache) Stats(f Family) (CacheStats, error) {
+func (c *Cache) Stats(f dcache.Family) (dcache.Stats, error) {
 	var out [dcNStats]uint64
 	for i := range out {
 		var per []uint64
 		k := uint32(int(f&1)*dcNStats + i)
 		if err := c.stats.Lookup(&k, &per); err != nil {
-			return CacheStats{}, fmt.Errorf("dataplane: read %s cache counter %d: %w", f, i, err)
+			return dcache.Stats{}, fmt.Errorf("dataplane: read %s cache counter %d: %w", f, i, err)
 		}
 		for _, v := range per {
 			out[i] += v
@@ -250,20 +195,20 @@ func (c *Cache) Stats(f Family) (CacheStats, error) {
 	shift := ghostShift(c.entries[f&1] / 4)
 	c.mu.Unlock()
 	// Bypasses (the cache off) are counted; the others consulted it.
-	return CacheStats{Lookups: out[0] + out[1] + out[2] + out[3], Hits: out[1], Misses: out[2], Stale: out[3], Inserts: out[4],
+	return dcache.Stats{Lookups: out[0] + out[1] + out[2] + out[3], Hits: out[1], Misses: out[2], Stale: out[3], Inserts: out[4],
 		Evictions: out[5], Refused: out[6], GhostHits: out[7] << shift}, nil
 }
 
 // WorkingSet estimates the distinct destinations of a family seen since the last
 // reset (the cache on or off), from the HyperLogLog registers XDP keeps per CPU (the
 // union of CPUs is the maximum of each register); reset starts a new interval.
-func (c *Cache) WorkingSet(f Family, reset bool) (float64, error) {
+func (c *Cache) WorkingSet(f dcache.Family, reset bool) (float64, error) {
 	return c.hll(uint32(f&1), reset)
 }
 
 // HitWorkingSet estimates the distinct destinations among the cache's hits since the
 // last reset, the same way.
-func (c *Cache) HitWorkingSet(f Family, reset bool) (float64, error) {
+func (c *Cache) HitWorkingSet(f dcache.Family, reset bool) (float64, error) {
 	return c.hll(uint32(f&1)+2, reset)
 }
 
@@ -350,9 +295,9 @@ func dcHash32(x uint32) uint32 {
 func (c *Cache) cached(a netip.Addr, gen uint32) (fresh, stale int, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	f := IPv4
+	f := dcache.IPv4
 	if a.Is6() {
-		f = IPv6
+		f = dcache.IPv6
 	}
 	inner := c.inner[f]
 	if inner == nil {
@@ -371,7 +316,7 @@ func (c *Cache) cached(a netip.Addr, gen uint32) (fresh, stale int, err error) {
 	// address; dc_hash6 of the IPv6 address's four words as they lie in memory).
 	var h uint32
 	var key6 [4]uint32
-	if f == IPv4 {
+	if f == dcache.IPv4 {
 		b := a.As4()
 		h = dcHash32(binary.BigEndian.Uint32(b[:]))
 	} else {
@@ -385,7 +330,7 @@ func (c *Cache) cached(a netip.Addr, gen uint32) (fresh, stale int, err error) {
 	for cpu := 0; cpu < cpus; cpu++ {
 		idx := uint32(cpu)<<fam.Shift | h&fam.Mask
 		var hit, old bool
-		if f == IPv4 {
+		if f == dcache.IPv4 {
 			var s dc4Set
 			if err := inner.Lookup(&idx, &s); err != nil {
 				return 0, 0, fmt.Errorf("dataplane: read cache set %d: %w", idx, err)

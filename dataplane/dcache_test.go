@@ -3,6 +3,8 @@ package dataplane
 import (
 	"net/netip"
 	"testing"
+
+	"github.com/fibfleet/fibfleet/dcache"
 )
 
 // TestCacheAdmission fills a one-set cache (4 ways: the window and three main ways)
@@ -22,7 +24,7 @@ func TestCacheAdmission(t *testing.T) {
 	}
 	// All inside 198.51.100.0/24 (nexthop 1): one set holds whatever hashes there.
 	addr := func(i int) netip.Addr { return netip.AddrFrom4([4]byte{198, 51, 100, byte(i)}) }
-	run := func(trace []netip.Addr) CacheStats {
+	run := func(trace []netip.Addr) dcache.Stats {
 		t.Helper()
 		before, err := p.CacheStats()
 		if err != nil {
@@ -41,7 +43,7 @@ func TestCacheAdmission(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return CacheStats{Hits: after.Hits - before.Hits, Misses: after.Misses - before.Misses, Inserts: after.Inserts - before.Inserts,
+		return dcache.Stats{Hits: after.Hits - before.Hits, Misses: after.Misses - before.Misses, Inserts: after.Inserts - before.Inserts,
 			Evictions: after.Evictions - before.Evictions, Refused: after.Refused - before.Refused}
 	}
 	var live []netip.Addr

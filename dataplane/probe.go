@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/fibfleet/fibfleet/dcache"
 	"golang.org/x/sys/unix"
 )
 
@@ -176,7 +177,7 @@ func (p *Probe) SetCache(entries int) error {
 	if err := p.cache.SetAdmission(true); err != nil {
 		return err
 	}
-	return p.cache.Resize(IPv4, entries)
+	return p.cache.Resize(dcache.IPv4, entries)
 }
 
 // FlushCache bumps the cache's epoch: every entry is stale at once, nothing walked.
@@ -186,7 +187,7 @@ func (p *Probe) FlushCache() error {
 }
 
 // CacheStats reads the probe's IPv4 cache counters.
-func (p *Probe) CacheStats() (CacheStats, error) { return p.cache.Stats(IPv4) }
+func (p *Probe) CacheStats() (dcache.Stats, error) { return p.cache.Stats(dcache.IPv4) }
 
 // OnOneCPU locks the calling goroutine to its thread and the thread to the first CPU
 // it may run on, so that test runs of a program meet the same per-CPU state (the
@@ -242,17 +243,17 @@ func runProbe(prog *ebpf.Program, params *ebpf.Map, n int, name string) (time.Du
 type ProbeRunner struct {
 	run    func([]netip.Addr, []uint32) (time.Duration, error)
 	cache  *Cache
-	family Family
+	family dcache.Family
 }
 
 // Runner returns a ProbeRunner of an IPv4 cached mechanism.
 func (p *Probe) Runner(m Mechanism) *ProbeRunner {
-	return &ProbeRunner{run: func(a []netip.Addr, out []uint32) (time.Duration, error) { return p.Lookup(m, a, out) }, cache: p.cache, family: IPv4}
+	return &ProbeRunner{run: func(a []netip.Addr, out []uint32) (time.Duration, error) { return p.Lookup(m, a, out) }, cache: p.cache, family: dcache.IPv4}
 }
 
 // Runner returns a ProbeRunner of an IPv6 cached mechanism.
 func (p *Probe6) Runner(m Mechanism6) *ProbeRunner {
-	return &ProbeRunner{run: func(a []netip.Addr, out []uint32) (time.Duration, error) { return p.Lookup(m, a, out) }, cache: p.cache, family: IPv6}
+	return &ProbeRunner{run: func(a []netip.Addr, out []uint32) (time.Duration, error) { return p.Lookup(m, a, out) }, cache: p.cache, family: dcache.IPv6}
 }
 
 // Run looks the destinations up and returns the time the kernel measured.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
+	"github.com/fibfleet/fibfleet/dcache"
 )
 
 // TestForwardingCache runs frames through the forwarding program with the destination
@@ -47,17 +48,17 @@ func TestForwardingCache(t *testing.T) {
 		return 0
 	}()
 	families := []struct {
-		f     Family
+		f     dcache.Family
 		dst   netip.Addr
 		frame func() []byte
 		// route points the destination's route at nexthop id; bump tells the cache.
 		route func(id uint32)
 		bump  func()
 	}{
-		{IPv4, dst4, func() []byte { return frame(frameOpts{dst: dst4, payload: 20}) },
+		{dcache.IPv4, dst4, func() []byte { return frame(frameOpts{dst: dst4, payload: 20}) },
 			func(id uint32) { t4.Tbl24[a4>>8] = id; compressTbl24(t4) },
 			func() { t4.Gen16[a4>>16]++ }},
-		{IPv6, netip.MustParseAddr(dst6), func() []byte { return frame6(frame6Opts{dst: dst6, payload: 20}) },
+		{dcache.IPv6, netip.MustParseAddr(dst6), func() []byte { return frame6(frame6Opts{dst: dst6, payload: 20}) },
 			func(id uint32) { t6.Buckets[slot6] = id },
 			func() { t6.Gen[Gen6Region(0x20010db8)]++ }},
 	}
@@ -75,7 +76,7 @@ func TestForwardingCache(t *testing.T) {
 			}
 			// send runs n frames, checks each left through a nexthop with the given MAC
 			// (tagged with VLAN 100 for vlan), and returns the cache's counts.
-			send := func(n int, mac net.HardwareAddr, vlan bool) CacheStats {
+			send := func(n int, mac net.HardwareAddr, vlan bool) dcache.Stats {
 				t.Helper()
 				for i := 0; i < n; i++ {
 					ret, out := run(t, d, fam.frame())
@@ -91,7 +92,7 @@ func TestForwardingCache(t *testing.T) {
 				last = now
 				return s
 			}
-			want := func(what string, got CacheStats, lookups, hits, misses, stale uint64) {
+			want := func(what string, got dcache.Stats, lookups, hits, misses, stale uint64) {
 				t.Helper()
 				if got.Lookups != lookups || got.Hits != hits || got.Misses != misses || got.Stale != stale {
 					t.Fatalf("%s: %+v, want %d lookups, %d hits, %d misses, %d stale", what, got, lookups, hits, misses, stale)
@@ -198,11 +199,11 @@ func TestCacheMeasurements(t *testing.T) {
 		if err := p.SetCache(tc.cache); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := p.Cache().WorkingSet(IPv4, true); err != nil {
+		if _, err := p.Cache().WorkingSet(dcache.IPv4, true); err != nil {
 			t.Fatal(err)
 		}
 		lookup(cycle(distinct(tc.n), 3*tc.n))
-		got, err := p.Cache().WorkingSet(IPv4, true)
+		got, err := p.Cache().WorkingSet(dcache.IPv4, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -210,7 +211,7 @@ func TestCacheMeasurements(t *testing.T) {
 		if got < float64(tc.n)*(1-tc.tol) || got > float64(tc.n)*(1+tc.tol) {
 			t.Errorf("%d distinct destinations: working set %.0f, want within %.0f%%", tc.n, got, 100*tc.tol)
 		}
-		if after, _ := p.Cache().WorkingSet(IPv4, false); after != 0 {
+		if after, _ := p.Cache().WorkingSet(dcache.IPv4, false); after != 0 {
 			t.Errorf("working set after a reset: %.0f, want 0", after)
 		}
 	}
@@ -241,16 +242,16 @@ func TestCacheMeasurements(t *testing.T) {
 // TestCacheSizes refuses sizes that are not powers of two in range.
 func TestCacheSizes(t *testing.T) {
 	d := testDataplane(t)
-	for _, n := range []int{-4, 1, 2, 3, 6, 100, MaxCacheEntries * 2} {
-		if err := d.Cache().Resize(IPv4, n); err == nil {
+	for _, n := range []int{-4, 1, 2, 3, 6, 100, dcache.MaxEntries * 2} {
+		if err := d.Cache().Resize(dcache.IPv4, n); err == nil {
 			t.Errorf("a cache of %d entries was accepted", n)
 		}
 	}
-	for _, n := range []int{0, 4, 1 << 12, MaxCacheEntries} {
-		if err := d.Cache().Resize(IPv6, n); err != nil {
+	for _, n := range []int{0, 4, 1 << 12, dcache.MaxEntries} {
+		if err := d.Cache().Resize(dcache.IPv6, n); err != nil {
 			t.Errorf("a cache of %d entries: %v", n, err)
 		}
-		if got := d.Cache().Entries(IPv6); got != n {
+		if got := d.Cache().Entries(dcache.IPv6); got != n {
 			t.Errorf("resized to %d, Entries says %d", n, got)
 		}
 	}
@@ -269,7 +270,7 @@ func TestResizeUnderTraffic(t *testing.T) {
 		sizes := []int{4, 64, 0, 1024, 16, 1 << 14, 256, 0}
 		for n := 0; n < rounds; n++ {
 			for f := range 2 {
-				if err := d.Cache().Resize(Family(f), sizes[n%len(sizes)]); err != nil {
+				if err := d.Cache().Resize(dcache.Family(f), sizes[n%len(sizes)]); err != nil {
 					errc <- err
 					return
 				}

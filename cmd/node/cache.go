@@ -10,6 +10,7 @@ import (
 
 	"github.com/fibfleet/fibfleet/cache"
 	"github.com/fibfleet/fibfleet/dataplane"
+	"github.com/fibfleet/fibfleet/dcache"
 	"github.com/fibfleet/fibfleet/fib"
 )
 
@@ -99,7 +100,7 @@ func (l *cacheLoop) run(ctx context.Context) {
 	}
 }
 
-func (l *cacheLoop) regime(f dataplane.Family, r cache.Regime) *atomic.Uint64 {
+func (l *cacheLoop) regime(f dcache.Family, r cache.Regime) *atomic.Uint64 {
 	c, _ := l.regimes.LoadOrStore(f.String()+"/"+string(r), new(atomic.Uint64))
 	return c.(*atomic.Uint64)
 }
@@ -120,7 +121,7 @@ func (l *cacheLoop) calibrate(force bool) {
 		if routes[f] == 0 || !force && !(moved && time.Since(on) > recalibrateEvery) {
 			continue
 		}
-		fam := dataplane.Family(f)
+		fam := dcache.Family(f)
 		start := time.Now()
 		c, err := l.measure(fam)
 		if err != nil {
@@ -142,9 +143,9 @@ func (l *cacheLoop) calibrate(force bool) {
 
 // measure runs the calibration for one family on a probe sharing the node's FIB maps
 // (the probe has its own cache, so the forwarding cache is untouched).
-func (l *cacheLoop) measure(f dataplane.Family) (cache.Costs, error) {
-	dests := l.fib.SampleDestinations(f == dataplane.IPv6, cache.CalibrationDestinations, rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1)))
-	if f == dataplane.IPv6 {
+func (l *cacheLoop) measure(f dcache.Family) (cache.Costs, error) {
+	dests := l.fib.SampleDestinations(f == dcache.IPv6, cache.CalibrationDestinations, rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1)))
+	if f == dcache.IPv6 {
 		p, err := dataplane.NewFIBProbe6(l.dp, cache.CalibrationTrace)
 		if err != nil {
 			return cache.Costs{}, err
@@ -195,7 +196,7 @@ type cacheFamily struct {
 	Costs      cache.Costs `json:"costs_ns"`
 	Calibrated bool        `json:"calibrated"`
 	// Totals since the program loaded.
-	Totals dataplane.CacheStats `json:"totals"`
+	Totals dcache.Stats `json:"totals"`
 }
 
 type cacheStatus struct {
@@ -211,7 +212,7 @@ func (l *cacheLoop) status() cacheStatus {
 		f := r.Family
 		tot, _ := l.dp.Cache().Stats(f)
 		n := l.dp.Cache().Entries(f)
-		c := cacheFamily{Family: f.String(), Mode: string(l.sizer.Policy().Mode), Entries: n, BytesPerCPU: n / 4 * dataplane.CacheSetBytes[f],
+		c := cacheFamily{Family: f.String(), Mode: string(l.sizer.Policy().Mode), Entries: n, BytesPerCPU: n / 4 * dcache.SetBytes[f],
 			Lookups: r.Interval.Lookups, GhostHits: r.Interval.GhostHits, WorkingSet: r.WorkingSet, HitWorkingSet: r.HitWorkingSet,
 			Regime: string(r.Decision.Regime), Reason: r.Decision.Reason, Costs: costs[f], Calibrated: ok[f], Totals: tot}
 		if r.Interval.Lookups > 0 {

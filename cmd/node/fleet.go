@@ -17,6 +17,7 @@ import (
 	"github.com/fibfleet/fibfleet/cache"
 	"github.com/fibfleet/fibfleet/cluster"
 	"github.com/fibfleet/fibfleet/dataplane"
+	"github.com/fibfleet/fibfleet/dcache"
 	"github.com/fibfleet/fibfleet/fib"
 	"github.com/fibfleet/fibfleet/internal/nodeapi"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -59,7 +60,7 @@ type nodeApplier struct {
 func (a nodeApplier) ApplyEpoch(e uint32) error        { return a.dp.Cache().SetEpoch(e) }
 func (a nodeApplier) ApplyPolicy(p cache.Policy) error { return a.cache.applyPolicy(p) }
 func (a nodeApplier) Report(s *cluster.Applied) {
-	s.Entries = [2]int{a.dp.Cache().Entries(dataplane.IPv4), a.dp.Cache().Entries(dataplane.IPv6)}
+	s.Entries = [2]int{a.dp.Cache().Entries(dcache.IPv4), a.dp.Cache().Entries(dcache.IPv6)}
 	s.Digests[0], s.Digests[1] = a.table.Digests()
 	s.Prefixes[0], s.Prefixes[1] = a.table.PrefixDigests()
 	st := a.table.Stats()

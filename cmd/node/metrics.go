@@ -8,6 +8,7 @@ import (
 	"github.com/fibfleet/fibfleet/cache"
 	"github.com/fibfleet/fibfleet/cluster"
 	"github.com/fibfleet/fibfleet/dataplane"
+	"github.com/fibfleet/fibfleet/dcache"
 	"github.com/fibfleet/fibfleet/fib"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -268,9 +269,9 @@ func (m *metrics) collectCache(ch chan<- prometheus.Metric) {
 			g(m.cacheCost, f.Costs.Hit, fam, "hit")
 			g(m.cacheCost, f.Costs.Miss, fam, "miss")
 		}
-		fi := dataplane.IPv4
-		if fam == dataplane.IPv6.String() {
-			fi = dataplane.IPv6
+		fi := dcache.IPv4
+		if fam == dcache.IPv6.String() {
+			fi = dcache.IPv6
 		}
 		c(m.cacheResizes, m.cache.resizes[fi].Load(), fam)
 		for _, r := range []cache.Regime{cache.Pays, cache.Undersized, cache.Oversized, cache.NoLocality, cache.Idle} {

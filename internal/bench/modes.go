@@ -11,6 +11,7 @@ import (
 
 	"github.com/fibfleet/fibfleet/cache"
 	"github.com/fibfleet/fibfleet/dataplane"
+	"github.com/fibfleet/fibfleet/dcache"
 	"github.com/fibfleet/fibfleet/internal/table"
 )
 
@@ -96,7 +97,7 @@ func Distinct(trace []netip.Addr) int {
 // CacheTarget is a FIB behind the destination cache, as the benchmarks drive it.
 type CacheTarget struct {
 	Name   string
-	Family dataplane.Family
+	Family dcache.Family
 	Routes []table.Route
 	Cache  *dataplane.Cache
 	// Lookup runs the production path over a trace: the cache consulted when on.
@@ -113,7 +114,7 @@ func (s *LookupSetup) CacheTargets() []CacheTarget {
 		name string
 		mech dataplane.Mechanism
 	}{{"IPv4 compiled FIB", dataplane.MechFIB4Cached}, {"IPv4 kernel backend", dataplane.MechKernelCached}, {"IPv4 LPM trie", dataplane.MechLPMCached}} {
-		out = append(out, CacheTarget{Name: m.name, Family: dataplane.IPv4, Routes: s.Routes, Cache: s.probe.Cache(),
+		out = append(out, CacheTarget{Name: m.name, Family: dcache.IPv4, Routes: s.Routes, Cache: s.probe.Cache(),
 			Lookup: func(tr []netip.Addr, o []uint32) (time.Duration, error) { return s.Lookup(m.mech, tr, o) }, Runner: s.Runner(m.mech)})
 	}
 	return out
@@ -126,7 +127,7 @@ func (s *LookupSetup6) CacheTargets() []CacheTarget {
 		name string
 		mech dataplane.Mechanism6
 	}{{"IPv6 compiled FIB", dataplane.Mech6FIBCached}, {"IPv6 LPM trie", dataplane.Mech6LPMCached}} {
-		out = append(out, CacheTarget{Name: m.name, Family: dataplane.IPv6, Routes: s.Routes, Cache: s.probe.Cache(),
+		out = append(out, CacheTarget{Name: m.name, Family: dcache.IPv6, Routes: s.Routes, Cache: s.probe.Cache(),
 			Lookup: func(tr []netip.Addr, o []uint32) (time.Duration, error) { return s.probe.Lookup(m.mech, tr, o) },
 			Runner: s.probe.Runner(m.mech)})
 	}
@@ -204,7 +205,7 @@ func MeasureMode(t CacheTarget, costs cache.Costs, p cache.Policy, trace []netip
 
 // Policies are the three modes the tables compare: off, fixed (entries of the
 // target's family) and auto within min and max.
-func Policies(f dataplane.Family, fixed, min, max int) []cache.Policy {
+func Policies(f dcache.Family, fixed, min, max int) []cache.Policy {
 	p := cache.Policy{Mode: cache.Fixed}
 	p.Entries[f] = fixed
 	return []cache.Policy{{Mode: cache.Off}, p, {Mode: cache.Auto, MinEntries: min, MaxEntries: max}}

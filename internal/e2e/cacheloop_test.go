@@ -8,6 +8,7 @@ import (
 
 	"github.com/fibfleet/fibfleet/cache"
 	"github.com/fibfleet/fibfleet/dataplane"
+	"github.com/fibfleet/fibfleet/dcache"
 	"github.com/fibfleet/fibfleet/internal/bench"
 	"github.com/fibfleet/fibfleet/internal/table"
 	"github.com/fibfleet/fibfleet/internal/testutil"
@@ -46,7 +47,7 @@ func TestCacheClosedLoop(t *testing.T) {
 	if err := sizer.Apply(cache.Policy{Mode: cache.Auto, MinEntries: 1 << 10, MaxEntries: 1 << 16}); err != nil {
 		t.Fatal(err)
 	}
-	sizer.SetCosts(dataplane.IPv4, costs)
+	sizer.SetCosts(dcache.IPv4, costs)
 
 	out := make([]uint32, interval)
 	seed := uint64(100)
@@ -62,7 +63,7 @@ func TestCacheClosedLoop(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			v4 := r[dataplane.IPv4]
+			v4 := r[dcache.IPv4]
 			t.Logf("%s %2d: %6d entries, hits %5.1f%%, ghost %5.1f%%, working set %6.0f: %s (%s)", name, i, v4.Entries,
 				100*float64(v4.Interval.Hits)/float64(v4.Interval.Lookups), 100*float64(v4.Interval.GhostHits)/float64(v4.Interval.Lookups),
 				v4.WorkingSet, v4.Decision.Regime, v4.Decision.Reason)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/fibfleet/fibfleet/dataplane"
+	"github.com/fibfleet/fibfleet/dcache"
 	"github.com/fibfleet/fibfleet/fib"
 	"github.com/fibfleet/fibfleet/internal/bench"
 	"github.com/fibfleet/fibfleet/internal/table"
@@ -41,7 +42,7 @@ func TestCacheNeverStale(t *testing.T) {
 	for i := range trace {
 		trace[i] = dsts[rng.IntN(len(dsts))]
 	}
-	same := func(stage string) dataplane.CacheStats {
+	same := func(stage string) dcache.Stats {
 		t.Helper()
 		before, err := probe.CacheStats()
 		if err != nil {
@@ -63,7 +64,7 @@ func TestCacheNeverStale(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := dataplane.CacheStats{Hits: after.Hits - before.Hits, Misses: after.Misses - before.Misses,
+		d := dcache.Stats{Hits: after.Hits - before.Hits, Misses: after.Misses - before.Misses,
 			Stale: after.Stale - before.Stale, Inserts: after.Inserts - before.Inserts, Evictions: after.Evictions - before.Evictions,
 			Refused: after.Refused - before.Refused}
 		t.Logf("%s: %+v", stage, d)

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/fibfleet/fibfleet/dataplane"
+	"github.com/fibfleet/fibfleet/dcache"
 	"github.com/fibfleet/fibfleet/deploy/k8s"
 	"github.com/fibfleet/fibfleet/internal/lab"
 	"github.com/fibfleet/fibfleet/internal/testutil"
@@ -500,7 +501,7 @@ type cacheAPI struct {
 		Costs      struct {
 			Hit, Miss, FIB float64
 		} `json:"costs_ns"`
-		Totals dataplane.CacheStats `json:"totals"`
+		Totals dcache.Stats `json:"totals"`
 	} `json:"families"`
 }
 
