@@ -65,11 +65,6 @@ type fib6probeFib6Row struct {
 	E [256]uint32
 }
 
-type fib6probeLine struct {
-	_ structs.HostLayout
-	E [16]uint32
-}
-
 type fib6probeLpmKeyV6 struct {
 	_         structs.HostLayout
 	Prefixlen uint32
@@ -91,9 +86,6 @@ type fib6probeRow struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	fib6probeMapC6Dir               = "c6_dir"
-	fib6probeMapC6Leaves            = "c6_leaves"
-	fib6probeMapC6Nodes             = "c6_nodes"
 	fib6probeMapDc4Maps             = "dc4_maps"
 	fib6probeMapDc6Maps             = "dc6_maps"
 	fib6probeMapDcCtl               = "dc_ctl"
@@ -109,9 +101,6 @@ const (
 	fib6probeMapProbe6Result        = "probe6_result"
 	fib6probeMapProbe6Trace         = "probe6_trace"
 	fib6probeMapProbeParams         = "probe_params"
-	fib6probeMapS6Dir               = "s6_dir"
-	fib6probeMapS6Nodes             = "s6_nodes"
-	fib6probeProgProbe6Compressed   = "probe6_compressed"
 	fib6probeProgProbe6Fib          = "probe6_fib"
 	fib6probeProgProbe6FibCached    = "probe6_fib_cached"
 	fib6probeProgProbe6KernelCached = "probe6_kernel_cached"
@@ -119,9 +108,7 @@ const (
 	fib6probeProgProbe6LpmCached    = "probe6_lpm_cached"
 	fib6probeProgProbe6LpmTrie      = "probe6_lpm_trie"
 	fib6probeProgProbe6Null         = "probe6_null"
-	fib6probeProgProbe6Stride       = "probe6_stride"
 	fib6probeVarFib6Log2            = "fib6_log2"
-	fib6probeVarStrides             = "strides"
 )
 
 // loadFib6probe returns the embedded CollectionSpec for fib6probe.
@@ -166,7 +153,6 @@ type fib6probeSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type fib6probeProgramSpecs struct {
-	Probe6Compressed   *ebpf.ProgramSpec `ebpf:"probe6_compressed"`
 	Probe6Fib          *ebpf.ProgramSpec `ebpf:"probe6_fib"`
 	Probe6FibCached    *ebpf.ProgramSpec `ebpf:"probe6_fib_cached"`
 	Probe6KernelCached *ebpf.ProgramSpec `ebpf:"probe6_kernel_cached"`
@@ -174,16 +160,12 @@ type fib6probeProgramSpecs struct {
 	Probe6LpmCached    *ebpf.ProgramSpec `ebpf:"probe6_lpm_cached"`
 	Probe6LpmTrie      *ebpf.ProgramSpec `ebpf:"probe6_lpm_trie"`
 	Probe6Null         *ebpf.ProgramSpec `ebpf:"probe6_null"`
-	Probe6Stride       *ebpf.ProgramSpec `ebpf:"probe6_stride"`
 }
 
 // fib6probeMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type fib6probeMapSpecs struct {
-	C6Dir        *ebpf.MapSpec `ebpf:"c6_dir"`
-	C6Leaves     *ebpf.MapSpec `ebpf:"c6_leaves"`
-	C6Nodes      *ebpf.MapSpec `ebpf:"c6_nodes"`
 	Dc4Maps      *ebpf.MapSpec `ebpf:"dc4_maps"`
 	Dc6Maps      *ebpf.MapSpec `ebpf:"dc6_maps"`
 	DcCtl        *ebpf.MapSpec `ebpf:"dc_ctl"`
@@ -199,8 +181,6 @@ type fib6probeMapSpecs struct {
 	Probe6Result *ebpf.MapSpec `ebpf:"probe6_result"`
 	Probe6Trace  *ebpf.MapSpec `ebpf:"probe6_trace"`
 	ProbeParams  *ebpf.MapSpec `ebpf:"probe_params"`
-	S6Dir        *ebpf.MapSpec `ebpf:"s6_dir"`
-	S6Nodes      *ebpf.MapSpec `ebpf:"s6_nodes"`
 }
 
 // fib6probeVariableSpecs contains global variables before they are loaded into the kernel.
@@ -208,7 +188,6 @@ type fib6probeMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type fib6probeVariableSpecs struct {
 	Fib6Log2 *ebpf.VariableSpec `ebpf:"fib6_log2"`
-	Strides  *ebpf.VariableSpec `ebpf:"strides"`
 }
 
 // fib6probeObjects contains all objects after they have been loaded into the kernel.
@@ -231,9 +210,6 @@ func (o *fib6probeObjects) Close() error {
 //
 // It can be passed to loadFib6probeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type fib6probeMaps struct {
-	C6Dir        *ebpf.Map `ebpf:"c6_dir"`
-	C6Leaves     *ebpf.Map `ebpf:"c6_leaves"`
-	C6Nodes      *ebpf.Map `ebpf:"c6_nodes"`
 	Dc4Maps      *ebpf.Map `ebpf:"dc4_maps"`
 	Dc6Maps      *ebpf.Map `ebpf:"dc6_maps"`
 	DcCtl        *ebpf.Map `ebpf:"dc_ctl"`
@@ -249,15 +225,10 @@ type fib6probeMaps struct {
 	Probe6Result *ebpf.Map `ebpf:"probe6_result"`
 	Probe6Trace  *ebpf.Map `ebpf:"probe6_trace"`
 	ProbeParams  *ebpf.Map `ebpf:"probe_params"`
-	S6Dir        *ebpf.Map `ebpf:"s6_dir"`
-	S6Nodes      *ebpf.Map `ebpf:"s6_nodes"`
 }
 
 func (m *fib6probeMaps) Close() error {
 	return _Fib6probeClose(
-		m.C6Dir,
-		m.C6Leaves,
-		m.C6Nodes,
 		m.Dc4Maps,
 		m.Dc6Maps,
 		m.DcCtl,
@@ -273,8 +244,6 @@ func (m *fib6probeMaps) Close() error {
 		m.Probe6Result,
 		m.Probe6Trace,
 		m.ProbeParams,
-		m.S6Dir,
-		m.S6Nodes,
 	)
 }
 
@@ -283,14 +252,12 @@ func (m *fib6probeMaps) Close() error {
 // It can be passed to loadFib6probeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type fib6probeVariables struct {
 	Fib6Log2 *ebpf.Variable `ebpf:"fib6_log2"`
-	Strides  *ebpf.Variable `ebpf:"strides"`
 }
 
 // fib6probePrograms contains all programs after they have been loaded into the kernel.
 //
 // It can be passed to loadFib6probeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type fib6probePrograms struct {
-	Probe6Compressed   *ebpf.Program `ebpf:"probe6_compressed"`
 	Probe6Fib          *ebpf.Program `ebpf:"probe6_fib"`
 	Probe6FibCached    *ebpf.Program `ebpf:"probe6_fib_cached"`
 	Probe6KernelCached *ebpf.Program `ebpf:"probe6_kernel_cached"`
@@ -298,12 +265,10 @@ type fib6probePrograms struct {
 	Probe6LpmCached    *ebpf.Program `ebpf:"probe6_lpm_cached"`
 	Probe6LpmTrie      *ebpf.Program `ebpf:"probe6_lpm_trie"`
 	Probe6Null         *ebpf.Program `ebpf:"probe6_null"`
-	Probe6Stride       *ebpf.Program `ebpf:"probe6_stride"`
 }
 
 func (p *fib6probePrograms) Close() error {
 	return _Fib6probeClose(
-		p.Probe6Compressed,
 		p.Probe6Fib,
 		p.Probe6FibCached,
 		p.Probe6KernelCached,
@@ -311,7 +276,6 @@ func (p *fib6probePrograms) Close() error {
 		p.Probe6LpmCached,
 		p.Probe6LpmTrie,
 		p.Probe6Null,
-		p.Probe6Stride,
 	)
 }
 

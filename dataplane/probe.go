@@ -160,7 +160,7 @@ func (p *Probe) Lookup(m Mechanism, addrs []netip.Addr, out []uint32) (time.Dura
 	}
 	prog := map[Mechanism]*ebpf.Program{MechFIB4: p.objs.ProbeFib4, MechLPMTrie: p.objs.ProbeLpmTrie, MechKernel: p.objs.ProbeKernelFib, MechTbl24: p.objs.ProbeTbl24,
 		MechFIB4Cached: p.objs.ProbeFib4Cached, MechLPMCached: p.objs.ProbeLpmCached, MechKernelCached: p.objs.ProbeKernelCached}[m]
-	total, err := runProbe(prog, p.objs.ProbeParams, len(addrs), m.String())
+	total, err := RunProbe(prog, p.objs.ProbeParams, len(addrs), m.String())
 	copy(out, p.result[:len(addrs)])
 	return total, err
 }
@@ -213,9 +213,10 @@ func OnOneCPU() func() {
 	return runtime.UnlockOSThread
 }
 
-// runProbe runs a probe program over n trace entries in chunks (probe_loop.h) and
-// returns the time the kernel measured.
-func runProbe(prog *ebpf.Program, params *ebpf.Map, n int, name string) (time.Duration, error) {
+// RunProbe runs a program built on bpf/probe_loop.h (this package's probes, and the
+// study candidates of internal/bench) over n trace entries in chunks, and returns the
+// time the kernel measured.
+func RunProbe(prog *ebpf.Program, params *ebpf.Map, n int, name string) (time.Duration, error) {
 	// One CPU for the whole run: the destination cache is per CPU, and a run that
 	// hops between CPUs would find a cold cache on each.
 	defer OnOneCPU()()

@@ -6,7 +6,6 @@ import (
 	"math/bits"
 	"net/netip"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -19,10 +18,6 @@ const (
 	// Mech6Kernel is bpf_fib_lookup(AF_INET6) on the calling thread's network
 	// namespace (answers: egress ifindex, 0 when there is no route).
 	Mech6Kernel Mechanism6 = iota
-	// Mech6Stride is the stride-trie candidate: 1 KiB nodes of 256 entries.
-	Mech6Stride
-	// Mech6Compressed is the Poptrie-style candidate: bitmaps, popcount, leaves.
-	Mech6Compressed
 	// Mech6LPMTrie is a BPF LPM trie filled with LoadLPM.
 	Mech6LPMTrie
 	// Mech6Loop is the loop alone (answers: the address's first word): the floor
@@ -40,24 +35,13 @@ const (
 )
 
 func (m Mechanism6) String() string {
-	return [...]string{"bpf_fib_lookup", "stride trie", "compressed trie (Poptrie-style)", "BPF LPM trie", "loop alone (floor)", "fibfleet FIB (length hash)",
+	return [...]string{"bpf_fib_lookup", "BPF LPM trie", "loop alone (floor)", "fibfleet FIB (length hash)",
 		"fibfleet FIB + cache", "BPF LPM trie + cache", "bpf_fib_lookup + cache"}[m]
 }
 
-// V6Node marks an IPv6 candidate entry that points at a node; others are leaf values.
-const V6Node = 0x40000000
-
-// V6Image is an IPv6 FIB candidate: Strides (the first level's bits, then each node
-// level's; they sum to 64), Dir (2^Strides[0] entries), Nodes (u32s: 2^stride per
-// stride-trie node, 8 per 64 positions of a compressed node) and, for the compressed
-// trie, Leaves.
-type V6Image struct {
-	Strides            []int
-	Dir, Nodes, Leaves []uint32
-}
-
 // Probe6 runs IPv6 lookups over a trace inside BPF (bpf_loop in BPF_PROG_TEST_RUN),
-// to compare IPv6 FIB structures, each timed the same way, loop included.
+// each mechanism timed the same way, loop included: for differential tests, per-lookup
+// benchmarks and the cache's cost calibration.
 type Probe6 struct {
 	objs          fib6probeObjects
 	cache         *Cache
@@ -65,15 +49,14 @@ type Probe6 struct {
 	mmaps         [][]byte
 }
 
-// NewProbe6 loads the probe for up to capacity addresses per Lookup with the stride
-// and compressed images in its maps (their first level: len(Dir) = 2^16 or 2^24) and,
-// for Mech6FIB, d's IPv6 FIB maps (d may be nil: then Mech6FIB finds no route).
-func NewProbe6(capacity int, stride, compressed V6Image, d *Dataplane) (*Probe6, error) {
+// NewProbe6 loads the probe for up to capacity addresses per Lookup on d's IPv6 FIB
+// maps (d may be nil: then Mech6FIB finds no route).
+func NewProbe6(d *Dataplane, capacity int) (*Probe6, error) {
 	var fibMaps map[string]*ebpf.Map
 	if d != nil {
 		fibMaps = map[string]*ebpf.Map{"fib6_dir": d.objs.Fib6Dir, "fib6_table": d.objs.Fib6Table, "fib6_long": d.objs.Fib6Long, "fib6_gen": d.objs.Fib6Gen}
 	}
-	return newProbe6(capacity, stride, compressed, fibMaps)
+	return newProbe6(capacity, fibMaps)
 }
 
 // NewPinnedProbe6 loads the probe (Mech6FIB only) on the IPv6 FIB maps a running node
@@ -92,30 +75,12 @@ func NewPinnedProbe6(bpffs, node string, capacity int) (*Probe6, error) {
 		}
 		maps[name] = m
 	}
-	return newProbe6(capacity, noImage, noImage, maps)
+	return newProbe6(capacity, maps)
 }
 
-func newProbe6(capacity int, stride, compressed V6Image, fibMaps map[string]*ebpf.Map) (*Probe6, error) {
+func newProbe6(capacity int, fibMaps map[string]*ebpf.Map) (*Probe6, error) {
 	spec, err := loadFib6probe()
 	if err != nil {
-		return nil, err
-	}
-	if !slices.Equal(stride.Strides, compressed.Strides) || len(stride.Strides) > 8 {
-		return nil, fmt.Errorf("dataplane: IPv6 candidates' strides %v and %v: want the same, at most 8 levels", stride.Strides, compressed.Strides)
-	}
-	var strides [8]uint32
-	sum := 0
-	for i, st := range stride.Strides {
-		strides[i] = uint32(st)
-		sum += st
-		if st < 6 || st > 24 || i > 0 && st%8 != 0 {
-			return nil, fmt.Errorf("dataplane: IPv6 candidate stride %d: use 8, 16 or 24 bits (the first level 6 to 24)", st)
-		}
-	}
-	if sum != 64 {
-		return nil, fmt.Errorf("dataplane: IPv6 candidate strides %v sum to %d, want 64", stride.Strides, sum)
-	}
-	if err := spec.Variables["strides"].Set(strides); err != nil {
 		return nil, err
 	}
 	if t := fibMaps["fib6_table"]; t != nil {
@@ -138,41 +103,23 @@ func newProbe6(capacity int, stride, compressed V6Image, fibMaps map[string]*ebp
 	rows := func(n, per int) uint32 { return uint32(max(1, (n+per-1)/per)) }
 	spec.Maps["probe6_trace"].MaxEntries = rows(capacity, 64)
 	spec.Maps["probe6_result"].MaxEntries = rows(capacity, 256)
-	spec.Maps["s6_dir"].MaxEntries = rows(len(stride.Dir), 256)
-	spec.Maps["c6_dir"].MaxEntries = rows(len(compressed.Dir), 256)
-	spec.Maps["s6_nodes"].MaxEntries = rows(len(stride.Nodes), 256)
-	spec.Maps["c6_nodes"].MaxEntries = rows(len(compressed.Nodes), 16)
-	spec.Maps["c6_leaves"].MaxEntries = rows(len(compressed.Leaves), 256)
 	p := &Probe6{}
 	if err := spec.LoadAndAssign(&p.objs, &ebpf.CollectionOptions{MapReplacements: fibMaps}); err != nil {
 		return nil, fmt.Errorf("dataplane: load IPv6 lookup probe: %w", err)
 	}
 	o := &p.objs
 	p.cache = newCache(o.DcCtl, o.Dc4Maps, o.Dc6Maps, o.DcStats, o.DcHll)
-	fill := []struct {
+	for _, f := range []struct {
 		m   *ebpf.Map
-		src []uint32
 		dst *[]uint32
-	}{
-		{p.objs.Probe6Trace, nil, &p.trace}, {p.objs.Probe6Result, nil, &p.result},
-		{p.objs.S6Dir, stride.Dir, nil}, {p.objs.S6Nodes, stride.Nodes, nil},
-		{p.objs.C6Dir, compressed.Dir, nil}, {p.objs.C6Nodes, compressed.Nodes, nil}, {p.objs.C6Leaves, compressed.Leaves, nil},
-	}
-	for _, f := range fill {
+	}{{p.objs.Probe6Trace, &p.trace}, {p.objs.Probe6Result, &p.result}} {
 		u, b, err := mmapU32(f.m)
 		if err != nil {
 			p.Close()
 			return nil, err
 		}
 		p.mmaps = append(p.mmaps, b)
-		if len(f.src) > len(u) {
-			p.Close()
-			return nil, fmt.Errorf("dataplane: %s holds %d entries, image has %d", f.m, len(u), len(f.src))
-		}
-		copy(u, f.src)
-		if f.dst != nil {
-			*f.dst = u
-		}
+		*f.dst = u
 	}
 	return p, nil
 }
@@ -217,19 +164,9 @@ func (p *Probe6) Lookup(m Mechanism6, addrs []netip.Addr, out []uint32) (time.Du
 			p.trace[4*i+w] = binary.NativeEndian.Uint32(b[4*w:])
 		}
 	}
-	prog := map[Mechanism6]*ebpf.Program{Mech6Kernel: p.objs.Probe6KernelFib, Mech6Stride: p.objs.Probe6Stride,
-		Mech6Compressed: p.objs.Probe6Compressed, Mech6LPMTrie: p.objs.Probe6LpmTrie, Mech6Loop: p.objs.Probe6Null, Mech6FIB: p.objs.Probe6Fib,
+	prog := map[Mechanism6]*ebpf.Program{Mech6Kernel: p.objs.Probe6KernelFib, Mech6LPMTrie: p.objs.Probe6LpmTrie, Mech6Loop: p.objs.Probe6Null, Mech6FIB: p.objs.Probe6Fib,
 		Mech6FIBCached: p.objs.Probe6FibCached, Mech6LPMCached: p.objs.Probe6LpmCached, Mech6KernelCached: p.objs.Probe6KernelCached}[m]
-	total, err := runProbe(prog, p.objs.ProbeParams, len(addrs), m.String())
+	total, err := RunProbe(prog, p.objs.ProbeParams, len(addrs), m.String())
 	copy(out, p.result[:len(addrs)])
 	return total, err
 }
-
-// NewFIBProbe6 loads the probe for the production IPv6 FIB mechanisms only (Mech6FIB,
-// Mech6FIBCached, Mech6Loop) on d's maps.
-func NewFIBProbe6(d *Dataplane, capacity int) (*Probe6, error) {
-	return NewProbe6(capacity, noImage, noImage, d)
-}
-
-// noImage is an empty candidate, for probes that run only the production FIB.
-var noImage = V6Image{Strides: []int{16, 8, 8, 8, 8, 8, 8}}

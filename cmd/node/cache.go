@@ -146,7 +146,7 @@ func (l *cacheLoop) calibrate(force bool) {
 func (l *cacheLoop) measure(f dcache.Family) (cache.Costs, error) {
 	dests := l.fib.SampleDestinations(f == dcache.IPv6, cache.CalibrationDestinations, rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1)))
 	if f == dcache.IPv6 {
-		p, err := dataplane.NewFIBProbe6(l.dp, cache.CalibrationTrace)
+		p, err := dataplane.NewProbe6(l.dp, cache.CalibrationTrace)
 		if err != nil {
 			return cache.Costs{}, err
 		}

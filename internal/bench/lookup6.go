@@ -38,6 +38,7 @@ type LookupSetup6 struct {
 	dp    *dataplane.Dataplane
 	fib   *fib.FIB
 	probe *dataplane.Probe6
+	cands *candProbe
 	// value maps the FIB's nexthop ids to the candidates' values.
 	value map[uint32]uint32
 }
@@ -88,7 +89,10 @@ func NewLookupSetup6(all []table.Route, traceLen int, strides []int) (_ *LookupS
 			s.value[id] = v
 		}
 	}
-	if s.probe, err = dataplane.NewProbe6(traceLen, stride, comp, s.dp); err != nil {
+	if s.probe, err = dataplane.NewProbe6(s.dp, traceLen); err != nil {
+		return nil, err
+	}
+	if s.cands, err = newCandProbe(traceLen, stride, comp); err != nil {
 		return nil, err
 	}
 	if s.ns, err = s.lab.Netns("bench6"); err != nil {
@@ -128,6 +132,9 @@ func (s *LookupSetup6) Close() {
 	if s.probe != nil {
 		s.probe.Close()
 	}
+	if s.cands != nil {
+		s.cands.Close()
+	}
 	if s.dp != nil {
 		s.dp.Close()
 	}
@@ -136,13 +143,50 @@ func (s *LookupSetup6) Close() {
 	}
 }
 
+// Mechanism6 is an IPv6 lookup the comparison runs: one of the dataplane probe's or a
+// trie candidate of v6cand.c.
+type Mechanism6 int
+
+const (
+	Kernel6 Mechanism6 = iota
+	Stride6
+	Compressed6
+	FIB6
+	LPMTrie6
+	Loop6
+)
+
+// probeMech is each mechanism's in the dataplane's probe (the candidates have none).
+var probeMech = map[Mechanism6]dataplane.Mechanism6{Kernel6: dataplane.Mech6Kernel, FIB6: dataplane.Mech6FIB,
+	LPMTrie6: dataplane.Mech6LPMTrie, Loop6: dataplane.Mech6Loop}
+
+func (m Mechanism6) String() string {
+	switch m {
+	case Stride6:
+		return candStride.String()
+	case Compressed6:
+		return candCompressed.String()
+	}
+	return probeMech[m].String()
+}
+
 // Mechanisms6 are compared in this order; the kernel's is the baseline.
-var Mechanisms6 = []dataplane.Mechanism6{dataplane.Mech6Kernel, dataplane.Mech6Stride, dataplane.Mech6Compressed, dataplane.Mech6FIB, dataplane.Mech6LPMTrie, dataplane.Mech6Loop}
+var Mechanisms6 = []Mechanism6{Kernel6, Stride6, Compressed6, FIB6, LPMTrie6, Loop6}
+
+func (s *LookupSetup6) lookup(m Mechanism6, addrs []netip.Addr, out []uint32) (time.Duration, error) {
+	switch m {
+	case Stride6:
+		return s.cands.Lookup(candStride, addrs, out)
+	case Compressed6:
+		return s.cands.Lookup(candCompressed, addrs, out)
+	}
+	return s.probe.Lookup(probeMech[m], addrs, out)
+}
 
 // Result6 is the median of one IPv6 mechanism on one trace.
 type Result6 struct {
 	Trace     string
-	Mechanism dataplane.Mechanism6
+	Mechanism Mechanism6
 	Runs      []float64 // ns per lookup, in run order
 	Median    float64
 }
@@ -153,12 +197,12 @@ type Result6 struct {
 func (s *LookupSetup6) Run(traces []Trace, runs int) ([]Result6, error) {
 	var results []Result6
 	for _, tr := range traces {
-		out, per, err := interleave(s.ns, tr, runs, Mechanisms6, s.probe.Lookup)
+		out, per, err := interleave(s.ns, tr, runs, Mechanisms6, s.lookup)
 		if err != nil {
 			return nil, err
 		}
 		for i := range tr.Addrs {
-			st, c, h, l, k := out[dataplane.Mech6Stride][i], out[dataplane.Mech6Compressed][i], s.value[out[dataplane.Mech6FIB][i]], out[dataplane.Mech6LPMTrie][i], out[dataplane.Mech6Kernel][i]
+			st, c, h, l, k := out[Stride6][i], out[Compressed6][i], s.value[out[FIB6][i]], out[LPMTrie6][i], out[Kernel6][i]
 			if st != l || c != l || h != l || (l != 0) != (k != 0) {
 				return nil, fmt.Errorf("%s: %s: stride %d, compressed %d, fibfleet %d, LPM trie %d, kernel ifindex %d disagree", tr.Name, tr.Addrs[i], st, c, h, l, k)
 			}

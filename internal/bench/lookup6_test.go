@@ -4,7 +4,6 @@ import (
 	"os"
 	"testing"
 
-	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/internal/table"
 	"github.com/fibfleet/fibfleet/internal/testutil"
 )
@@ -38,7 +37,6 @@ func BenchmarkLookup6(b *testing.B) {
 	}
 }
 
-func shortName6(m dataplane.Mechanism6) string {
-	return map[dataplane.Mechanism6]string{dataplane.Mech6Kernel: "kernel", dataplane.Mech6Stride: "stride",
-		dataplane.Mech6Compressed: "compressed", dataplane.Mech6LPMTrie: "lpm", dataplane.Mech6Loop: "loop", dataplane.Mech6FIB: "fibfleet"}[m]
+func shortName6(m Mechanism6) string {
+	return map[Mechanism6]string{Kernel6: "kernel", Stride6: "stride", Compressed6: "compressed", LPMTrie6: "lpm", Loop6: "loop", FIB6: "fibfleet"}[m]
 }

@@ -34,7 +34,7 @@ type PPSSetup struct {
 	gen, rtr, sink       *lab.Netns
 	kernelDP, compiledDP *dataplane.Dataplane
 	gen0                 int
-	g                    *dataplane.Generator
+	g                    *Generator
 	sinkLink             link.Link
 }
 
@@ -119,7 +119,7 @@ func NewPPSSetup(routes []table.Route, trace []netip.Addr) (_ *PPSSetup, err err
 	if err = lab.SetGRO(s.rtr, s.lab.If("r0"), true); err != nil {
 		return nil, err
 	}
-	if s.g, err = dataplane.NewGenerator(trace, netip.MustParseAddr("10.20.0.2"), g0MAC, r0MAC); err != nil {
+	if s.g, err = NewGenerator(trace, netip.MustParseAddr("10.20.0.2"), g0MAC, r0MAC); err != nil {
 		return nil, err
 	}
 	err = s.sink.Do(func() error {

@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"slices"
 
-	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/internal/table"
 )
 
@@ -29,12 +28,6 @@ import (
 // first level then bytes (DESIGN.md's stride trie), and a 2^16 first level, a 16-bit
 // level to /32, then bytes (one level fewer for /33-/48, the bulk of the table).
 var V6Layouts = [][]int{{16, 8, 8, 8, 8, 8, 8}, {24, 8, 8, 8, 8, 8}, {16, 16, 8, 8, 8, 8}}
-
-// V6Node marks an entry that points at a node (V6_NODE in fib6_probe.c).
-const V6Node = dataplane.V6Node
-
-// V6Image is a built candidate, ready to copy into the probe's maps.
-type V6Image = dataplane.V6Image
 
 func imageBytes(im V6Image) int { return 4 * (len(im.Dir) + len(im.Nodes) + len(im.Leaves)) }
 

@@ -91,8 +91,7 @@ func TestRealTablesDifferentialV6(t *testing.T) {
 				t.Fatal(err)
 			}
 			const n = 1 << 20
-			none := dataplane.V6Image{Strides: []int{16, 8, 8, 8, 8, 8, 8}}
-			probe, err := dataplane.NewProbe6(n, none, none, dp)
+			probe, err := dataplane.NewProbe6(dp, n)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -154,7 +154,7 @@ func run6(n, runs, layout, traceLen int) error {
 	fmt.Printf("\n%d IPv6 prefixes (2026), tries with strides %v, %d lookups per trace, median of %d interleaved runs, ns per lookup (loop included)\n\n", len(s.Routes), strides, n, runs)
 	var rows []lookupRow
 	for _, r := range res {
-		rows = append(rows, lookupRow{r.Trace, r.Mechanism.String(), r.Mechanism == dataplane.Mech6Kernel, r.Median, r.Runs})
+		rows = append(rows, lookupRow{r.Trace, r.Mechanism.String(), r.Mechanism == bench.Kernel6, r.Median, r.Runs})
 	}
 	printLookupTable(rows)
 	fmt.Printf("\nfibfleet FIB: %d keys in %d buckets of 64 bytes (%.1f MiB + 512 KiB first level), %d pending, loaded in %v\n",

@@ -1,8 +1,7 @@
-package dataplane
+package bench
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -17,8 +16,6 @@ import (
 // counts what arrives at the far end.
 type Generator struct {
 	objs pktgenObjects
-	mm   []byte
-	dsts []uint32
 }
 
 // SetTrace replaces the destinations (same length as the trace it was made with).
@@ -28,17 +25,18 @@ func (g *Generator) SetTrace(trace []netip.Addr) error {
 		return err
 	}
 	if len(trace) != int(cfg.Mask)+1 {
-		return fmt.Errorf("dataplane: generator trace of %d, want %d", len(trace), cfg.Mask+1)
+		return fmt.Errorf("generator trace of %d, want %d", len(trace), cfg.Mask+1)
 	}
-	g.setTrace(trace)
-	return nil
+	return g.setTrace(trace)
 }
 
-func (g *Generator) setTrace(trace []netip.Addr) {
+func (g *Generator) setTrace(trace []netip.Addr) error {
+	dsts := make([]uint32, len(trace))
 	for i, a := range trace {
 		x := a.As4()
-		g.dsts[i] = binary.NativeEndian.Uint32(x[:])
+		dsts[i] = binary.NativeEndian.Uint32(x[:])
 	}
+	return writeU32(g.objs.PktgenDsts, dsts)
 }
 
 // xdpMD is the kernel's struct xdp_md, the context of an XDP test run.
@@ -51,19 +49,16 @@ type xdpMD struct {
 func NewGenerator(trace []netip.Addr, src netip.Addr, srcMAC, dstMAC net.HardwareAddr) (*Generator, error) {
 	n := len(trace)
 	if n == 0 || n&(n-1) != 0 || n > 1<<20 {
-		return nil, fmt.Errorf("dataplane: generator trace of %d: use a power of two up to 2^20", n)
+		return nil, fmt.Errorf("generator trace of %d: use a power of two up to 2^20", n)
 	}
 	g := &Generator{}
 	if err := loadPktgenObjects(&g.objs, nil); err != nil {
-		return nil, fmt.Errorf("dataplane: load generator: %w", err)
+		return nil, fmt.Errorf("load generator: %w", err)
 	}
-	u, b, err := mmapU32(g.objs.PktgenDsts)
-	if err != nil {
+	if err := g.setTrace(trace); err != nil {
 		g.objs.Close()
 		return nil, err
 	}
-	g.mm, g.dsts = b, u
-	g.setTrace(trace)
 	cfg := pktgenPktgenCfg{Mask: uint32(n - 1)}
 	copy(cfg.Dmac[:], dstMAC)
 	copy(cfg.Smac[:], srcMAC)
@@ -78,7 +73,7 @@ func NewGenerator(trace []netip.Addr, src netip.Addr, srcMAC, dstMAC net.Hardwar
 
 // Close frees the generator.
 func (g *Generator) Close() error {
-	return errors.Join(unix.Munmap(g.mm), g.objs.Close())
+	return g.objs.Close()
 }
 
 // Sink is the program to attach where the frames should end up.
@@ -109,7 +104,7 @@ func (g *Generator) Send(ifindex, n int) (time.Duration, error) {
 		Context: xdpMD{DataEnd: 64, IngressIfindex: uint32(ifindex)}, // data_end must be the frame size
 	})
 	if err != nil {
-		return 0, fmt.Errorf("dataplane: generator run: %w", err)
+		return 0, fmt.Errorf("generator run: %w", err)
 	}
 	return time.Since(start), nil
 }
