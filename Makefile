@@ -57,10 +57,10 @@ test: deps
 kernels: deps
 	$(GO) test -count=1 -v -run TestKernelMatrix ./internal/kernels
 
-# lab builds a whole fleet on this machine (ctl lab up) and leaves it running: look at
-# it with bin/ctl status / top / lookup, remove it with bin/ctl lab down.
+# lab builds a whole fleet on this machine (bin/lab up) and leaves it running: look at
+# it with bin/ctl status / top / lookup, remove it with bin/lab down.
 lab: deps build
-	bin/ctl lab up $(LAB_FLAGS)
+	bin/lab up $(LAB_FLAGS)
 
 # demo builds the walking-skeleton lab and forwards UDP through the node until Ctrl-C.
 demo: deps

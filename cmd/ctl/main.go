@@ -1,7 +1,7 @@
 // Command ctl tunes and watches a fibfleet fleet from one place: the fleet's state
 // (status, top), its destination cache policy and flushes (cache), where a destination
-// goes on every node (lookup), and a whole fleet on one machine (lab). It talks to the
-// fleet's etcd and to the nodes' APIs; it never touches a node's BPF maps.
+// goes on every node (lookup). It talks to the fleet's etcd and to the nodes' APIs; it
+// never touches a node's BPF maps. (A whole fleet on one machine is cmd/lab's.)
 //
 // Exit status: 0 done, 1 the command failed (etcd unreachable, a node did not apply a
 // flush in time, ...), 2 the command line is wrong (nothing was changed).

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -37,15 +38,15 @@ type globals struct {
 	out, errOut io.Writer
 }
 
-// defaultEtcd is FIBFLEET_ETCD, else the etcd of a lab running on this host (ctl lab
-// up), else where a node alone on this host keeps its embedded etcd's socket
+// defaultEtcd is FIBFLEET_ETCD, else the etcd of a lab running on this host (`lab
+// up`), else where a node alone on this host keeps its embedded etcd's socket
 // (node_name defaults to the hostname).
 func defaultEtcd() []string {
 	if e := os.Getenv("FIBFLEET_ETCD"); e != "" {
 		return strings.Split(e, ",")
 	}
-	if st, err := readLabState(defaultLabDir); err == nil && alive(st.PID) && st.Etcd != "" {
-		return []string{st.Etcd}
+	if e := labEtcd(); e != "" {
+		return []string{e}
 	}
 	host, _ := os.Hostname()
 	return []string{"unix://" + filepath.Join("/var/lib/fibfleet", host, "etcd", "etcd.sock")}
@@ -102,8 +103,23 @@ compare-and-swap) and reads the nodes' APIs (their addresses are registered in e
 	f.StringVar(&g.apiKey, "api-key", "", "client key file for the nodes' APIs")
 	f.StringVarP(&g.output, "output", "o", "table", "output format: table, json or yaml")
 	f.DurationVar(&g.timeout, "timeout", 10*time.Second, "time limit of the command (waits included)")
-	root.AddCommand(newStatus(g), newCache(g), newLookup(g), newTop(g), newLab(g))
+	root.AddCommand(newStatus(g), newCache(g), newLookup(g), newTop(g))
 	return root
+}
+
+// labEtcd is the etcd of a lab running on this host: the lab (cmd/lab) reports it in
+// state.json in its directory, FIBFLEET_LAB_DIR or /run/fibfleet-lab-up, with its
+// process, which must be alive.
+func labEtcd() string {
+	b, err := os.ReadFile(filepath.Join(cmp.Or(os.Getenv("FIBFLEET_LAB_DIR"), "/run/fibfleet-lab-up"), "state.json"))
+	var st struct {
+		PID  int    `json:"pid"`
+		Etcd string `json:"etcd"`
+	}
+	if err != nil || json.Unmarshal(b, &st) != nil || st.PID <= 0 || syscall.Kill(st.PID, 0) != nil {
+		return ""
+	}
+	return st.Etcd
 }
 
 // exactArgs is cobra.ExactArgs as a usage error.

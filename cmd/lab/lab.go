@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,8 +26,9 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// defaultLabDir holds a running lab's state, logs, sockets and data: one lab per host.
-const defaultLabDir = "/run/fibfleet-ctl-lab"
+// labDir holds a running lab's state, logs, sockets and data: one lab per host.
+// FIBFLEET_LAB_DIR moves it (ctl reads the same variable to find the lab's etcd).
+func labDir() string { return cmp.Or(os.Getenv("FIBFLEET_LAB_DIR"), "/run/fibfleet-lab-up") }
 
 // labState is the lab process's report (state.json in the lab's directory).
 type labState struct {
@@ -36,7 +38,8 @@ type labState struct {
 	// Phase: starting, loading, ready, failed, stopping.
 	Phase string `json:"phase"`
 	Error string `json:"error,omitempty"`
-	// Etcd is the lab's etcd (for ctl's --etcd), Cluster the fleet's name.
+	// Etcd is the lab's etcd (ctl reads it: its default --etcd while the lab runs),
+	// Cluster the fleet's name.
 	Etcd    string `json:"etcd"`
 	Cluster string `json:"cluster"`
 	// Table is how many routes the feeder announces to n1; Example is an address in
@@ -61,7 +64,7 @@ type labTraffic struct {
 	Received int     `json:"received"`
 }
 
-// labOptions are `ctl lab up`'s settings, passed on to the lab process.
+// labOptions are `lab up`'s settings, passed on to the lab process.
 type labOptions struct {
 	dir        string
 	nodes      int
@@ -72,24 +75,35 @@ type labOptions struct {
 	wait       time.Duration
 }
 
-func newLab(g *globals) *cobra.Command {
+func newRoot(g *globals) *cobra.Command {
 	var dir string
 	c := &cobra.Command{
 		Use:   "lab",
-		Short: "A whole fleet on this machine, in network namespaces (as root)",
+		Short: "A whole fibfleet fleet on this machine, in network namespaces (as root)",
 		Long: `lab builds a whole fleet on this machine: router nodes (the real node binary) in network
 namespaces on a shared link, an etcd, an upstream BGP feeder announcing a real table
 bundled with fibfleet to the first node (the iBGP mesh carries it to the others), a
 source sending UDP flows (and, if asked, a flood of random destinations) through the
 fleet, and a sink counting what arrives. None of it is connected to the host's network.
-Look at it with ctl status, ctl top, ctl lookup; remove it with ctl lab down.`,
-		Example: `  sudo ctl lab up --table full --flood 0.2
-  sudo ctl lab status
-  sudo ctl lab down`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+Look at it with ctl status, ctl top, ctl lookup (ctl finds the lab's etcd); remove it
+with lab down.`,
+		Example: `  sudo lab up --table full --flood 0.2
+  sudo lab status
+  sudo lab down`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          noArgs,
+		RunE:          func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			if g.output != "table" && g.output != "json" {
+				return usagef("-o %q: use table or json", g.output)
+			}
+			return nil
+		},
 	}
-	c.PersistentFlags().StringVar(&dir, "dir", defaultLabDir, "the lab's directory (state, logs, sockets, data)")
+	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	c.PersistentFlags().StringVar(&dir, "dir", labDir(), "the lab's directory (state, logs, sockets, data); env FIBFLEET_LAB_DIR")
+	c.PersistentFlags().StringVarP(&g.output, "output", "o", "table", "output format: table or json")
 	c.AddCommand(newLabUp(g, &dir), newLabDown(g, &dir), newLabStatus(g, &dir), newLabServe(&dir), newLabFeed())
 	return c
 }
@@ -117,13 +131,13 @@ func newLabUp(g *globals, dir *string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Build a fleet on this machine and start traffic through it",
-		Long: `up builds the lab (see ctl lab --help) and returns once every node holds the table and
+		Long: `up builds the lab (see lab --help) and returns once every node holds the table and
 traffic flows, showing progress while the table loads. It refuses to build a second lab
-while one runs. The node binary is the one beside ctl (fibfleet-node or node), else
-fibfleet-node on PATH, else it is built from the source tree ctl runs in (so
-'sudo go run ./cmd/ctl lab up' works in a fresh clone).`,
-		Example: `  sudo go run ./cmd/ctl lab up
-  sudo ctl lab up --nodes 5 --table full --rate 20000 --flood 0.3`,
+while one runs. The node binary is the one beside lab (fibfleet-node or node), else
+fibfleet-node on PATH, else it is built from the source tree lab runs in (so
+'sudo go run ./cmd/lab up' works in a fresh clone).`,
+		Example: `  sudo go run ./cmd/lab up
+  sudo lab up --nodes 5 --table full --rate 20000 --flood 0.3`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.dir = *dir
@@ -156,7 +170,7 @@ func (o *labOptions) flags(f *pflag.FlagSet) {
 	f.StringVar(&o.table, "table", "quick", "what the feeder announces: quick (about 100,000 real prefixes), full (the whole 2026 table, 1,168,945), or a number of prefixes")
 	f.Float64Var(&o.rate, "rate", 2000, "datagrams per second the source sends")
 	f.Float64Var(&o.flood, "flood", 0, "share of the datagrams sent to fresh random destinations (a flood), 0 to 1")
-	f.StringVar(&o.nodeBinary, "node-binary", "", "the node binary (default: beside ctl, on PATH, or built from the source tree)")
+	f.StringVar(&o.nodeBinary, "node-binary", "", "the node binary (default: beside lab, on PATH, or built from the source tree)")
 }
 
 // parseTable reads --table: quick, full or a count.
@@ -195,7 +209,7 @@ func labTable(spec string) ([]table.Route, error) {
 	return out, nil
 }
 
-// findNode finds the node binary: beside ctl, on PATH, or built from the source tree.
+// findNode finds the node binary: beside lab, on PATH, or built from the source tree.
 func findNode(o labOptions) (string, error) {
 	if o.nodeBinary != "" {
 		return o.nodeBinary, nil
@@ -214,7 +228,7 @@ func findNode(o labOptions) (string, error) {
 	}
 	out, err := exec.Command("go", "list", "-m").Output()
 	if err != nil || strings.TrimSpace(string(out)) != "github.com/fibfleet/fibfleet" {
-		return "", errors.New("no node binary: put fibfleet-node beside ctl or on PATH (make build writes bin/node), give --node-binary, or run ctl from the source tree")
+		return "", errors.New("no node binary: put fibfleet-node beside lab or on PATH (make build writes bin/node), give --node-binary, or run lab from the source tree")
 	}
 	dst := filepath.Join(o.dir, "fibfleet-node")
 	fmt.Fprintln(os.Stderr, "building the node binary from the source tree ...")
@@ -232,7 +246,7 @@ func isNodeBinary(p string) bool {
 
 func labUp(ctx context.Context, g *globals, o labOptions) error {
 	if st, err := readLabState(o.dir); err == nil && alive(st.PID) {
-		return fmt.Errorf("a lab is running (process %d, up since %s, in %s): remove it first with ctl lab down", st.PID, st.Started.Format(time.RFC3339), o.dir)
+		return fmt.Errorf("a lab is running (process %d, up since %s, in %s): remove it first with lab down", st.PID, st.Started.Format(time.RFC3339), o.dir)
 	}
 	// What a lab whose process died left behind goes first.
 	lab.ReapStale()
@@ -246,12 +260,12 @@ func labUp(ctx context.Context, g *globals, o labOptions) error {
 	if err != nil {
 		return err
 	}
-	// The lab process runs a copy of ctl: 'go run' removes its binary when it exits.
+	// The lab process runs a copy of lab: 'go run' removes its binary when it exits.
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	me := filepath.Join(o.dir, "ctl")
+	me := filepath.Join(o.dir, "lab")
 	if err := copyFile(self, me); err != nil {
 		return err
 	}
@@ -260,7 +274,7 @@ func labUp(ctx context.Context, g *globals, o labOptions) error {
 		return err
 	}
 	defer logf.Close()
-	args := []string{"lab", "serve", "--dir", o.dir, "--nodes", strconv.Itoa(o.nodes), "--table", o.table,
+	args := []string{"serve", "--dir", o.dir, "--nodes", strconv.Itoa(o.nodes), "--table", o.table,
 		"--rate", fmt.Sprint(o.rate), "--flood", fmt.Sprint(o.flood), "--node-binary", node}
 	proc := exec.Command(me, args...)
 	proc.Stdout, proc.Stderr = logf, logf
@@ -285,18 +299,18 @@ func labUp(ctx context.Context, g *globals, o labOptions) error {
 			case "ready":
 				return g.render(st, func(w io.Writer) { printLabReady(w, st, o.dir) })
 			case "failed":
-				return fmt.Errorf("the lab failed: %s (see %s; ctl lab down removes what is left)", st.Error, filepath.Join(o.dir, "lab.log"))
+				return fmt.Errorf("the lab failed: %s (see %s; lab down removes what is left)", st.Error, filepath.Join(o.dir, "lab.log"))
 			}
 		}
 		if !alive(pid) {
 			return fmt.Errorf("the lab process exited (see %s)", filepath.Join(o.dir, "lab.log"))
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the lab was not ready within %s (see %s; it goes on: ctl lab status, ctl lab down)", o.wait, filepath.Join(o.dir, "lab.log"))
+			return fmt.Errorf("the lab was not ready within %s (see %s; it goes on: lab status, lab down)", o.wait, filepath.Join(o.dir, "lab.log"))
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("interrupted; the lab goes on building (ctl lab status, ctl lab down)")
+			return fmt.Errorf("interrupted; the lab goes on building (lab status, lab down)")
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
@@ -318,22 +332,35 @@ func progress(st labState) string {
 }
 
 func printLabReady(w io.Writer, st labState, dir string) {
-	// How to run ctl again: as invoked, unless 'go run' built it (its binary is gone).
-	ctl := os.Args[0]
-	if self, err := os.Executable(); err == nil && strings.Contains(self, "go-build") {
-		ctl = "go run ./cmd/ctl"
-	}
+	ctl, self := commands()
 	fmt.Fprintf(w, "lab %s is up: %d nodes, each with %d routes; traffic %.0f datagrams/s", st.Prefix, len(st.Nodes), st.Table+1, st.Flows.Rate)
 	if st.Flows.Flood > 0 {
 		fmt.Fprintf(w, " (%.0f%% flood)", 100*st.Flows.Flood)
 	}
-	fmt.Fprintf(w, "\n\nLook at it (as root; %s finds the lab's etcd, %s):\n", ctl, st.Etcd)
-	for _, c := range []string{"status", "top", "lookup " + st.Example, "cache set --mode fixed --entries-v4 4096", "cache flush --wait", "lab status"} {
+	fmt.Fprintf(w, "\n\nLook at it (as root; ctl finds the lab's etcd, %s):\n", st.Etcd)
+	for _, c := range []string{"status", "top", "lookup " + st.Example, "cache set --mode fixed --entries-v4 4096", "cache flush --wait"} {
 		fmt.Fprintf(w, "  %s %s\n", ctl, c)
 	}
+	fmt.Fprintf(w, "  %s status\n", self)
 	fmt.Fprintf(w, "  nsenter --net=/run/netns/%s go tool gobgp neighbor\n", st.Nodes[0].Namespace)
 	fmt.Fprintf(w, "(auto keeps the destination cache off in front of the compiled FIB, where it does not pay: fixed shows it at work)\n")
-	fmt.Fprintf(w, "\nRemove it: %s lab down   (logs in %s)\n", ctl, dir)
+	fmt.Fprintf(w, "\nRemove it: %s down   (logs in %s)\n", self, dir)
+}
+
+// commands says how to run ctl and lab again: lab as invoked, unless 'go run' built
+// it (its binary is gone); ctl beside it, else from the source tree, else on PATH.
+func commands() (ctl, self string) {
+	exe, err := os.Executable()
+	if err == nil && strings.Contains(exe, "go-build") {
+		return "go run ./cmd/ctl", "go run ./cmd/lab"
+	}
+	ctl = "ctl"
+	if dir := filepath.Dir(os.Args[0]); dir != "." { // not found on PATH
+		if _, err := os.Stat(filepath.Join(dir, "ctl")); err == nil {
+			ctl = filepath.Join(dir, "ctl")
+		}
+	}
+	return ctl, os.Args[0]
 }
 
 func copyFile(src, dst string) error {
@@ -348,15 +375,15 @@ func newLabStatus(g *globals, dir *string) *cobra.Command {
 	return &cobra.Command{
 		Use:     "status",
 		Short:   "Whether a lab runs, its nodes, and the traffic sent and received",
-		Example: "  ctl lab status -o json",
+		Example: "  lab status -o json",
 		Args:    noArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
 			st, err := readLabState(*dir)
 			if err != nil {
-				return fmt.Errorf("no lab in %s (ctl lab up builds one)", *dir)
+				return fmt.Errorf("no lab in %s (lab up builds one)", *dir)
 			}
 			if !alive(st.PID) {
-				return fmt.Errorf("the lab's process %d is gone (ctl lab down removes what it left)", st.PID)
+				return fmt.Errorf("the lab's process %d is gone (lab down removes what it left)", st.PID)
 			}
 			return g.render(st, func(w io.Writer) {
 				fmt.Fprintln(w, progress(st))
@@ -371,7 +398,7 @@ func newLabDown(g *globals, dir *string) *cobra.Command {
 	return &cobra.Command{
 		Use:     "down",
 		Short:   "Remove the lab: namespaces, links, pins, processes, files",
-		Example: "  sudo ctl lab down",
+		Example: "  sudo lab down",
 		Args:    noArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
 			if err := needRoot(); err != nil {
@@ -468,7 +495,7 @@ func labServe(ctx context.Context, o labOptions) error {
 	fail := func(err error) error {
 		st.Phase, st.Error = "failed", err.Error()
 		save()
-		<-ctx.Done() // keep what is there for a look, until ctl lab down
+		<-ctx.Done() // keep what is there for a look, until lab down
 		return err
 	}
 	save()
@@ -488,9 +515,9 @@ func labServe(ctx context.Context, o labOptions) error {
 	if err := os.MkdirAll(fleetDir, 0o755); err != nil {
 		return fail(err)
 	}
-	self := filepath.Join(o.dir, "ctl")
+	self := filepath.Join(o.dir, "lab")
 	fl, err := lab.StartFleet(lab.FleetConfig{NodeBinary: o.nodeBinary, Dir: fleetDir, Nodes: o.nodes, Etcd: etcd.Endpoint, Cluster: st.Cluster,
-		CatchAll: true, Expected: len(routes), Feeder: []string{self, "lab", "feed", "--table", o.table}})
+		CatchAll: true, Expected: len(routes), Feeder: []string{self, "feed", "--table", o.table}})
 	if fl != nil {
 		defer func() {
 			st.Phase = "stopping"

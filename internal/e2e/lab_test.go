@@ -14,22 +14,25 @@ import (
 	"github.com/fibfleet/fibfleet/internal/testutil"
 )
 
-// TestCtlLab runs `ctl lab up` as a user would (the node binary found beside ctl): the
-// lab comes up with every node holding the feeder's table, refuses a second lab,
-// forwards the traffic generator's datagrams to the sink, answers ctl status through
-// its etcd, and `ctl lab down` leaves nothing behind: no namespaces, pins, processes or
-// files.
-func TestCtlLab(t *testing.T) {
+// TestLab runs `lab up` as a user would (the node binary found beside lab): the lab
+// comes up with every node holding the feeder's table, refuses a second lab, forwards
+// the traffic generator's datagrams to the sink, answers ctl status through its etcd
+// (which ctl finds by itself), and `lab down` leaves nothing behind: no namespaces,
+// pins, processes or files.
+func TestLab(t *testing.T) {
 	testutil.Need(t, os.Geteuid() == 0, "needs root for namespaces and XDP (CI runs as root)")
 	testutil.Need(t, testutil.Have("nsenter"), "needs nsenter (util-linux)")
-	build(t, "github.com/fibfleet/fibfleet/cmd/node", "fibfleet-node") // beside ctl
-	ctl := build(t, "github.com/fibfleet/fibfleet/cmd/ctl", "ctl")
+	build(t, "github.com/fibfleet/fibfleet/cmd/node", "fibfleet-node") // beside lab
+	bins := map[string]string{"lab": build(t, "github.com/fibfleet/fibfleet/cmd/lab", "lab"), "ctl": build(t, "github.com/fibfleet/fibfleet/cmd/ctl", "ctl")}
+	// Both find the lab's directory here: ctl its etcd, with no --etcd.
 	dir := filepath.Join(t.TempDir(), "lab")
-	run := func(args ...string) (int, string, string) {
+	t.Setenv("FIBFLEET_LAB_DIR", dir)
+	t.Setenv("FIBFLEET_ETCD", "")
+	run := func(bin string, args ...string) (int, string, string) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, ctl, args...)
+		cmd := exec.CommandContext(ctx, bins[bin], args...)
 		var out, errOut strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, &errOut
 		err := cmd.Run()
@@ -37,7 +40,7 @@ func TestCtlLab(t *testing.T) {
 		if ee, ok := err.(*exec.ExitError); ok {
 			code = ee.ExitCode()
 		} else if err != nil {
-			t.Fatalf("ctl %s: %v", strings.Join(args, " "), err)
+			t.Fatalf("%s %s: %v", bin, strings.Join(args, " "), err)
 		}
 		return code, out.String(), errOut.String()
 	}
@@ -48,17 +51,23 @@ func TestCtlLab(t *testing.T) {
 				t.Logf("--- lab.log\n%s", b)
 			}
 		}
-		run("lab", "down", "--dir", dir) // whatever happened above
+		run("lab", "down") // whatever happened above
 	})
-	code, _, errOut := run("lab", "up", "--dir", dir, "--table", "5000", "--rate", "500")
+	code, out, errOut := run("lab", "up", "--table", "5000", "--rate", "500")
 	if code != 0 {
-		t.Fatalf("ctl lab up: exit %d\n%s", code, errOut)
+		t.Fatalf("lab up: exit %d\n%s", code, errOut)
 	}
 	if !strings.Contains(errOut, "loading") || !strings.Contains(errOut, "ready") {
-		t.Errorf("ctl lab up showed no progress:\n%s", errOut)
+		t.Errorf("lab up showed no progress:\n%s", errOut)
 	}
-	if code, _, errOut := run("lab", "up", "--dir", dir); code != 1 || !strings.Contains(errOut, "a lab is running") {
-		t.Errorf("a second ctl lab up: exit %d, %s; want a refusal", code, errOut)
+	if !strings.Contains(out, "is up: 3 nodes, each with 5001 routes") || !strings.Contains(out, bins["ctl"]+" status") || !strings.Contains(out, bins["lab"]+" down") {
+		t.Errorf("lab up's report does not say what runs and how to look at it (ctl beside lab) and remove it:\n%s", out)
+	}
+	if code, _, errOut := run("lab", "up"); code != 1 || !strings.Contains(errOut, "a lab is running") {
+		t.Errorf("a second lab up: exit %d, %s; want a refusal", code, errOut)
+	}
+	if code, _, errOut := run("lab", "up", "--nodes", "1"); code != 2 || !strings.Contains(errOut, "--nodes 1: use 2 to 50") {
+		t.Errorf("lab up --nodes 1: exit %d, %s; want a usage error", code, errOut)
 	}
 	var st struct {
 		Prefix, Phase, Etcd, Cluster string
@@ -70,7 +79,7 @@ func TestCtlLab(t *testing.T) {
 		}
 	}
 	err := lab.WaitFor(context.Background(), 30*time.Second, "the sink receiving the lab's traffic", func() (bool, error) {
-		code, out, errOut := run("lab", "status", "--dir", dir, "-o", "json")
+		code, out, errOut := run("lab", "status", "-o", "json")
 		if code != 0 {
 			return false, nil
 		}
@@ -87,9 +96,9 @@ func TestCtlLab(t *testing.T) {
 	}
 	prefix = st.Prefix
 	if st.Phase != "ready" || st.Table != 5000 || len(st.Nodes) != 3 || prefix == "" {
-		t.Fatalf("ctl lab status: %+v", st)
+		t.Fatalf("lab status: %+v", st)
 	}
-	code, out, errOut := run("--etcd", st.Etcd, "--cluster", st.Cluster, "status", "-o", "json")
+	code, out, errOut = run("ctl", "--cluster", st.Cluster, "status", "-o", "json")
 	var rows []struct {
 		Node      string
 		Reachable bool
@@ -104,8 +113,8 @@ func TestCtlLab(t *testing.T) {
 		}
 	}
 
-	if code, out, errOut := run("lab", "down", "--dir", dir); code != 0 || !strings.Contains(out, "removed") {
-		t.Fatalf("ctl lab down: exit %d, %s %s", code, out, errOut)
+	if code, out, errOut := run("lab", "down"); code != 0 || !strings.Contains(out, "removed") {
+		t.Fatalf("lab down: exit %d, %s %s", code, out, errOut)
 	}
 	if b, _ := exec.Command("ip", "netns", "list").Output(); strings.Contains(string(b), prefix+"-") {
 		t.Errorf("namespaces left:\n%s", b)
