@@ -13,7 +13,7 @@
 #include "bpf_endian.h"
 #include "probe_loop.h"
 #include "fib4.h"
-#include "dcache.h"
+#include "cached.h"
 
 /* Destinations (network order) and answers, 256 per row; sized by the loader. */
 struct {
@@ -96,7 +96,7 @@ static long step_tbl24(__u32 i, void *data)
 	return 0;
 }
 
-static __always_inline __u32 lpm_answer(__be32 a)
+static __always_inline __u32 lpm_answer(__be32 a, void *arg)
 {
 	struct lpm_key_v4 key = {.prefixlen = 32, .addr = a};
 	__u32 *nh = bpf_map_lookup_elem(&probe_lpm, &key);
@@ -104,8 +104,9 @@ static __always_inline __u32 lpm_answer(__be32 a)
 	return nh ? *nh : 0;
 }
 
-static __always_inline __u32 kernel_answer(struct loop_ctx *c, __be32 a)
+static __always_inline __u32 kernel_answer(__be32 a, void *arg)
 {
+	struct loop_ctx *c = arg;
 	struct bpf_fib_lookup p = {};
 	long rc;
 
@@ -124,7 +125,7 @@ static long step_lpm(__u32 i, void *data)
 
 	if (!a)
 		return 1;
-	*res = lpm_answer(*a);
+	*res = lpm_answer(*a, 0);
 	return 0;
 }
 
@@ -135,7 +136,7 @@ static long step_kernel(__u32 i, void *data)
 
 	if (!a)
 		return 1;
-	*res = kernel_answer(data, *a);
+	*res = kernel_answer(*a, data);
 	return 0;
 }
 
@@ -150,33 +151,24 @@ static long step_kernel(__u32 i, void *data)
 
 static __always_inline long step_cached(__u32 i, void *data, int mech)
 {
-	__u32 *res, ans, a4;
+	__u32 *res, ans;
 	__be32 *a = slot(data, i, &res);
 	struct dc_miss m = {};
 	struct dc_config *c;
-	struct dc4_set *s;
+	int hit;
 
 	if (!a)
 		return 1;
 	/* The production path's steps (xdp_fwd.c forward4). */
-	a4 = bpf_ntohl(*a);
-	m.h = dc_hash32(a4);
+	m.h = dc_hash32(bpf_ntohl(*a));
 	c = dc_begin(DC_V4, m.h);
-	s = c ? dc4_set(c, &m) : 0;
-	ans = s ? dc4_find(s, a4, c, &m) : 0;
-	if (ans) {
-		*res = ans | PROBE_HIT; /* for the benchmarks' per-packet hit rates */
-		return 0;
-	}
 	if (mech == MECH_FIB4)
-		ans = fib4_lookup(*a);
+		ans = dc4_cached(c, &m, *a, fib4_answer, 0, &hit);
 	else if (mech == MECH_LPM)
-		ans = lpm_answer(*a);
+		ans = dc4_cached(c, &m, *a, lpm_answer, 0, &hit);
 	else
-		ans = kernel_answer(data, *a);
-	if (s && ans != FIB4_KERNEL)
-		dc4_put(s, a4, ans, c, &m);
-	*res = ans;
+		ans = dc4_cached(c, &m, *a, kernel_answer, data, &hit);
+	*res = hit ? ans | PROBE_HIT : ans; /* for the benchmarks' per-packet hit rates */
 	return 0;
 }
 

@@ -13,7 +13,7 @@
 #include "bpf_endian.h"
 #include "probe_loop.h"
 #include "fib6.h"
-#include "dcache.h"
+#include "cached.h"
 
 struct row {
 	__u32 e[256];
@@ -69,33 +69,44 @@ static long step_null(__u32 i, void *data)
 	return 0;
 }
 
-static long step_lpm(__u32 i, void *data)
+static __always_inline __u32 lpm6_answer(const __u32 *a, void *arg)
 {
 	struct lpm_key_v6 key = {.prefixlen = 128};
-	__u32 *res, *a = slot(data, i, &res), *v;
+	__u32 *v;
+
+	__builtin_memcpy(key.addr, a, 16);
+	v = bpf_map_lookup_elem(&probe6_lpm, &key);
+	return v ? *v : 0;
+}
+
+static __always_inline __u32 kernel6_answer(const __u32 *a, void *arg)
+{
+	struct loop_ctx *lc = arg;
+	struct bpf_fib_lookup p = {};
+
+	p.family = AF_INET6;
+	__builtin_memcpy(p.ipv6_dst, a, 16);
+	p.ifindex = lc->xdp->ingress_ifindex;
+	return bpf_fib_lookup(lc->xdp, &p, sizeof(p), BPF_FIB_LOOKUP_SKIP_NEIGH) == BPF_FIB_LKUP_RET_SUCCESS ? p.ifindex : 0;
+}
+
+static long step_lpm(__u32 i, void *data)
+{
+	__u32 *res, *a = slot(data, i, &res);
 
 	if (!a)
 		return 1;
-	__builtin_memcpy(key.addr, a, 16);
-	v = bpf_map_lookup_elem(&probe6_lpm, &key);
-	*res = v ? *v : 0;
+	*res = lpm6_answer(a, 0);
 	return 0;
 }
 
 static long step_kernel(__u32 i, void *data)
 {
-	struct loop_ctx *c = data;
-	struct bpf_fib_lookup p = {};
-	__u32 *res, *a = slot(c, i, &res);
-	long rc;
+	__u32 *res, *a = slot(data, i, &res);
 
 	if (!a)
 		return 1;
-	p.family = AF_INET6;
-	__builtin_memcpy(p.ipv6_dst, a, 16);
-	p.ifindex = c->xdp->ingress_ifindex;
-	rc = bpf_fib_lookup(c->xdp, &p, sizeof(p), BPF_FIB_LOOKUP_SKIP_NEIGH);
-	*res = rc == BPF_FIB_LKUP_RET_SUCCESS ? p.ifindex : 0;
+	*res = kernel6_answer(a, data);
 	return 0;
 }
 
@@ -121,42 +132,22 @@ int probe6_fib(struct xdp_md *ctx) { return run(ctx, step_fib6); }
 
 static __always_inline long step_cached(__u32 i, void *data, int mech)
 {
-	struct lpm_key_v6 key = {.prefixlen = 128};
-	struct loop_ctx *lc = data;
-	__u32 *res, *a = slot(lc, i, &res), ans, *v;
+	__u32 *res, *a = slot(data, i, &res), ans;
 	struct dc_miss m = {};
 	struct dc_config *c;
-	struct dc6_set *s;
-	struct dc6_key k;
+	int hit;
 
 	if (!a)
 		return 1;
-	__builtin_memcpy(k.w, a, 16);
-	m.h = dc_hash6(k.w);
+	m.h = dc_hash6(a);
 	c = dc_begin(DC_V6, m.h);
-	s = c ? dc6_set(c, &m) : 0;
-	ans = s ? dc6_find(s, &k, c, &m) : 0;
-	if (ans) {
-		*res = ans | PROBE_HIT;
-		return 0;
-	}
-	if (mech == MECH_FIB6) {
-		ans = fib6_lookup(a);
-	} else if (mech == MECH_LPM) {
-		__builtin_memcpy(key.addr, a, 16);
-		v = bpf_map_lookup_elem(&probe6_lpm, &key);
-		ans = v ? *v : 0;
-	} else {
-		struct bpf_fib_lookup p = {};
-
-		p.family = AF_INET6;
-		__builtin_memcpy(p.ipv6_dst, a, 16);
-		p.ifindex = lc->xdp->ingress_ifindex;
-		ans = bpf_fib_lookup(lc->xdp, &p, sizeof(p), BPF_FIB_LOOKUP_SKIP_NEIGH) == BPF_FIB_LKUP_RET_SUCCESS ? p.ifindex : 0;
-	}
-	if (s && ans != FIB6_KERNEL)
-		dc6_put(s, &k, ans, c, &m);
-	*res = ans;
+	if (mech == MECH_FIB6)
+		ans = dc6_cached(c, &m, a, fib6_answer, 0, &hit);
+	else if (mech == MECH_LPM)
+		ans = dc6_cached(c, &m, a, lpm6_answer, 0, &hit);
+	else
+		ans = dc6_cached(c, &m, a, kernel6_answer, data, &hit);
+	*res = hit ? ans | PROBE_HIT : ans;
 	return 0;
 }
 

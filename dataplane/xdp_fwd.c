@@ -71,7 +71,7 @@ struct vlan_hdr {
 
 #include "fib4.h"
 #include "fib6.h"
-#include "dcache.h"
+#include "cached.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -284,14 +284,9 @@ static __always_inline int forward4(struct xdp_md *ctx, struct iphdr *iph, void 
 			return rc - 1;
 		nh = kernel_nexthop(&knh, &p);
 	} else {
-		struct dc4_set *s = c ? dc4_set(c, &m) : 0;
+		int hit;
 
-		nhid = s ? dc4_find(s, bpf_ntohl(daddr), c, &m) : 0;
-		if (!nhid) {
-			nhid = fib4_lookup(daddr);
-			if (s && nhid != FIB4_KERNEL)
-				dc4_put(s, bpf_ntohl(daddr), nhid, c, &m);
-		}
+		nhid = dc4_cached(c, &m, daddr, fib4_answer, 0, &hit);
 		if (!nhid)
 			return count(STAT_PASS_NO_ROUTE, f->len, XDP_PASS);
 		if (nhid == FIB4_KERNEL)
@@ -357,16 +352,9 @@ static __always_inline int forward6(struct xdp_md *ctx, struct ipv6hdr *ip6, voi
 			return rc - 1;
 		nh = kernel_nexthop(&knh, &p);
 	} else {
-		struct dc6_set *s = c ? dc6_set(c, &m) : 0;
-		struct dc6_key k;
+		int hit;
 
-		__builtin_memcpy(k.w, ip6->daddr.s6_addr32, 16);
-		nhid = s ? dc6_find(s, &k, c, &m) : 0;
-		if (!nhid) {
-			nhid = fib6_lookup(k.w);
-			if (s && nhid != FIB6_KERNEL)
-				dc6_put(s, &k, nhid, c, &m);
-		}
+		nhid = dc6_cached(c, &m, ip6->daddr.s6_addr32, fib6_answer, 0, &hit);
 		if (!nhid)
 			return count(STAT_PASS_NO_ROUTE, f->len, XDP_PASS);
 		if (nhid == FIB6_KERNEL)
