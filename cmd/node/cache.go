@@ -12,6 +12,7 @@ import (
 	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/dcache"
 	"github.com/fibfleet/fibfleet/fib"
+	"github.com/fibfleet/fibfleet/internal/nodeapi"
 )
 
 // Calibration: rounds (the median is kept), and when the
@@ -177,42 +178,15 @@ func abs(x int) int {
 
 func round1(x float64) float64 { return float64(int64(x*10)) / 10 }
 
-// cacheFamily is the node API's view of one family's cache (GET /api/v1/cache).
-type cacheFamily struct {
-	Family  string `json:"family"`
-	Mode    string `json:"mode"`
-	Entries int    `json:"entries"`
-	// BytesPerCPU is the table's memory on each CPU.
-	BytesPerCPU int `json:"bytes_per_cpu"`
-	// The last interval: packets, hit rate, ghost hits, working set.
-	Lookups       uint64  `json:"lookups"`
-	HitRate       float64 `json:"hit_rate"`
-	GhostHits     uint64  `json:"ghost_hits"`
-	WorkingSet    float64 `json:"working_set"`
-	HitWorkingSet float64 `json:"hit_working_set"`
-	// The controller's last verdict (auto), and the cost model it used.
-	Regime     string      `json:"regime,omitempty"`
-	Reason     string      `json:"reason,omitempty"`
-	Costs      cache.Costs `json:"costs_ns"`
-	Calibrated bool        `json:"calibrated"`
-	// Totals since the program loaded.
-	Totals dcache.Stats `json:"totals"`
-}
-
-type cacheStatus struct {
-	Epoch    uint32        `json:"epoch"`
-	Families []cacheFamily `json:"families"`
-}
-
-func (l *cacheLoop) status() cacheStatus {
-	var out cacheStatus
+func (l *cacheLoop) status() nodeapi.Cache {
+	var out nodeapi.Cache
 	out.Epoch, _ = l.dp.Cache().Epoch()
 	costs, ok := l.Costs()
 	for _, r := range l.sizer.Reports() {
 		f := r.Family
 		tot, _ := l.dp.Cache().Stats(f)
 		n := l.dp.Cache().Entries(f)
-		c := cacheFamily{Family: f.String(), Mode: string(l.sizer.Policy().Mode), Entries: n, BytesPerCPU: n / 4 * dcache.SetBytes[f],
+		c := nodeapi.CacheReport{Family: f.String(), Mode: string(l.sizer.Policy().Mode), Entries: n, BytesPerCPU: n / 4 * dcache.SetBytes[f],
 			Lookups: r.Interval.Lookups, GhostHits: r.Interval.GhostHits, WorkingSet: r.WorkingSet, HitWorkingSet: r.HitWorkingSet,
 			Regime: string(r.Decision.Regime), Reason: r.Decision.Reason, Costs: costs[f], Calibrated: ok[f], Totals: tot}
 		if r.Interval.Lookups > 0 {

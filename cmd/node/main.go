@@ -31,6 +31,7 @@ import (
 	"github.com/fibfleet/fibfleet/bgp"
 	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/fib"
+	"github.com/fibfleet/fibfleet/internal/nodeapi"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -306,18 +307,6 @@ func apply(table *fib.FIB, m *metrics, changes []bgp.Change, zones *linkZones, l
 
 func roundSeconds(d time.Duration) float64 { return math.Round(d.Seconds()*1000) / 1000 }
 
-// fibStatus is the node API's view of the FIB (GET /api/v1/fib).
-type fibStatus struct {
-	Routes             int    `json:"routes"`
-	Digest             string `json:"digest"`
-	Nexthops           int    `json:"nexthops"`
-	UnresolvedNexthops int    `json:"unresolved_nexthops"`
-	Refused            uint64 `json:"refused"`
-	KernelSlots        int    `json:"kernel_slots"`
-	Groups             int    `json:"groups"`
-	GroupsUsed         int    `json:"groups_used"`
-}
-
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(v)
@@ -330,7 +319,7 @@ func httpHandler(reg *prometheus.Registry, pprofOn bool, ready *atomic.Bool, rea
 	mux.HandleFunc("GET /api/v1/cache", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, dcache.status()) })
 	mux.HandleFunc("GET /api/v1/fib", func(w http.ResponseWriter, _ *http.Request) {
 		s := table.Stats()
-		writeJSON(w, fibStatus{Routes: s.Routes, Digest: table.Digest(), Nexthops: s.Nexthops, UnresolvedNexthops: s.UnresolvedNexthops,
+		writeJSON(w, nodeapi.FIB{Routes: s.Routes, Digest: table.Digest(), Nexthops: s.Nexthops, UnresolvedNexthops: s.UnresolvedNexthops,
 			Refused: s.Refused, KernelSlots: s.KernelSlots, Groups: s.Groups, GroupsUsed: s.GroupsUsed})
 	})
 	mux.HandleFunc("GET /api/v1/lookup", func(w http.ResponseWriter, r *http.Request) {

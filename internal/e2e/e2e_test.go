@@ -21,9 +21,9 @@ import (
 	"time"
 
 	"github.com/fibfleet/fibfleet/dataplane"
-	"github.com/fibfleet/fibfleet/dcache"
 	"github.com/fibfleet/fibfleet/deploy/k8s"
 	"github.com/fibfleet/fibfleet/internal/lab"
+	"github.com/fibfleet/fibfleet/internal/nodeapi"
 	"github.com/fibfleet/fibfleet/internal/testutil"
 	"golang.org/x/sys/unix"
 )
@@ -244,10 +244,7 @@ func testSkeleton(t *testing.T, backend string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var st struct {
-			Routes int    `json:"routes"`
-			Digest string `json:"digest"`
-		}
+		var st nodeapi.FIB
 		if err := json.Unmarshal(body, &st); err != nil || st.Routes != v4+n6 || len(st.Digest) != 16 {
 			t.Fatalf("/api/v1/fib = %s (%v), want %d routes and a 16-digit digest", body, err, v4+n6)
 		}
@@ -487,24 +484,6 @@ func testSkeleton(t *testing.T, backend string) {
 	})
 }
 
-// cacheAPI is the part of GET /api/v1/cache the tests read.
-type cacheAPI struct {
-	Epoch    uint32 `json:"epoch"`
-	Families []struct {
-		Family     string  `json:"family"`
-		Mode       string  `json:"mode"`
-		Entries    int     `json:"entries"`
-		HitRate    float64 `json:"hit_rate"`
-		Regime     string  `json:"regime"`
-		Reason     string  `json:"reason"`
-		Calibrated bool    `json:"calibrated"`
-		Costs      struct {
-			Hit, Miss, FIB float64
-		} `json:"costs_ns"`
-		Totals dcache.Stats `json:"totals"`
-	} `json:"families"`
-}
-
 // testNodeCache checks the node's destination cache end to end: with the compiled FIB
 // the cost model is calibrated after the initial load, and steady traffic to a few
 // destinations makes the controller (auto, the default) turn the cache on, hits
@@ -512,13 +491,13 @@ type cacheAPI struct {
 // counts lookups.
 func testNodeCache(t *testing.T, sk *lab.Skeleton, backend string) {
 	ctx := context.Background()
-	get := func() cacheAPI {
+	get := func() nodeapi.Cache {
 		t.Helper()
 		body, err := sk.Get("/api/v1/cache")
 		if err != nil {
 			t.Fatal(err)
 		}
-		var c cacheAPI
+		var c nodeapi.Cache
 		if err := json.Unmarshal(body, &c); err != nil || len(c.Families) != 2 {
 			t.Fatalf("/api/v1/cache = %s (%v), want both families", body, err)
 		}

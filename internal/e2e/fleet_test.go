@@ -17,6 +17,7 @@ import (
 	"github.com/fibfleet/fibfleet/cluster"
 	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/internal/lab"
+	"github.com/fibfleet/fibfleet/internal/nodeapi"
 	"github.com/fibfleet/fibfleet/internal/table"
 	"github.com/fibfleet/fibfleet/internal/testutil"
 	api "github.com/osrg/gobgp/v4/api"
@@ -188,7 +189,7 @@ func TestFleet(t *testing.T) {
 			}
 			worst = append(worst, acks[len(acks)-1].After)
 			for _, n := range fl.Nodes {
-				var c struct{ Epoch uint32 }
+				var c nodeapi.Cache
 				b, err := n.Get("/api/v1/cache")
 				if err != nil || json.Unmarshal(b, &c) != nil || c.Epoch != e {
 					t.Fatalf("%s's dataplane epoch %d (%v), want %d", n.Name, c.Epoch, err, e)

@@ -1,12 +1,14 @@
 // Package nodeapi holds the JSON documents of the node's HTTP API: the node serves
-// them and ctl reads them, so both agree on one definition.
+// them, and ctl, the lab and the tests read them, so all agree on one definition.
 package nodeapi
 
 import (
 	"net/netip"
 	"time"
 
+	"github.com/fibfleet/fibfleet/cache"
 	"github.com/fibfleet/fibfleet/cluster"
+	"github.com/fibfleet/fibfleet/dcache"
 )
 
 // Status is GET /api/v1/status: one node at a glance, what `ctl status` and `ctl top`
@@ -102,6 +104,50 @@ type CacheFamily struct {
 	Stale     uint64 `json:"stale"`
 	Refused   uint64 `json:"refused"`
 	Evictions uint64 `json:"evictions"`
+}
+
+// FIB is GET /api/v1/fib: the FIB's state.
+type FIB struct {
+	Routes             int    `json:"routes"`
+	Digest             string `json:"digest"`
+	Nexthops           int    `json:"nexthops"`
+	UnresolvedNexthops int    `json:"unresolved_nexthops"`
+	// Refused routes the dataplane could not hold; KernelSlots are compiled as "pass
+	// to the kernel" for that reason.
+	Refused     uint64 `json:"refused"`
+	KernelSlots int    `json:"kernel_slots"`
+	Groups      int    `json:"groups"`
+	GroupsUsed  int    `json:"groups_used"`
+}
+
+// Cache is GET /api/v1/cache: the destination cache per family, with the
+// controller's verdicts.
+type Cache struct {
+	// Epoch is the flush epoch the dataplane runs at.
+	Epoch    uint32        `json:"epoch"`
+	Families []CacheReport `json:"families"`
+}
+
+// CacheReport is one family's destination cache, in full.
+type CacheReport struct {
+	Family  string `json:"family"`
+	Mode    string `json:"mode"`
+	Entries int    `json:"entries"`
+	// BytesPerCPU is the table's memory on each CPU.
+	BytesPerCPU int `json:"bytes_per_cpu"`
+	// The last interval: packets, hit rate, ghost hits, working set.
+	Lookups       uint64  `json:"lookups"`
+	HitRate       float64 `json:"hit_rate"`
+	GhostHits     uint64  `json:"ghost_hits"`
+	WorkingSet    float64 `json:"working_set"`
+	HitWorkingSet float64 `json:"hit_working_set"`
+	// The controller's last verdict (auto), and the cost model it used.
+	Regime     string      `json:"regime,omitempty"`
+	Reason     string      `json:"reason,omitempty"`
+	Costs      cache.Costs `json:"costs_ns"`
+	Calibrated bool        `json:"calibrated"`
+	// Totals since the program loaded.
+	Totals dcache.Stats `json:"totals"`
 }
 
 // Lookup is GET /api/v1/lookup?addr=: the route a destination matches and whether

@@ -22,6 +22,7 @@ import (
 
 	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/internal/lab"
+	"github.com/fibfleet/fibfleet/internal/nodeapi"
 )
 
 func main() {
@@ -136,13 +137,7 @@ func printCache(w io.Writer, sk *lab.Skeleton) {
 		fmt.Fprintf(w, "\tdst cache: %v\n", err)
 		return
 	}
-	var st struct {
-		Families []struct {
-			Family, Mode, Regime, Reason string
-			Entries                      int
-			HitRate                      float64 `json:"hit_rate"`
-		}
-	}
+	var st nodeapi.Cache
 	if err := json.Unmarshal(body, &st); err != nil {
 		fmt.Fprintf(w, "\tdst cache: %v\n", err)
 		return
