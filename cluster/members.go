@@ -64,12 +64,25 @@ type MembersConfig struct {
 // Member is one node as this node sees it. Dead and left members stay in the view
 // (with when they went), so a death is visible and not just an absence.
 type Member struct {
-	Name  string    `json:"name"`
-	Addr  string    `json:"addr"`
-	Meta  Meta      `json:"meta"`
-	State string    `json:"state"` // alive, dead, left
-	Since time.Time `json:"since"`
+	Name  string      `json:"name"`
+	Addr  string      `json:"addr"`
+	Meta  Meta        `json:"meta"`
+	State MemberState `json:"state"`
+	Since time.Time   `json:"since"`
 }
+
+// MemberState is a member's state in the gossip's view.
+type MemberState string
+
+const (
+	Alive MemberState = "alive"
+	// Dead: it stopped answering (a crash, a partition); Left: it said goodbye.
+	Dead MemberState = "dead"
+	Left MemberState = "left"
+)
+
+// MemberStates are every state, for counting.
+var MemberStates = []MemberState{Alive, Dead, Left}
 
 // Members runs memberlist for a node and keeps the view of the fleet.
 type Members struct {
@@ -224,21 +237,21 @@ func (m *Members) Shutdown() error { return m.ml.Shutdown() }
 // state field it passes is not kept up to date), so a leaving node tells each member
 // itself first (Leave), and a leave without that word is a death.
 
-func (m *Members) NotifyJoin(n *memberlist.Node)   { m.note(n, "alive") }
-func (m *Members) NotifyUpdate(n *memberlist.Node) { m.note(n, "alive") }
+func (m *Members) NotifyJoin(n *memberlist.Node)   { m.note(n, Alive) }
+func (m *Members) NotifyUpdate(n *memberlist.Node) { m.note(n, Alive) }
 func (m *Members) NotifyLeave(n *memberlist.Node) {
 	m.mu.Lock()
 	left := m.leaving[n.Name]
 	delete(m.leaving, n.Name)
 	m.mu.Unlock()
 	if left {
-		m.note(n, "left")
+		m.note(n, Left)
 	} else {
-		m.note(n, "dead")
+		m.note(n, Dead)
 	}
 }
 
-func (m *Members) note(n *memberlist.Node, st string) {
+func (m *Members) note(n *memberlist.Node, st MemberState) {
 	var meta Meta
 	if err := json.Unmarshal(n.Meta, &meta); err != nil && len(n.Meta) > 0 {
 		m.log.Warn("member's metadata is not fibfleet's: ignored", "member", n.Name, "err", err)
@@ -252,7 +265,7 @@ func (m *Members) note(n *memberlist.Node, st string) {
 	m.view[n.Name] = v
 	m.mu.Unlock()
 	if old == nil || old.State != st {
-		m.log.Info("member "+st, "member", n.Name, "addr", v.Addr)
+		m.log.Info("member "+string(st), "member", n.Name, "addr", v.Addr)
 	}
 	select {
 	case m.changes <- struct{}{}:

@@ -19,7 +19,7 @@ func startMember(t *testing.T, name string, key []byte, profile string) *Members
 	return m
 }
 
-func state(m *Members, name string) string {
+func state(m *Members, name string) MemberState {
 	for _, v := range m.View() {
 		if v.Name == name {
 			return v.State
@@ -43,7 +43,7 @@ func TestMembersTuned(t *testing.T) {
 		return m1.Alive() == 3 && m2.Alive() == 3 && m3.Alive() == 3
 	})
 	for _, v := range m1.View() {
-		if v.State != "alive" || v.Meta.ASN != 65000 || v.Meta.BGPAddress != "10.0.0."+v.Name[1:] || v.Meta.Version != "test" {
+		if v.State != Alive || v.Meta.ASN != 65000 || v.Meta.BGPAddress != "10.0.0."+v.Name[1:] || v.Meta.Version != "test" {
 			t.Errorf("m1 sees %+v", v)
 		}
 	}
@@ -57,7 +57,7 @@ func TestMembersTuned(t *testing.T) {
 	if err := m3.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Eventually(t, "n3 dead on n1 and n2", func() bool { return state(m1, "n3") == "dead" && state(m2, "n3") == "dead" })
+	testutil.Eventually(t, "n3 dead on n1 and n2", func() bool { return state(m1, "n3") == Dead && state(m2, "n3") == Dead })
 	if d := time.Since(crash); d > 3*time.Second {
 		t.Errorf("n3 marked dead %s after its crash, want within 3 s (tuned)", d)
 	}
@@ -66,7 +66,7 @@ func TestMembersTuned(t *testing.T) {
 	if err := m2.Leave(time.Second); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Eventually(t, "n2 left on n1", func() bool { return state(m1, "n2") == "left" })
+	testutil.Eventually(t, "n2 left on n1", func() bool { return state(m1, "n2") == Left })
 
 	stranger := startMember(t, "n4", []byte("fedcba9876543210"), ProfileTuned)
 	if _, err := stranger.Join([]string{m1.Addr()}); err == nil {

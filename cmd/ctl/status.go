@@ -19,10 +19,10 @@ type statusRow struct {
 	Registered bool `json:"registered"`
 	// Alive is what the fleet's gossip says of it (the view of most reachable nodes):
 	// alive, dead, left or unknown.
-	Alive     string `json:"alive"`
-	API       string `json:"api"`
-	Reachable bool   `json:"reachable"`
-	Error     string `json:"error,omitempty"`
+	Alive     cluster.MemberState `json:"alive"`
+	API       string              `json:"api"`
+	Reachable bool                `json:"reachable"`
+	Error     string              `json:"error,omitempty"`
 	// Sessions up (established) of all, upstreams and mesh.
 	SessionsUp    int    `json:"sessions_up"`
 	SessionsTotal int    `json:"sessions_total"`
@@ -140,7 +140,7 @@ func fleetStatus(ctx context.Context, g *globals) ([]statusRow, error) {
 	}
 	wg.Wait()
 	// Gossip's verdict on each node: the state most reachable nodes' views give it.
-	votes := map[string]map[string]int{}
+	votes := map[string]map[cluster.MemberState]int{}
 	digests := map[string]int{}
 	for _, st := range sts {
 		if st == nil {
@@ -148,7 +148,7 @@ func fleetStatus(ctx context.Context, g *globals) ([]statusRow, error) {
 		}
 		for _, m := range st.Members {
 			if votes[m.Name] == nil {
-				votes[m.Name] = map[string]int{}
+				votes[m.Name] = map[cluster.MemberState]int{}
 			}
 			votes[m.Name][m.State]++
 		}

@@ -191,7 +191,7 @@ func (f *fleet) join(ctx context.Context) {
 	for {
 		alive := map[string]bool{}
 		for _, m := range f.members.View() {
-			alive[m.Name] = m.State == "alive"
+			alive[m.Name] = m.State == cluster.Alive
 		}
 		var try []string
 		if len(alive) <= 1 {
@@ -251,7 +251,7 @@ func (f *fleet) runMesh(ctx context.Context) {
 		want := map[netip.Addr]cluster.Member{}
 		for _, m := range f.members.View() {
 			a, err := netip.ParseAddr(m.Meta.BGPAddress)
-			if m.Name == f.cfg.NodeName || err != nil || a == self || m.State != "alive" {
+			if m.Name == f.cfg.NodeName || err != nil || a == self || m.State != cluster.Alive {
 				continue
 			}
 			if m.Meta.ASN != f.cfg.BGP.ASN {
@@ -267,7 +267,7 @@ func (f *fleet) runMesh(ctx context.Context) {
 			reason := "not a live member"
 			for _, m := range f.members.View() {
 				if m.Name == node {
-					reason = "member " + m.State
+					reason = "member " + string(m.State)
 				}
 			}
 			if err := s.RemoveMeshPeer(ctx, a); err != nil {

@@ -216,12 +216,12 @@ func (m *metrics) collectFleet(ch chan<- prometheus.Metric) {
 	g(m.epochs, float64(st.NodeEpoch), "node")
 	g(m.gossipHS, float64(f.members.HealthScore()))
 	g(m.registered, b2f(reg != nil && reg.Registered()))
-	states := map[string]int{"alive": 0, "dead": 0, "left": 0}
+	states := map[cluster.MemberState]int{}
 	for _, v := range f.members.View() {
 		states[v.State]++
 	}
-	for s, n := range states {
-		g(m.members, float64(n), s)
+	for _, s := range cluster.MemberStates {
+		g(m.members, float64(states[s]), string(s))
 	}
 	mesh := map[string]int{}
 	for _, p := range m.speaker.MeshPeers() {

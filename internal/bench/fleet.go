@@ -262,7 +262,7 @@ func detectOnce(profile string, members, round int) (time.Duration, error) {
 		for _, m := range ms {
 			seen := false
 			for _, v := range m.View() {
-				seen = seen || v.Name == name && v.State == "dead"
+				seen = seen || v.Name == name && v.State == cluster.Dead
 			}
 			all = all && seen
 		}

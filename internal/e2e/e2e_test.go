@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fibfleet/fibfleet/cluster"
 	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/deploy/k8s"
 	"github.com/fibfleet/fibfleet/internal/lab"
@@ -571,21 +572,7 @@ func testNodeCache(t *testing.T, sk *lab.Skeleton, backend string) {
 // applies its config file's policy (etcd holds none) and reports what it applied,
 // digests included.
 func testEmbeddedEtcd(t *testing.T, sk *lab.Skeleton) {
-	var st struct {
-		Etcd struct {
-			Embedded, Connected bool
-			Endpoints           []string
-		}
-		Registered bool
-		Nodes      []struct{ Name string }
-		Applied    map[string]struct {
-			PolicySource string `json:"policy_source"`
-			Mode         string
-			Digests      [2]string
-			Routes       [2]int
-		}
-		Members []struct{ Name, State string }
-	}
+	var st nodeapi.Fleet
 	err := lab.WaitFor(context.Background(), 20*time.Second, "the node registered on its embedded etcd", func() (bool, error) {
 		body, err := sk.Get("/api/v1/fleet")
 		if err != nil {
@@ -606,7 +593,7 @@ func testEmbeddedEtcd(t *testing.T, sk *lab.Skeleton) {
 	if st.Nodes[0].Name != sk.NodeName || a.PolicySource != "config" || a.Mode != "auto" || len(a.Digests[0]) != 16 {
 		t.Errorf("registered %+v, applied %+v: want this node, the config's auto policy, a digest", st.Nodes, a)
 	}
-	if len(st.Members) != 1 || st.Members[0].Name != sk.NodeName || st.Members[0].State != "alive" {
+	if len(st.Members) != 1 || st.Members[0].Name != sk.NodeName || st.Members[0].State != cluster.Alive {
 		t.Errorf("members %+v: want this node alone, alive", st.Members)
 	}
 }

@@ -313,7 +313,7 @@ func testCtl(t *testing.T, fl *lab.Fleet, store *cluster.Store, sendAll func(str
 	var rows []struct {
 		Node                  string
 		Registered, Reachable bool
-		Alive                 string
+		Alive                 cluster.MemberState
 		SessionsUp            int `json:"sessions_up"`
 		Total                 int `json:"sessions_total"`
 		Routes                [2]int
@@ -332,7 +332,7 @@ func testCtl(t *testing.T, fl *lab.Fleet, store *cluster.Store, sendAll func(str
 		t.Fatalf("ctl status: %d rows, want 3: %+v", len(rows), rows)
 	}
 	for _, r := range rows {
-		if !r.Registered || !r.Reachable || r.Alive != "alive" || r.SessionsUp != sessions[r.Node] || r.Total != sessions[r.Node] ||
+		if !r.Registered || !r.Reachable || r.Alive != cluster.Alive || r.SessionsUp != sessions[r.Node] || r.Total != sessions[r.Node] ||
 			r.Routes != [2]int{4, 3} || !r.DigestAgrees || len(r.Digest) != 33 || r.CacheMode != "fixed" || r.CacheEntries != [2]int{512, 256} ||
 			r.Epoch != epoch || !r.Etcd {
 			t.Errorf("ctl status row %+v", r)

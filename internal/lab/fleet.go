@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fibfleet/fibfleet/cluster"
 	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/internal/nodeapi"
 	"github.com/fibfleet/fibfleet/internal/table"
@@ -374,7 +375,7 @@ func (f *Fleet) KillWatch(n *FleetNode, timeout time.Duration) (dead, unpeered m
 			if err != nil {
 				continue
 			}
-			if _, ok := dead[o.Name]; !ok && v.Member(n.Name) == "dead" {
+			if _, ok := dead[o.Name]; !ok && v.Member(n.Name) == cluster.Dead {
 				dead[o.Name] = time.Since(start)
 			}
 			if _, ok := unpeered[o.Name]; !ok && !v.Peered(n.MeshAddr) {
@@ -568,7 +569,7 @@ func (f *Fleet) Formed(routes4, routes6 int) (bool, []FleetView, error) {
 		views = append(views, v)
 		alive := 0
 		for _, m := range v.Members {
-			if m.State == "alive" {
+			if m.State == cluster.Alive {
 				alive++
 			}
 		}

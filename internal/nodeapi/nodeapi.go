@@ -202,7 +202,7 @@ type DigestAgreement struct {
 }
 
 // Member is a member's state in the view ("" when unknown).
-func (f Fleet) Member(name string) string {
+func (f Fleet) Member(name string) cluster.MemberState {
 	for _, m := range f.Members {
 		if m.Name == name {
 			return m.State
