@@ -20,6 +20,7 @@ import (
 	"github.com/fibfleet/fibfleet/dcache"
 	"github.com/fibfleet/fibfleet/fib"
 	"github.com/fibfleet/fibfleet/internal/nodeapi"
+	"github.com/fibfleet/fibfleet/mesh"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -41,13 +42,10 @@ type fleet struct {
 	store *cluster.Store
 	agent *cluster.Agent
 	reg   *cluster.Registration
-	// meshLog holds the mesh's last changes, for the node API.
-	meshLog []nodeapi.MeshChange
-	// resends counts routes resent to mesh peers that lacked some (the last resort);
-	// mismatches is how many mesh peers' prefixes differ from this node's now (the
-	// alarm).
-	resends    uint64
-	mismatches int
+	// mesh keeps the iBGP sessions (once the speaker is attached); watch compares
+	// the prefixes the mesh carried (the alarm and the last resort).
+	mesh  *mesh.Reconciler
+	watch *mesh.Watch
 }
 
 // nodeApplier applies the fleet's decisions to this node's dataplane and cache.
@@ -74,6 +72,7 @@ func (a nodeApplier) Report(s *cluster.Applied) {
 // policy, whether etcd answers or not.
 func startFleet(ctx context.Context, cfg Config, app cluster.Applier, log *slog.Logger) (*fleet, error) {
 	f := &fleet{cfg: cfg, log: log.With("component", "fleet"), app: app, endpoints: cfg.Cluster.Etcd.Endpoints}
+	f.watch = mesh.NewWatch(cfg.NodeName, cfg.Cluster.Mesh.ResendAfter, f.log)
 	if err := app.ApplyPolicy(cfg.Cache.Policy()); err != nil {
 		return nil, err
 	}
@@ -236,82 +235,17 @@ func (f *fleet) attach(s *bgp.Speaker, k *fib.Kernel) {
 }
 
 // runMesh keeps the iBGP mesh equal to the live members (with a mesh address) until
-// ctx ends: a member that dies or leaves is unpeered at once (its routes withdrawn), one
-// that (re)joins is peered.
+// ctx ends (package mesh).
 func (f *fleet) runMesh(ctx context.Context) {
-	f.mu.Lock()
-	s := f.speaker
-	f.mu.Unlock()
 	self, _ := netip.ParseAddr(f.cfg.Cluster.Mesh.Address)
 	if !self.IsValid() {
 		return
 	}
-	peered := map[netip.Addr]string{} // address -> node
-	reconcile := func() {
-		want := map[netip.Addr]cluster.Member{}
-		for _, m := range f.members.View() {
-			a, err := netip.ParseAddr(m.Meta.BGPAddress)
-			if m.Name == f.cfg.NodeName || err != nil || a == self || m.State != cluster.Alive {
-				continue
-			}
-			if m.Meta.ASN != f.cfg.BGP.ASN {
-				f.log.Warn("member with another AS: not peered (the mesh is iBGP)", "member", m.Name, "asn", m.Meta.ASN)
-				continue
-			}
-			want[a] = m
-		}
-		for a, node := range peered {
-			if _, ok := want[a]; ok {
-				continue
-			}
-			reason := "not a live member"
-			for _, m := range f.members.View() {
-				if m.Name == node {
-					reason = "member " + string(m.State)
-				}
-			}
-			if err := s.RemoveMeshPeer(ctx, a); err != nil {
-				f.log.Error("remove mesh peer", "peer", a, "err", err)
-				continue
-			}
-			delete(peered, a)
-			f.noteMesh(node, a, "remove", reason)
-		}
-		for a, m := range want {
-			if _, ok := peered[a]; ok {
-				continue
-			}
-			if err := s.AddMeshPeer(ctx, bgp.MeshPeer{Address: a, Port: m.Meta.BGPPort}); err != nil {
-				f.log.Error("add mesh peer", "peer", a, "member", m.Name, "err", err)
-				continue
-			}
-			peered[a] = m.Name
-			f.noteMesh(m.Name, a, "add", "member alive")
-		}
-	}
-	reconcile()
-	// A periodic pass too: a failed add is tried again.
-	tick := time.NewTicker(5 * time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-f.members.Changes():
-		case <-tick.C:
-		}
-		reconcile()
-	}
-}
-
-func (f *fleet) noteMesh(node string, peer netip.Addr, action, reason string) {
-	f.log.Info("mesh peer "+map[string]string{"add": "added", "remove": "removed"}[action], "member", node, "peer", peer, "reason", reason)
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.meshLog = append(f.meshLog, nodeapi.MeshChange{At: time.Now(), Node: node, Peer: peer.String(), Action: action, Reason: reason})
-	if len(f.meshLog) > 32 {
-		f.meshLog = f.meshLog[len(f.meshLog)-32:]
-	}
+	r := mesh.NewReconciler(mesh.Self{Name: f.cfg.NodeName, Address: self, ASN: f.cfg.BGP.ASN}, f.speaker, f.members, f.log)
+	f.mesh = r
+	f.mu.Unlock()
+	r.Run(ctx)
 }
 
 // announce originates the subnets the node announces to the mesh: the configured
@@ -421,9 +355,11 @@ func (f *fleet) status(ctx context.Context) nodeapi.Fleet {
 	st.Etcd.Endpoints, st.Etcd.Embedded = f.endpoints, f.embedded != nil
 	st.Members = f.members.View()
 	f.mu.Lock()
-	store, agent, reg, speaker := f.store, f.agent, f.reg, f.speaker
-	st.MeshLog = slices.Clone(f.meshLog)
+	store, agent, reg, speaker, m := f.store, f.agent, f.reg, f.speaker, f.mesh
 	f.mu.Unlock()
+	if m != nil {
+		st.MeshLog = m.Log()
+	}
 	if speaker != nil {
 		st.Mesh = sessions(speaker.MeshPeers())
 	}
@@ -461,56 +397,10 @@ func sessions(ps []bgp.PeerStatus) []nodeapi.Session {
 	return out
 }
 
-// The mesh's alarm and its last resort. Every node holds the same prefixes once the
-// mesh has carried them (each may select other next hops), so each node compares its
-// prefix digests with every registered node's. A difference that has stood still on
-// both sides for repairQuiet is an alarm: routes were lost on the way, which should
-// never happen (GoBGP lost them towards a mesh peer that came up while routes arrived,
-// until patch 1 of third_party/'s set). It is logged and counted
-// (fibfleet_cluster_mesh_digest_mismatches). If it lasts cluster.mesh.resend_after
-// more, the node resends its routes to that node (a soft reset out: the whole
-// Adj-RIB-Out, once), the last resort; a node that lacks routes resends what it has
-// too (little: iBGP routes are not passed on). A difference a resend does not mend (a
-// node that cannot hold some routes) is resent less and less often.
-const (
-	repairCheck = 10 * time.Second
-	repairQuiet = 30 * time.Second
-	repairFirst = 5 * time.Minute
-	repairMax   = 6 * time.Hour
-)
-
-// digestSeen is a node's prefix digests and since when this node sees them unchanged.
-type digestSeen struct {
-	value string
-	since time.Time
-}
-
-// resendState is the repair's memory of one peer: since when the alarm is up, the
-// last resend and the wait before the next.
-type resendState struct {
-	alarm time.Time
-	last  time.Time
-	wait  time.Duration
-}
-
-// mismatch says whether two nodes' prefixes differ and both have stood still for
-// repairQuiet (a node still loading moves).
-func mismatch(mine, theirs digestSeen, now time.Time) bool {
-	return mine.value != "" && theirs.value != "" && mine.value != theirs.value &&
-		now.Sub(mine.since) >= repairQuiet && now.Sub(theirs.since) >= repairQuiet
-}
-
-// needResend says whether to resend to a node whose alarm is up: it has been for
-// resendAfter, and the wait since the last resend is over.
-func needResend(r resendState, resendAfter time.Duration, now time.Time) bool {
-	return !r.alarm.IsZero() && now.Sub(r.alarm) >= resendAfter &&
-		(r.last.IsZero() || now.Sub(r.last) >= r.wait)
-}
-
+// repair runs the mesh's watch (package mesh: the alarm and the last resort) every
+// mesh.Check, once etcd and the speaker are there.
 func (f *fleet) repair(ctx context.Context) {
-	seen := map[string]digestSeen{}
-	state := map[string]resendState{}
-	tick := time.NewTicker(repairCheck)
+	tick := time.NewTicker(mesh.Check)
 	defer tick.Stop()
 	for {
 		select {
@@ -521,84 +411,8 @@ func (f *fleet) repair(ctx context.Context) {
 		f.mu.Lock()
 		store, speaker := f.store, f.speaker
 		f.mu.Unlock()
-		if store == nil || speaker == nil {
-			continue
+		if store != nil && speaker != nil {
+			f.watch.Check(ctx, store, speaker)
 		}
-		tctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		nodes, err := store.Nodes(tctx)
-		var applied map[string]cluster.Applied
-		if err == nil {
-			applied, err = store.AppliedStates(tctx)
-		}
-		cancel()
-		if err != nil {
-			continue // etcd away: nothing to compare with
-		}
-		now := time.Now()
-		for name, a := range applied {
-			v := a.Prefixes[0] + "/" + a.Prefixes[1]
-			if s, ok := seen[name]; !ok || s.value != v {
-				seen[name] = digestSeen{value: v, since: now}
-			}
-		}
-		established := map[string]bool{}
-		for _, p := range speaker.MeshPeers() {
-			established[p.Address.String()] = p.State == "established"
-		}
-		mine := seen[f.cfg.NodeName]
-		alarms := 0
-		for _, n := range nodes {
-			if n.Name == f.cfg.NodeName || !established[n.BGPAddress] {
-				continue
-			}
-			theirs, r := seen[n.Name], state[n.Name]
-			if !mismatch(mine, theirs, now) {
-				if mine.value == theirs.value {
-					if !r.alarm.IsZero() {
-						f.log.Info("this node's prefixes and a mesh peer's agree again", "member", n.Name, "alarm_for", now.Sub(r.alarm).Round(time.Second))
-					}
-					delete(state, n.Name) // agreed: a later difference starts afresh
-				}
-				continue
-			}
-			alarms++
-			if r.alarm.IsZero() {
-				r.alarm = now
-				state[n.Name] = r
-				f.log.Error("this node's prefixes and a mesh peer's have differed, unchanged, for a while: routes were lost on the way (report it with both nodes' logs)",
-					"member", n.Name, "mine", mine.value, "theirs", theirs.value, "still_for", now.Sub(latest(mine.since, theirs.since)).Round(time.Second),
-					"resend_in", f.cfg.Cluster.Mesh.ResendAfter)
-			}
-			if !needResend(r, f.cfg.Cluster.Mesh.ResendAfter, now) {
-				continue
-			}
-			addr, _ := netip.ParseAddr(n.BGPAddress)
-			f.log.Warn("resending this node's routes to a mesh peer whose prefixes still differ (soft reset out: the last resort)",
-				"member", n.Name, "peer", addr, "alarm_for", now.Sub(r.alarm).Round(time.Second))
-			if err := speaker.ResendMesh(ctx, addr); err != nil {
-				f.log.Error("resend routes to a mesh peer", "peer", addr, "err", err)
-				continue
-			}
-			if r.last.IsZero() {
-				r.wait = repairFirst
-			} else {
-				r.wait = min(2*r.wait, repairMax)
-			}
-			r.last = now
-			state[n.Name] = r
-			f.mu.Lock()
-			f.resends++
-			f.mu.Unlock()
-		}
-		f.mu.Lock()
-		f.mismatches = alarms
-		f.mu.Unlock()
 	}
-}
-
-func latest(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }

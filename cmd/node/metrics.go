@@ -203,10 +203,10 @@ func (m *metrics) collectFleet(ch chan<- prometheus.Metric) {
 	}
 	f := m.fleet
 	f.mu.Lock()
-	agent, reg, resends, mismatches := f.agent, f.reg, f.resends, f.mismatches
+	agent, reg := f.agent, f.reg
 	f.mu.Unlock()
-	ch <- prometheus.MustNewConstMetric(m.meshResends, prometheus.CounterValue, float64(resends))
-	g(m.meshAlarms, float64(mismatches))
+	ch <- prometheus.MustNewConstMetric(m.meshResends, prometheus.CounterValue, float64(f.watch.Resends()))
+	g(m.meshAlarms, float64(f.watch.Mismatches()))
 	var st cluster.AgentStatus
 	if agent != nil {
 		st = agent.Status()
