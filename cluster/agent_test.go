@@ -1,52 +1,24 @@
-package cluster
+package cluster_test
 
 import (
 	"context"
 	"fmt"
 	"path/filepath"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/fibfleet/fibfleet/cache"
+	"github.com/fibfleet/fibfleet/cluster"
+	"github.com/fibfleet/fibfleet/internal/clustertest"
 	"github.com/fibfleet/fibfleet/internal/testutil"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// recorder is an Applier that records what it was told to apply.
-type recorder struct {
-	mu       sync.Mutex
-	epochs   []uint32
-	policies []cache.Policy
-}
-
-func (r *recorder) ApplyEpoch(e uint32) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.epochs = append(r.epochs, e)
-	return nil
-}
-
-func (r *recorder) ApplyPolicy(p cache.Policy) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.policies = append(r.policies, p)
-	return nil
-}
-
-func (r *recorder) Report(a *Applied) { a.Version = "test"; a.Routes = [2]int{10, 1} }
-
-func (r *recorder) calls() ([]uint32, []cache.Policy) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.epochs), slices.Clone(r.policies)
-}
-
-func startAgent(t *testing.T, s *Store, node string, def cache.Policy) (*Agent, *recorder) {
+func startAgent(t *testing.T, s *cluster.Store, node string, def cache.Policy) (*cluster.Agent, *clustertest.Applier) {
 	t.Helper()
-	rec := &recorder{}
-	a, err := NewAgent(AgentConfig{Store: s, Node: node, Default: def, Applier: rec, ReportEvery: 100 * time.Millisecond, CheckEvery: 200 * time.Millisecond})
+	rec := &clustertest.Applier{}
+	a, err := cluster.NewAgent(cluster.AgentConfig{Store: s, Node: node, Default: def, Applier: rec, ReportEvery: 100 * time.Millisecond, CheckEvery: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,18 +34,18 @@ func startAgent(t *testing.T, s *Store, node string, def cache.Policy) (*Agent, 
 // the override goes; a flush is applied once and acknowledged; each step reported in
 // etcd with the revision of the policy applied.
 func TestAgentFollowsFleet(t *testing.T) {
-	s, _ := testStore(t)
+	s, _ := clustertest.Store(t)
 	c := ctx(t)
 	def := cache.Policy{Mode: cache.Off}
 	a, rec := startAgent(t, s, "r1", def)
-	applied := func() Applied {
+	applied := func() cluster.Applied {
 		st, err := s.AppliedStates(c)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return st["r1"]
 	}
-	expect := func(what string, p cache.Policy, src Source, rev int64) {
+	expect := func(what string, p cache.Policy, src cluster.Source, rev int64) {
 		t.Helper()
 		testutil.Eventually(t, what, func() bool {
 			st := a.Status()
@@ -82,22 +54,22 @@ func TestAgentFollowsFleet(t *testing.T) {
 				ap.Policy() == p && ap.PolicySource == string(src) && ap.PolicyRevision == rev && ap.Version == "test"
 		})
 	}
-	expect("the config's policy", def, FromConfig, 0)
+	expect("the config's policy", def, cluster.FromConfig, 0)
 
 	fleet := cache.Policy{Mode: cache.Auto, MinEntries: 1024, MaxEntries: 8192, TargetHitRate: 0.95}
-	frev, err := s.SetPolicy(c, "", fleet, NoRevision)
+	frev, err := s.SetPolicy(c, "", fleet, cluster.NoRevision)
 	if err != nil {
 		t.Fatal(err)
 	}
-	expect("the fleet's policy", fleet, FromFleet, frev)
+	expect("the fleet's policy", fleet, cluster.FromFleet, frev)
 
 	own := cache.Policy{Mode: cache.Fixed, Entries: [2]int{512, 256}}
-	orev, err := s.SetPolicy(c, "r1", own, NoRevision)
+	orev, err := s.SetPolicy(c, "r1", own, cluster.NoRevision)
 	if err != nil {
 		t.Fatal(err)
 	}
-	expect("the node's override", own, FromNode, orev)
-	if _, err := s.SetPolicy(c, "r2", cache.Policy{Mode: cache.Off}, NoRevision); err != nil {
+	expect("the node's override", own, cluster.FromNode, orev)
+	if _, err := s.SetPolicy(c, "r2", cache.Policy{Mode: cache.Off}, cluster.NoRevision); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond)
@@ -107,7 +79,7 @@ func TestAgentFollowsFleet(t *testing.T) {
 	if err := s.DeletePolicy(c, "r1", orev); err != nil {
 		t.Fatal(err)
 	}
-	expect("the fleet's policy after the override went", fleet, FromFleet, frev)
+	expect("the fleet's policy after the override went", fleet, cluster.FromFleet, frev)
 
 	e, err := s.Flush(c)
 	if err != nil {
@@ -126,11 +98,11 @@ func TestAgentFollowsFleet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acks, miss, err = s.WaitAppliedFunc(c, []string{"r1"}, func(a Applied) bool { return a.NodeEpoch >= ne })
+	acks, miss, err = s.WaitAppliedFunc(c, []string{"r1"}, func(a cluster.Applied) bool { return a.NodeEpoch >= ne })
 	if err != nil || len(acks) != 1 || len(miss) != 0 {
 		t.Fatalf("node flush %d: acknowledged by %v, missing %v (%v)", ne, acks, miss, err)
 	}
-	epochs, policies := rec.calls()
+	epochs, policies := rec.Calls()
 	if !slices.Equal(epochs, []uint32{0, 1, 2}) {
 		t.Errorf("epochs applied %v, want [0 1 2] (the fleet's 1, then 1 + the node's 1)", epochs)
 	}
@@ -148,23 +120,23 @@ func TestAgentFollowsFleet(t *testing.T) {
 // apply as before.
 func TestAgentSurvivesEtcdRestart(t *testing.T) {
 	dir := t.TempDir()
-	cfg := EmbeddedConfig{Dir: filepath.Join(dir, "data"), Name: "ffrestart", Listen: "unix://" + filepath.Join(dir, "etcd.sock")}
-	e, err := StartEmbedded(cfg)
+	cfg := cluster.EmbeddedConfig{Dir: filepath.Join(dir, "data"), Name: "ffrestart", Listen: "unix://" + filepath.Join(dir, "etcd.sock")}
+	e, err := cluster.StartEmbedded(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cli, err := NewClient(EtcdConfig{Endpoints: []string{e.Endpoint}})
+	cli, err := cluster.NewClient(cluster.EtcdConfig{Endpoints: []string{e.Endpoint}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	s, err := NewStore(cli, "lab")
+	s, err := cluster.NewStore(cli, "lab")
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := ctx(t)
 	fleet := cache.Policy{Mode: cache.Fixed, Entries: [2]int{1024, 0}}
-	if _, err := s.SetPolicy(c, "", fleet, NoRevision); err != nil {
+	if _, err := s.SetPolicy(c, "", fleet, cluster.NoRevision); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Flush(c); err != nil {
@@ -191,7 +163,7 @@ func TestAgentSurvivesEtcdRestart(t *testing.T) {
 	if st := a.Status(); st.Epoch != 1 || st.Policy != fleet {
 		t.Fatalf("without etcd the agent dropped what it applied: %+v", st)
 	}
-	e, err = StartEmbedded(cfg)
+	e, err = cluster.StartEmbedded(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +172,7 @@ func TestAgentSurvivesEtcdRestart(t *testing.T) {
 		st := a.Status()
 		return st.Connected && st.Resyncs > resyncs
 	})
-	epochs, policies := rec.calls()
+	epochs, policies := rec.Calls()
 	if !slices.Equal(epochs, []uint32{1}) || len(policies) != 2 {
 		t.Fatalf("after etcd's restart: epochs applied %v, policies %+v; want [1] and the config's then the fleet's only", epochs, policies)
 	}
@@ -213,44 +185,14 @@ func TestAgentSurvivesEtcdRestart(t *testing.T) {
 	testutil.Eventually(t, "a flush after the restart applied", func() bool { return a.Status().Epoch == 2 })
 }
 
-// TestRegistrationComesBack: a lease lost under a live node (revoked here, as an
-// expiry during a long etcd outage would) is granted again and the key put back.
-func TestRegistrationComesBack(t *testing.T) {
-	s, cli := testStore(t)
-	c := ctx(t)
-	r, err := s.Register(c, NodeInfo{Name: "r1"}, 2*time.Second, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close(c)
-	r.mu.Lock()
-	lease := r.lease
-	r.mu.Unlock()
-	if _, err := cli.Revoke(c, lease); err != nil {
-		t.Fatal(err)
-	}
-	if ns, _ := s.Nodes(c); len(ns) != 0 {
-		t.Fatalf("after the revoke: %d nodes registered", len(ns))
-	}
-	testutil.Eventually(t, "registered again", func() bool {
-		ns, err := s.Nodes(c)
-		return err == nil && len(ns) == 1 && r.Registered()
-	})
-	r.mu.Lock()
-	if r.lease == lease {
-		t.Error("registered again under the revoked lease")
-	}
-	r.mu.Unlock()
-}
-
 func TestAgentRejectsBadConfig(t *testing.T) {
-	s, _ := testStore(t)
-	for _, tc := range []AgentConfig{
-		{Store: s, Node: "r1", Default: cache.Policy{Mode: "sometimes"}, Applier: &recorder{}},
-		{Store: s, Node: "a/b", Default: cache.Policy{Mode: cache.Off}, Applier: &recorder{}},
+	s, _ := clustertest.Store(t)
+	for _, tc := range []cluster.AgentConfig{
+		{Store: s, Node: "r1", Default: cache.Policy{Mode: "sometimes"}, Applier: &clustertest.Applier{}},
+		{Store: s, Node: "a/b", Default: cache.Policy{Mode: cache.Off}, Applier: &clustertest.Applier{}},
 		{Store: s, Node: "r1", Default: cache.Policy{Mode: cache.Off}},
 	} {
-		if _, err := NewAgent(tc); err == nil {
+		if _, err := cluster.NewAgent(tc); err == nil {
 			t.Errorf("NewAgent(%s) accepted a bad config", fmt.Sprint(tc.Node, " ", tc.Default.Mode))
 		}
 	}
@@ -260,11 +202,11 @@ func TestAgentRejectsBadConfig(t *testing.T) {
 // (before etcd answered) gets no second application of it (auto's controller would
 // start over), only the fleet's when there is one.
 func TestAgentLeavesTheNodesOwnDefault(t *testing.T) {
-	s, _ := testStore(t)
+	s, _ := clustertest.Store(t)
 	c := ctx(t)
 	def := cache.Policy{Mode: cache.Auto, MinEntries: 1024, MaxEntries: 4096}
-	rec := &recorder{}
-	a, err := NewAgent(AgentConfig{Store: s, Node: "r1", Default: def, DefaultApplied: true, Applier: rec, ReportEvery: 100 * time.Millisecond})
+	rec := &clustertest.Applier{}
+	a, err := cluster.NewAgent(cluster.AgentConfig{Store: s, Node: "r1", Default: def, DefaultApplied: true, Applier: rec, ReportEvery: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,17 +216,17 @@ func TestAgentLeavesTheNodesOwnDefault(t *testing.T) {
 	defer func() { cancel(); <-done }()
 	testutil.Eventually(t, "the config's policy reported", func() bool {
 		st, err := s.AppliedStates(c)
-		return err == nil && st["r1"].PolicySource == string(FromConfig) && st["r1"].Policy() == def
+		return err == nil && st["r1"].PolicySource == string(cluster.FromConfig) && st["r1"].Policy() == def
 	})
-	if _, policies := rec.calls(); len(policies) != 0 {
+	if _, policies := rec.Calls(); len(policies) != 0 {
 		t.Fatalf("policies applied %+v, want none (the node applied its default)", policies)
 	}
 	fleet := cache.Policy{Mode: cache.Off}
-	if _, err := s.SetPolicy(c, "", fleet, NoRevision); err != nil {
+	if _, err := s.SetPolicy(c, "", fleet, cluster.NoRevision); err != nil {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, "the fleet's policy applied", func() bool {
-		_, policies := rec.calls()
+		_, policies := rec.Calls()
 		return slices.Equal(policies, []cache.Policy{fleet})
 	})
 }

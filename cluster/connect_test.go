@@ -1,4 +1,4 @@
-package cluster
+package cluster_test
 
 import (
 	"net"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/fibfleet/fibfleet/cache"
+	"github.com/fibfleet/fibfleet/cluster"
 	"github.com/fibfleet/fibfleet/internal/testcert"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 )
@@ -25,17 +26,17 @@ func TestConnectTLSAndAuth(t *testing.T) {
 	}
 	listen := "https://" + l.Addr().String()
 	l.Close()
-	e, err := StartEmbedded(EmbeddedConfig{Dir: f("data"), Name: "fftls", Listen: listen,
+	e, err := cluster.StartEmbedded(cluster.EmbeddedConfig{Dir: f("data"), Name: "fftls", Listen: listen,
 		TLS: &transport.TLSInfo{CertFile: certs.ServerCert, KeyFile: certs.ServerKey, TrustedCAFile: certs.CA, ClientCertAuth: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
 	c := ctx(t)
-	good := EtcdConfig{Endpoints: []string{e.Endpoint}, CA: certs.CA, Cert: certs.ClientCert, Key: certs.ClientKey}
+	good := cluster.EtcdConfig{Endpoints: []string{e.Endpoint}, CA: certs.CA, Cert: certs.ClientCert, Key: certs.ClientKey}
 
 	// Turn auth on: root with a password.
-	admin, err := Connect(c, good)
+	admin, err := cluster.Connect(c, good)
 	if err != nil {
 		t.Fatalf("TLS with a client certificate: %v", err)
 	}
@@ -55,16 +56,16 @@ func TestConnectTLSAndAuth(t *testing.T) {
 
 	withAuth := good
 	withAuth.Username, withAuth.PasswordFile = "root", f("password")
-	cli, err := Connect(c, withAuth)
+	cli, err := cluster.Connect(c, withAuth)
 	if err != nil {
 		t.Fatalf("TLS and auth: %v", err)
 	}
 	defer cli.Close()
-	s, err := NewStore(cli, "lab")
+	s, err := cluster.NewStore(cli, "lab")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SetPolicy(c, "", cache.Policy{Mode: cache.Off}, NoRevision); err != nil {
+	if _, err := s.SetPolicy(c, "", cache.Policy{Mode: cache.Off}, cluster.NoRevision); err != nil {
 		t.Fatalf("write with TLS and auth: %v", err)
 	}
 
@@ -73,8 +74,8 @@ func TestConnectTLSAndAuth(t *testing.T) {
 	noCert := withAuth
 	noCert.Cert, noCert.Key = "", ""
 	noAuth := good
-	for name, cfg := range map[string]EtcdConfig{"a wrong password": wrongPassword, "no client certificate": noCert, "no credentials": noAuth} {
-		cli, err := Connect(c, cfg)
+	for name, cfg := range map[string]cluster.EtcdConfig{"a wrong password": wrongPassword, "no client certificate": noCert, "no credentials": noAuth} {
+		cli, err := cluster.Connect(c, cfg)
 		if err == nil {
 			if _, err = cli.Put(c, "/fibfleet/lab/x", "y"); err == nil {
 				t.Errorf("%s: connected and wrote", name)
@@ -90,14 +91,14 @@ func TestConnectTLSAndAuth(t *testing.T) {
 
 func TestEtcdConfigValidate(t *testing.T) {
 	for _, tc := range []struct {
-		cfg  EtcdConfig
+		cfg  cluster.EtcdConfig
 		want string
 	}{
-		{EtcdConfig{}, "at least one client URL"},
-		{EtcdConfig{Endpoints: []string{"10.0.0.1:2379"}}, "starting with http://"},
-		{EtcdConfig{Endpoints: []string{"https://e:2379"}, Cert: "c.pem"}, "both a client certificate and its key"},
-		{EtcdConfig{Endpoints: []string{"http://e:2379"}, Password: "x"}, "needs a username"},
-		{EtcdConfig{Endpoints: []string{"http://e:2379"}, Username: "u", Password: "x", PasswordFile: "f"}, "not both"},
+		{cluster.EtcdConfig{}, "at least one client URL"},
+		{cluster.EtcdConfig{Endpoints: []string{"10.0.0.1:2379"}}, "starting with http://"},
+		{cluster.EtcdConfig{Endpoints: []string{"https://e:2379"}, Cert: "c.pem"}, "both a client certificate and its key"},
+		{cluster.EtcdConfig{Endpoints: []string{"http://e:2379"}, Password: "x"}, "needs a username"},
+		{cluster.EtcdConfig{Endpoints: []string{"http://e:2379"}, Username: "u", Password: "x", PasswordFile: "f"}, "not both"},
 	} {
 		if err := tc.cfg.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.cfg, err, tc.want)

@@ -1,4 +1,4 @@
-package cluster
+package cluster_test
 
 import (
 	"context"
@@ -9,29 +9,10 @@ import (
 	"time"
 
 	"github.com/fibfleet/fibfleet/cache"
-	clientv3 "go.etcd.io/etcd/client/v3"
+	"github.com/fibfleet/fibfleet/cluster"
+	"github.com/fibfleet/fibfleet/internal/clustertest"
+	"github.com/fibfleet/fibfleet/internal/testutil"
 )
-
-// testStore starts a real etcd (embedded, loopback, its data in the test's temporary
-// directory) and returns a store on it and the raw client.
-func testStore(t *testing.T) (*Store, *clientv3.Client) {
-	t.Helper()
-	e, err := StartEmbedded(EmbeddedConfig{Dir: t.TempDir(), Name: "fftest"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Close)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{e.Endpoint}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	s, err := NewStore(cli, "lab")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s, cli
-}
 
 func ctx(t *testing.T) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -43,27 +24,27 @@ func ctx(t *testing.T) context.Context {
 // (only for that node); writes against a stale revision and invalid policies change
 // nothing.
 func TestPolicyPrecedenceAndCAS(t *testing.T) {
-	s, cli := testStore(t)
+	s, cli := clustertest.Store(t)
 	c := ctx(t)
-	if _, _, err := s.Policy(c, "r1"); !errors.Is(err, ErrNoPolicy) {
-		t.Fatalf("empty etcd: %v, want ErrNoPolicy", err)
+	if _, _, err := s.Policy(c, "r1"); !errors.Is(err, cluster.ErrNoPolicy) {
+		t.Fatalf("empty etcd: %v, want cluster.ErrNoPolicy", err)
 	}
 	fleet := cache.Policy{Mode: cache.Auto, MinEntries: 1024, MaxEntries: 65536}
-	rev, err := s.SetPolicy(c, "", fleet, NoRevision)
+	rev, err := s.SetPolicy(c, "", fleet, cluster.NoRevision)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SetPolicy(c, "", fleet, NoRevision); !errors.Is(err, ErrConflict) {
+	if _, err := s.SetPolicy(c, "", fleet, cluster.NoRevision); !errors.Is(err, cluster.ErrConflict) {
 		t.Fatalf("create over an existing policy: %v, want ErrConflict", err)
 	}
 	override := cache.Policy{Mode: cache.Fixed, Entries: [2]int{512, 0}}
-	if _, err := s.SetPolicy(c, "r2", override, NoRevision); err != nil {
+	if _, err := s.SetPolicy(c, "r2", override, cluster.NoRevision); err != nil {
 		t.Fatal(err)
 	}
 	for node, want := range map[string]struct {
 		p   cache.Policy
-		src Source
-	}{"r1": {fleet, FromFleet}, "r2": {override, FromNode}} {
+		src cluster.Source
+	}{"r1": {fleet, cluster.FromFleet}, "r2": {override, cluster.FromNode}} {
 		p, src, err := s.Policy(c, node)
 		if err != nil || p != want.p || src != want.src {
 			t.Errorf("%s: %+v from %s (%v), want %+v from %s", node, p, src, err, want.p, want.src)
@@ -76,7 +57,7 @@ func TestPolicyPrecedenceAndCAS(t *testing.T) {
 	if _, err := s.SetPolicy(c, "", off, rev); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SetPolicy(c, "", fleet, rev); !errors.Is(err, ErrConflict) {
+	if _, err := s.SetPolicy(c, "", fleet, rev); !errors.Is(err, cluster.ErrConflict) {
 		t.Fatalf("write at a stale revision: %v, want ErrConflict", err)
 	}
 	if p, _, _ := s.GetPolicy(c, ""); p != off {
@@ -98,7 +79,7 @@ func TestPolicyPrecedenceAndCAS(t *testing.T) {
 		{"r1", cache.Policy{Mode: cache.Auto, MinEntries: 4096, MaxEntries: 1024}, "above cache.max_entries"},
 		{"bad/name", off, "node name"},
 	} {
-		if _, err := s.SetPolicy(c, tc.node, tc.p, AnyRevision); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := s.SetPolicy(c, tc.node, tc.p, cluster.AnyRevision); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v for %q: %v, want an error saying %q", tc.p, tc.node, err, tc.want)
 		}
 	}
@@ -122,7 +103,7 @@ func TestPolicyPrecedenceAndCAS(t *testing.T) {
 // TestFlushConcurrent: flushes from two clients at once, each a compare-and-swap
 // increment: none lost.
 func TestFlushConcurrent(t *testing.T) {
-	s, _ := testStore(t)
+	s, _ := clustertest.Store(t)
 	c := ctx(t)
 	if e, _, err := s.Epoch(c); err != nil || e != 0 {
 		t.Fatalf("epoch before any flush: %d (%v), want 0", e, err)
@@ -161,13 +142,13 @@ func TestFlushConcurrent(t *testing.T) {
 // it at once, and a node whose keep-alive stops (a crashed process) goes when its
 // lease expires.
 func TestRegisterLease(t *testing.T) {
-	s, _ := testStore(t)
+	s, _ := clustertest.Store(t)
 	c := ctx(t)
-	r1, err := s.Register(c, NodeInfo{Name: "r1", ASN: 65000, APIAddress: "127.0.0.1:9464", Version: "test"}, 2*time.Second, nil)
+	r1, err := s.Register(c, cluster.NodeInfo{Name: "r1", ASN: 65000, APIAddress: "127.0.0.1:9464", Version: "test"}, 2*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2, err := s.Register(c, NodeInfo{Name: "r2"}, time.Second, nil)
+	r2, err := s.Register(c, cluster.NodeInfo{Name: "r2"}, time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +169,7 @@ func TestRegisterLease(t *testing.T) {
 		t.Fatalf("registered nodes %q, want r1,r2 (kept alive past their ttl)", got)
 	}
 	ns, _ := s.Nodes(c)
-	if ns[0].ASN != 65000 || ns[0].APIAddress != "127.0.0.1:9464" || ns[0].Schema != Schema {
+	if ns[0].ASN != 65000 || ns[0].APIAddress != "127.0.0.1:9464" || ns[0].Schema != cluster.Schema {
 		t.Errorf("r1 registered as %+v", ns[0])
 	}
 	if err := r1.Close(c); err != nil {
@@ -198,7 +179,7 @@ func TestRegisterLease(t *testing.T) {
 		t.Fatalf("after r1 left: %q, want r2", got)
 	}
 	// r2 crashes: its keep-alive stops, the lease is not revoked.
-	r2.cancel()
+	r2.Crash()
 	deadline := time.Now().Add(10 * time.Second)
 	for names() != "" {
 		if time.Now().After(deadline) {
@@ -206,7 +187,7 @@ func TestRegisterLease(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if _, err := s.Register(c, NodeInfo{Name: "../x"}, time.Second, nil); err == nil {
+	if _, err := s.Register(c, cluster.NodeInfo{Name: "../x"}, time.Second, nil); err == nil {
 		t.Error("a node name with a slash was registered")
 	}
 }
@@ -214,11 +195,11 @@ func TestRegisterLease(t *testing.T) {
 // TestAppliedAndWait: applied states round-trip; WaitApplied returns who reported an
 // epoch (already, or while it waits) and who did not by the deadline.
 func TestAppliedAndWait(t *testing.T) {
-	s, _ := testStore(t)
+	s, _ := clustertest.Store(t)
 	c := ctx(t)
-	a := Applied{Node: "r1", Epoch: 1, Entries: [2]int{2048, 0},
+	a := cluster.Applied{Node: "r1", Epoch: 1, Entries: [2]int{2048, 0},
 		Digests: [2]string{"0123456789abcdef", "fedcba9876543210"}, Routes: [2]int{1168945, 279855}, Version: "test", At: time.Now().UTC().Truncate(time.Second)}
-	a.SetPolicy(cache.Policy{Mode: cache.Auto, MinEntries: 1024, MaxEntries: 4096, TargetHitRate: 0.9}, FromNode, 7)
+	a.SetPolicy(cache.Policy{Mode: cache.Auto, MinEntries: 1024, MaxEntries: 4096, TargetHitRate: 0.9}, cluster.FromNode, 7)
 	if err := s.ReportApplied(c, a); err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +207,7 @@ func TestAppliedAndWait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.Schema = Schema
+	a.Schema = cluster.Schema
 	if len(got) != 1 || got["r1"] != a {
 		t.Fatalf("applied states %+v, want r1's %+v", got, a)
 	}
@@ -235,8 +216,8 @@ func TestAppliedAndWait(t *testing.T) {
 	}
 	go func() {
 		time.Sleep(200 * time.Millisecond)
-		_ = s.ReportApplied(c, Applied{Node: "r2", Epoch: 2})
-		_ = s.ReportApplied(c, Applied{Node: "r3", Epoch: 0}) // not yet
+		_ = s.ReportApplied(c, cluster.Applied{Node: "r2", Epoch: 2})
+		_ = s.ReportApplied(c, cluster.Applied{Node: "r3", Epoch: 0}) // not yet
 	}()
 	wctx, cancel := context.WithTimeout(c, 2*time.Second)
 	defer cancel()
@@ -249,5 +230,31 @@ func TestAppliedAndWait(t *testing.T) {
 	}
 	if len(miss) != 1 || miss[0] != "r3" {
 		t.Errorf("missing %v, want [r3]", miss)
+	}
+}
+
+// TestRegistrationComesBack: a lease lost under a live node (revoked here, as an
+// expiry during a long etcd outage would) is granted again and the key put back.
+func TestRegistrationComesBack(t *testing.T) {
+	s, cli := clustertest.Store(t)
+	c := ctx(t)
+	r, err := s.Register(c, cluster.NodeInfo{Name: "r1"}, 2*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(c)
+	lease := r.Lease()
+	if _, err := cli.Revoke(c, lease); err != nil {
+		t.Fatal(err)
+	}
+	if ns, _ := s.Nodes(c); len(ns) != 0 {
+		t.Fatalf("after the revoke: %d nodes registered", len(ns))
+	}
+	testutil.Eventually(t, "registered again", func() bool {
+		ns, err := s.Nodes(c)
+		return err == nil && len(ns) == 1 && r.Registered()
+	})
+	if r.Lease() == lease {
+		t.Error("registered again under the revoked lease")
 	}
 }

@@ -12,56 +12,23 @@ import (
 
 	"github.com/fibfleet/fibfleet/cache"
 	"github.com/fibfleet/fibfleet/cluster"
+	"github.com/fibfleet/fibfleet/internal/clustertest"
 	"github.com/fibfleet/fibfleet/internal/testutil"
 	"gopkg.in/yaml.v3"
 )
 
-// node is an in-process fleet member for ctl's tests: a registration and an agent
-// whose applier records the policy it was given.
-type node struct {
-	mu     sync.Mutex
-	policy cache.Policy
-	epoch  uint32
-}
-
-func (n *node) ApplyEpoch(e uint32) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.epoch = e
-	return nil
-}
-
-func (n *node) ApplyPolicy(p cache.Policy) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.policy = p
-	return nil
-}
-
-func (n *node) Report(a *cluster.Applied) { a.Version = "test" }
-
-func (n *node) get() (cache.Policy, uint32) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.policy, n.epoch
-}
-
 // fleet starts a real (embedded) etcd with two nodes n1 and n2 on it, each registered
 // and running an agent, and returns the etcd endpoint, a store and the nodes.
-func fleet(t *testing.T) (string, *cluster.Store, map[string]*node) {
+func fleet(t *testing.T) (string, *cluster.Store, map[string]*clustertest.Applier) {
 	t.Helper()
-	e, err := cluster.StartEmbedded(cluster.EmbeddedConfig{Dir: t.TempDir(), Name: "ctltest"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Close)
+	endpoint, _ := clustertest.Etcd(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	var store *cluster.Store
-	nodes := map[string]*node{}
+	nodes := map[string]*clustertest.Applier{}
 	for _, name := range []string{"n1", "n2"} {
-		cli, err := cluster.NewClient(cluster.EtcdConfig{Endpoints: []string{e.Endpoint}})
+		cli, err := cluster.NewClient(cluster.EtcdConfig{Endpoints: []string{endpoint}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +38,7 @@ func fleet(t *testing.T) (string, *cluster.Store, map[string]*node) {
 			t.Fatal(err)
 		}
 		store = s
-		n := &node{}
+		n := &clustertest.Applier{}
 		nodes[name] = n
 		a, err := cluster.NewAgent(cluster.AgentConfig{Store: s, Node: name, Default: cache.Policy{Mode: cache.Auto, MinEntries: 1024, MaxEntries: 65536},
 			Applier: n, ReportEvery: time.Hour})
@@ -97,7 +64,7 @@ func fleet(t *testing.T) (string, *cluster.Store, map[string]*node) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return e.Endpoint, store, nodes
+	return endpoint, store, nodes
 }
 
 // ctl runs a command line and returns its exit status, standard output and error.
@@ -135,8 +102,8 @@ func TestCacheCommands(t *testing.T) {
 		t.Fatalf("cache set printed %+v", set)
 	}
 	testutil.Eventually(t, "both nodes applied the fleet's policy", func() bool {
-		p1, _ := nodes["n1"].get()
-		p2, _ := nodes["n2"].get()
+		p1, _ := nodes["n1"].Last()
+		p2, _ := nodes["n2"].Last()
 		return p1 == fixed && p2 == fixed
 	})
 	// Only the fields given change.
@@ -180,8 +147,8 @@ func TestCacheCommands(t *testing.T) {
 		t.Fatalf("override: exit %d: %s", code, errOut)
 	}
 	testutil.Eventually(t, "n1 applied its override, n2 still the fleet's", func() bool {
-		p1, _ := nodes["n1"].get()
-		p2, _ := nodes["n2"].get()
+		p1, _ := nodes["n1"].Last()
+		p2, _ := nodes["n2"].Last()
 		return p1.Mode == cache.Off && p2 == fixed
 	})
 	code, out, _ = ctl(ep, "cache", "get", "-o", "yaml")
@@ -211,7 +178,7 @@ func TestCacheCommands(t *testing.T) {
 	if code, _, errOut := ctl(ep, "cache", "set", "--node", "n1", "--clear"); code != 0 {
 		t.Fatalf("clear: exit %d: %s", code, errOut)
 	}
-	testutil.Eventually(t, "n1 back on the fleet's policy", func() bool { p, _ := nodes["n1"].get(); return p == fixed })
+	testutil.Eventually(t, "n1 back on the fleet's policy", func() bool { p, _ := nodes["n1"].Last(); return p == fixed })
 
 	code, out, errOut = ctl(ep, "cache", "flush", "--wait", "-o", "json")
 	if code != 0 {
@@ -230,10 +197,10 @@ func TestCacheCommands(t *testing.T) {
 	if fl.Epoch != 1 || fl.Node != "n2" || len(fl.Applied) != 1 || fl.Applied[0].Node != "n2" {
 		t.Fatalf("flush --node n2 printed %+v", fl)
 	}
-	if _, e1 := nodes["n1"].get(); e1 != 1 {
+	if _, e1 := nodes["n1"].Last(); e1 != 1 {
 		t.Errorf("n1's dataplane epoch %d, want 1 (the fleet's only)", e1)
 	}
-	if _, e2 := nodes["n2"].get(); e2 != 2 {
+	if _, e2 := nodes["n2"].Last(); e2 != 2 {
 		t.Errorf("n2's dataplane epoch %d, want 2 (the fleet's 1 and its own 1)", e2)
 	}
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/fibfleet/fibfleet/cluster"
+	"github.com/fibfleet/fibfleet/internal/clustertest"
 	"github.com/fibfleet/fibfleet/internal/testutil"
 )
 
@@ -15,13 +16,9 @@ import (
 // `go run ./internal/bench/fibbench -flush`.
 func BenchmarkFlushPropagation(b *testing.B) {
 	testutil.Need(b, os.Geteuid() == 0, "needs root for the nodes' BPF maps")
-	e, err := cluster.StartEmbedded(cluster.EmbeddedConfig{Dir: b.TempDir(), Name: "bench"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer e.Close()
+	endpoint, _ := clustertest.Etcd(b)
 	b.ResetTimer()
-	res, err := MeasureFlush(context.Background(), []string{e.Endpoint}, 3, b.N)
+	res, err := MeasureFlush(context.Background(), []string{endpoint}, 3, b.N)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func TestProductDeps(t *testing.T) {
 		forbidden []string
 	}{
 		{[]string{"./cmd/node", "./cmd/ctl"}, []string{module + "internal/lab", module + "internal/bench", module + "internal/table",
-			module + "internal/testutil", module + "internal/verifier", module + "internal/e2e"}},
+			module + "internal/testutil", module + "internal/clustertest", module + "internal/verifier", module + "internal/e2e"}},
 		{[]string{"./cluster", "./cache", "./cmd/ctl"}, []string{"github.com/cilium/ebpf", module + "dataplane"}},
 	} {
 		for _, pkg := range c.pkgs {
