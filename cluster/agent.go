@@ -76,14 +76,9 @@ type Agent struct {
 	mu       sync.Mutex
 	status   AgentStatus
 	applied  bool // an epoch has been applied (the first is not a flush)
-	fleet    *versioned
-	override *versioned
+	fleet    *Versioned
+	override *Versioned
 	reported Applied
-}
-
-type versioned struct {
-	p   cache.Policy
-	rev int64
 }
 
 // NewAgent returns an agent; Run starts it.
@@ -174,7 +169,7 @@ func (a *Agent) sync(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("cluster: read the fleet's epoch and policies: %w", err)
 	}
 	var epoch, own epochDoc
-	var fleet, node *versioned
+	var fleet, node *Versioned
 	for i, r := range resp.Responses {
 		kvs := r.GetResponseRange().Kvs
 		if len(kvs) == 0 {
@@ -212,7 +207,7 @@ func (a *Agent) sync(ctx context.Context) (int64, error) {
 
 // decodePolicy reads a policy value; an invalid one is logged and left out (the
 // next in precedence applies), since a node cannot fix it.
-func (a *Agent) decodePolicy(b []byte, rev int64, key string) *versioned {
+func (a *Agent) decodePolicy(b []byte, rev int64, key string) *Versioned {
 	var d policyDoc
 	if err := decode(b, &d, key); err != nil {
 		a.log.Error("a cache policy in etcd is unreadable: ignored (fix it with ctl cache set)", "key", key, "err", err)
@@ -223,7 +218,7 @@ func (a *Agent) decodePolicy(b []byte, rev int64, key string) *versioned {
 		a.log.Error("a cache policy in etcd is invalid: ignored (fix it with ctl cache set)", "key", key, "err", err)
 		return nil
 	}
-	return &versioned{p: p, rev: rev}
+	return &Versioned{Policy: p, Revision: rev}
 }
 
 // follow applies changes of the epoch and the policies after revision rev, until the
@@ -299,7 +294,7 @@ func (a *Agent) follow(ctx context.Context, rev int64) error {
 				if k != fk && k != nk {
 					continue // another node's override
 				}
-				var v *versioned
+				var v *Versioned
 				if ev.Type == clientv3.EventTypePut {
 					v = a.decodePolicy(ev.Kv.Value, ev.Kv.ModRevision, k)
 				}
@@ -360,9 +355,9 @@ func (a *Agent) applyPolicy() {
 	a.mu.Lock()
 	p, src, rev := a.cfg.Default, FromConfig, int64(0)
 	if a.override != nil {
-		p, src, rev = a.override.p, FromNode, a.override.rev
+		p, src, rev = a.override.Policy, FromNode, a.override.Revision
 	} else if a.fleet != nil {
-		p, src, rev = a.fleet.p, FromFleet, a.fleet.rev
+		p, src, rev = a.fleet.Policy, FromFleet, a.fleet.Revision
 	}
 	same := p == a.status.Policy
 	a.status.PolicySource, a.status.PolicyRevision = src, rev

@@ -82,9 +82,9 @@ const (
 	FromFleet Source = "fleet" // the fleet's policy in etcd
 )
 
-// Policy is the policy in force for a node: its override, else the fleet's
+// PolicyInForce is the policy in force for a node: its override, else the fleet's
 // (ErrNoPolicy when neither is in etcd: the node's config file then applies).
-func (s *Store) Policy(ctx context.Context, node string) (cache.Policy, Source, error) {
+func (s *Store) PolicyInForce(ctx context.Context, node string) (cache.Policy, Source, error) {
 	if err := checkNode(node); err != nil {
 		return cache.Policy{}, "", err
 	}
@@ -92,31 +92,31 @@ func (s *Store) Policy(ctx context.Context, node string) (cache.Policy, Source, 
 		node string
 		from Source
 	}{{node, FromNode}, {"", FromFleet}} {
-		p, _, err := s.GetPolicy(ctx, src.node)
+		v, err := s.StoredPolicy(ctx, src.node)
 		if errors.Is(err, ErrNoPolicy) {
 			continue
 		}
-		return p, src.from, err
+		return v.Policy, src.from, err
 	}
 	return cache.Policy{}, "", ErrNoPolicy
 }
 
-// GetPolicy reads the fleet's policy (node "") or a node's override, with the
-// revision to give SetPolicy.
-func (s *Store) GetPolicy(ctx context.Context, node string) (cache.Policy, int64, error) {
+// StoredPolicy reads the fleet's policy (node "") or a node's override as etcd holds
+// it, with the revision to give SetPolicy (ErrNoPolicy when there is none).
+func (s *Store) StoredPolicy(ctx context.Context, node string) (Versioned, error) {
 	var d policyDoc
 	rev, err := s.get(ctx, s.policyKey(node), &d)
 	if err != nil {
-		return cache.Policy{}, 0, err
+		return Versioned{}, err
 	}
 	if rev == 0 {
-		return cache.Policy{}, 0, ErrNoPolicy
+		return Versioned{}, ErrNoPolicy
 	}
 	p := d.Policy()
 	if err := p.Validate(); err != nil {
-		return cache.Policy{}, 0, fmt.Errorf("cluster: the policy at %s is invalid (fix it with ctl cache set): %w", s.policyKey(node), err)
+		return Versioned{}, fmt.Errorf("cluster: the policy at %s is invalid (fix it with ctl cache set): %w", s.policyKey(node), err)
 	}
-	return p, rev, nil
+	return Versioned{Policy: p, Revision: rev}, nil
 }
 
 // SetPolicy validates a policy and writes it for the fleet (node "") or a node, if the
@@ -135,7 +135,7 @@ func (s *Store) SetPolicy(ctx context.Context, node string, p cache.Policy, rev 
 	return s.put(ctx, s.policyKey(node), d, rev)
 }
 
-// Versioned is a policy with the etcd revision of its key.
+// Versioned is a policy with the etcd revision of its key (0: no key).
 type Versioned struct {
 	Policy   cache.Policy `json:"policy"`
 	Revision int64        `json:"revision"`

@@ -26,7 +26,7 @@ func ctx(t *testing.T) context.Context {
 func TestPolicyPrecedenceAndCAS(t *testing.T) {
 	s, cli := clustertest.Store(t)
 	c := ctx(t)
-	if _, _, err := s.Policy(c, "r1"); !errors.Is(err, cluster.ErrNoPolicy) {
+	if _, _, err := s.PolicyInForce(c, "r1"); !errors.Is(err, cluster.ErrNoPolicy) {
 		t.Fatalf("empty etcd: %v, want cluster.ErrNoPolicy", err)
 	}
 	fleet := cache.Policy{Mode: cache.Auto, MinEntries: 1024, MaxEntries: 65536}
@@ -45,7 +45,7 @@ func TestPolicyPrecedenceAndCAS(t *testing.T) {
 		p   cache.Policy
 		src cluster.Source
 	}{"r1": {fleet, cluster.FromFleet}, "r2": {override, cluster.FromNode}} {
-		p, src, err := s.Policy(c, node)
+		p, src, err := s.PolicyInForce(c, node)
 		if err != nil || p != want.p || src != want.src {
 			t.Errorf("%s: %+v from %s (%v), want %+v from %s", node, p, src, err, want.p, want.src)
 		}
@@ -60,8 +60,8 @@ func TestPolicyPrecedenceAndCAS(t *testing.T) {
 	if _, err := s.SetPolicy(c, "", fleet, rev); !errors.Is(err, cluster.ErrConflict) {
 		t.Fatalf("write at a stale revision: %v, want ErrConflict", err)
 	}
-	if p, _, _ := s.GetPolicy(c, ""); p != off {
-		t.Fatalf("after a failed compare-and-swap the fleet policy is %+v, want %+v", p, off)
+	if v, _ := s.StoredPolicy(c, ""); v.Policy != off {
+		t.Fatalf("after a failed compare-and-swap the fleet policy is %+v, want %+v", v.Policy, off)
 	}
 
 	// Invalid policies and names: an error saying what to do, etcd untouched.
@@ -95,7 +95,7 @@ func TestPolicyPrecedenceAndCAS(t *testing.T) {
 	if _, err := cli.Put(c, "/fibfleet/lab/policy", `{"schema":2,"mode":"auto"}`); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.GetPolicy(c, ""); err == nil || !strings.Contains(err.Error(), "schema 2") {
+	if _, err := s.StoredPolicy(c, ""); err == nil || !strings.Contains(err.Error(), "schema 2") {
 		t.Errorf("a schema 2 value: %v, want an error naming the schema", err)
 	}
 }

@@ -92,7 +92,8 @@ func newCacheGet(g *globals) *cobra.Command {
 			defer fv.Close()
 			s, applied, names := fv.store, fv.applied, fv.names
 			out := cacheGet{Overrides: map[string]overrideRow{}}
-			p, rev, err := s.GetPolicy(ctx, "")
+			v, err := s.StoredPolicy(ctx, "")
+			p, rev := v.Policy, v.Revision
 			switch {
 			case errors.Is(err, cluster.ErrNoPolicy):
 			case err != nil:
@@ -192,7 +193,8 @@ and nothing is written. --dry-run shows what each node would apply, and writes n
 			}
 			defer fv.Close()
 			s, applied, names := fv.store, fv.applied, fv.names
-			cur, rev, err := s.GetPolicy(ctx, f.node)
+			stored, err := s.StoredPolicy(ctx, f.node)
+			cur, rev := stored.Policy, stored.Revision
 			exists := err == nil
 			if err != nil && !errors.Is(err, cluster.ErrNoPolicy) {
 				return err
@@ -279,7 +281,8 @@ type dryRunRow struct {
 // dryRun shows, per node, the policy in force now and after the change, by precedence:
 // the node's override, the fleet's policy, its config file's (as it reported it).
 func dryRun(ctx context.Context, g *globals, s *cluster.Store, names []string, applied map[string]cluster.Applied, node string, next cache.Policy, clear bool) error {
-	fleet, _, ferr := s.GetPolicy(ctx, "")
+	stored, ferr := s.StoredPolicy(ctx, "")
+	fleet := stored.Policy
 	hasFleet := ferr == nil
 	ovs, err := s.Overrides(ctx)
 	if err != nil {

@@ -111,8 +111,8 @@ func TestCacheCommands(t *testing.T) {
 		t.Fatalf("cache set --entries-v6: exit %d: %s", code, errOut)
 	}
 	fixed.Entries[1] = 256
-	if p, _, err := store.GetPolicy(ctx, ""); err != nil || p != fixed {
-		t.Fatalf("fleet policy %+v (%v), want %+v", p, err, fixed)
+	if v, err := store.StoredPolicy(ctx, ""); err != nil || v.Policy != fixed {
+		t.Fatalf("fleet policy %+v (%v), want %+v", v.Policy, err, fixed)
 	}
 
 	// A dry run of an override for n1: n1 would change, n2 not; nothing written.
