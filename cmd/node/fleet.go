@@ -227,7 +227,7 @@ func (f *fleet) join(ctx context.Context) {
 
 // attach gives the fleet the node's BGP speaker: it announces the node's subnets to
 // the mesh; runMesh then keeps the mesh.
-func (f *fleet) attach(s *bgp.Speaker, k *fib.Kernel) {
+func (f *fleet) attach(s *bgp.Speaker, k *fib.NexthopResolver) {
 	f.mu.Lock()
 	f.speaker = s
 	f.mu.Unlock()
@@ -250,7 +250,7 @@ func (f *fleet) runMesh(ctx context.Context) {
 
 // announce originates the subnets the node announces to the mesh: the configured
 // ones, else those of its links to its BGP neighbours (where their next hops are).
-func (f *fleet) announce(s *bgp.Speaker, k *fib.Kernel) {
+func (f *fleet) announce(s *bgp.Speaker, k *fib.NexthopResolver) {
 	mc := f.cfg.Cluster.Mesh
 	if mc.Address == "" {
 		return

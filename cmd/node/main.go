@@ -151,12 +151,12 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		log.Info("dataplane detached and unpinned")
 	}()
 
-	kernel, err := fib.NewKernel(log)
+	resolver, err := fib.NewNexthopResolver(log)
 	if err != nil {
 		return err
 	}
-	defer kernel.Close()
-	table, err := fib.New(dp, kernel, log)
+	defer resolver.Close()
+	table, err := fib.New(dp, resolver, log)
 	if err != nil {
 		return err
 	}
@@ -174,7 +174,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	go func() {
-		if err := kernel.Watch(ctx, table, cfg.FIB.RetryInterval); err != nil {
+		if err := resolver.Watch(ctx, table, cfg.FIB.RetryInterval); err != nil {
 			log.Error("neighbour watch stopped; nexthops no longer follow MAC changes", "err", err)
 		}
 	}()
@@ -207,7 +207,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	defer fl.close() // runs before BGP stops: the others see this node leave
-	fl.attach(speaker, kernel)
+	fl.attach(speaker, resolver)
 	go fl.runMesh(ctx)
 	go fl.repair(ctx)
 	defer func() {
@@ -245,7 +245,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	ready.Store(true)
 	log.Info("node running", "node", cfg.NodeName, "interfaces", cfg.Interfaces, "asn", cfg.BGP.ASN,
 		"http", cfg.HTTPAddress, "gobgp_api", cfg.BGP.GRPCAddress, "version", version)
-	return consume(ctx, speaker, table, m, dcache, newLinkZones(kernel.LinkTowards, log), log, httpErr)
+	return consume(ctx, speaker, table, m, dcache, newLinkZones(resolver.LinkTowards, log), log, httpErr)
 }
 
 // consume applies best-path changes to the FIB until ctx ends, and follows each

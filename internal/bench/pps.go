@@ -140,8 +140,8 @@ func NewPPSSetup(routes []table.Route, trace []netip.Addr) (_ *PPSSetup, err err
 	if s.compiledDP, err = dataplane.Load(dataplane.Config{NodeName: s.lab.Prefix + "-cfib", GroupsV4: 32768}); err != nil {
 		return nil, err
 	}
-	var resolver *fib.Kernel
-	if err = s.rtr.Do(func() error { resolver, err = fib.NewKernel(nil); return err }); err != nil {
+	var resolver *fib.NexthopResolver
+	if err = s.rtr.Do(func() error { resolver, err = fib.NewNexthopResolver(nil); return err }); err != nil {
 		return nil, err
 	}
 	defer resolver.Close()

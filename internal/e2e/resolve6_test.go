@@ -69,7 +69,7 @@ func TestResolveIPv6(t *testing.T) {
 		t.Fatalf("peer's MAC and link-local address: %v (link-local %v)", err, peerLL)
 	}
 	err = a.Do(func() error {
-		k, err := fib.NewKernel(nil)
+		k, err := fib.NewNexthopResolver(nil)
 		if err != nil {
 			return err
 		}

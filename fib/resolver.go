@@ -13,20 +13,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Kernel resolves next hops from the kernel's routes, links and neighbours, and keeps
-// their neighbour entries resolved.
+// NexthopResolver resolves next hops from the kernel's routes, links and neighbours
+// (ARP, NDP), and keeps their neighbour entries resolved.
 //
-// Traffic forwarded in XDP never confirms the kernel's neighbour entries, so they would
-// go STALE and a gateway's MAC change could be missed. Kernel makes every nexthop's
-// neighbour a kernel-managed entry (NTF_EXT_MANAGED, Linux >= 5.16): the kernel
+// Traffic forwarded in XDP never confirms the kernel's neighbour entries, so they
+// would go STALE and a gateway's MAC change could be missed. NexthopResolver makes
+// every nexthop's neighbour a kernel-managed entry (NTF_EXT_MANAGED, Linux >= 5.16): the kernel
 // resolves it at once and keeps re-probing it, and each change reaches Watch.
-type Kernel struct {
+type NexthopResolver struct {
 	h   *netlink.Handle
 	log *slog.Logger
 }
 
-// NewKernel resolves in the calling process's network namespace.
-func NewKernel(log *slog.Logger) (*Kernel, error) {
+// NewNexthopResolver resolves in the calling process's network namespace.
+func NewNexthopResolver(log *slog.Logger) (*NexthopResolver, error) {
 	h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
 	if err != nil {
 		return nil, fmt.Errorf("fib: open netlink: %w", err)
@@ -34,11 +34,11 @@ func NewKernel(log *slog.Logger) (*Kernel, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Kernel{h: h, log: log}, nil
+	return &NexthopResolver{h: h, log: log}, nil
 }
 
 // Close releases the netlink handle.
-func (k *Kernel) Close() { k.h.Close() }
+func (k *NexthopResolver) Close() { k.h.Close() }
 
 func usable(state int) bool {
 	return state&(netlink.NUD_REACHABLE|netlink.NUD_STALE|netlink.NUD_DELAY|netlink.NUD_PROBE|netlink.NUD_PERMANENT|netlink.NUD_NOARP) != 0
@@ -47,7 +47,7 @@ func usable(state int) bool {
 // LinkTowards returns the interface the kernel reaches an address through (its zone,
 // if it has one): a link-local next hop a BGP peer sends is on the link towards that
 // peer.
-func (k *Kernel) LinkTowards(a netip.Addr) (string, error) {
+func (k *NexthopResolver) LinkTowards(a netip.Addr) (string, error) {
 	if z := a.Zone(); z != "" {
 		return z, nil
 	}
@@ -65,7 +65,7 @@ func (k *Kernel) LinkTowards(a netip.Addr) (string, error) {
 // Resolve implements Resolver. An IPv6 link-local next hop must carry its interface
 // as its zone (fe80::1%eth0): the address means nothing without it. The neighbour is
 // kept without the zone; it is on the resolution's interface.
-func (k *Kernel) Resolve(gw netip.Addr) (Resolution, error) {
+func (k *NexthopResolver) Resolve(gw netip.Addr) (Resolution, error) {
 	var opts netlink.RouteGetOptions
 	if zone := gw.Zone(); zone != "" {
 		opts.Oif = zone
@@ -137,7 +137,7 @@ func egressPort(link netlink.Link) (uint32, uint16, error) {
 	return uint32(attrs.ParentIndex), uint16(vlan.VlanId), nil
 }
 
-func (k *Kernel) neighbor(ifindex int, ip netip.Addr) (*netlink.Neigh, error) {
+func (k *NexthopResolver) neighbor(ifindex int, ip netip.Addr) (*netlink.Neigh, error) {
 	family := netlink.FAMILY_V4
 	if ip.Is6() {
 		family = netlink.FAMILY_V6
@@ -155,7 +155,7 @@ func (k *Kernel) neighbor(ifindex int, ip netip.Addr) (*netlink.Neigh, error) {
 }
 
 // manage turns the neighbour into a kernel-managed entry (keeping a known MAC).
-func (k *Kernel) manage(ifindex int, ip netip.Addr) {
+func (k *NexthopResolver) manage(ifindex int, ip netip.Addr) {
 	family := netlink.FAMILY_V4
 	if ip.Is6() {
 		family = netlink.FAMILY_V6
@@ -171,7 +171,7 @@ func (k *Kernel) manage(ifindex int, ip netip.Addr) {
 // Release implements Resolver: it deletes the kernel-managed entry made for a neighbour
 // no nexthop uses any more, so the kernel stops probing it. Entries the kernel or an
 // operator made (not managed) are left alone.
-func (k *Kernel) Release(neigh netip.Addr) {
+func (k *NexthopResolver) Release(neigh netip.Addr) {
 	family := netlink.FAMILY_V4
 	if neigh.Is6() {
 		family = netlink.FAMILY_V6
@@ -195,7 +195,7 @@ func (k *Kernel) Release(neigh netip.Addr) {
 // a neighbour change re-resolves the nexthops behind that neighbour, a link change
 // (MTU, MAC, up/down) re-resolves all, and unresolved nexthops are retried every
 // retry interval (a next hop whose route appears later sends no neighbour event).
-func (k *Kernel) Watch(ctx context.Context, f *FIB, retry time.Duration) error {
+func (k *NexthopResolver) Watch(ctx context.Context, f *FIB, retry time.Duration) error {
 	neighCh := make(chan netlink.NeighUpdate, 1024)
 	linkCh := make(chan netlink.LinkUpdate, 64)
 	done := make(chan struct{})
@@ -293,7 +293,7 @@ func WatchLocal(ctx context.Context, sink LocalSink, log *slog.Logger) error {
 // SubnetOf is the subnet of the node's link that a neighbour's address is on (the
 // prefix of the node's own address there): what the node announces to its fleet so
 // the others resolve next hops on that link through it.
-func (k *Kernel) SubnetOf(a netip.Addr) (netip.Prefix, error) {
+func (k *NexthopResolver) SubnetOf(a netip.Addr) (netip.Prefix, error) {
 	family := netlink.FAMILY_V4
 	if a.Is6() {
 		family = netlink.FAMILY_V6
