@@ -597,8 +597,8 @@ func newLabFeed() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			f, err := lab.StartFeeder(ctx, lab.FeederConfig{ASN: lab.UpstreamASN, RouterID: lab.FleetUpAddr, LocalAddress: lab.FleetUpAddr,
-				PeerAddress: "10.12.0.1", PeerASN: lab.RouterASN, PeerPort: 179, Nexthop: netip.MustParseAddr(lab.FleetUpAddr), Routes: routes})
+			f, err := lab.StartFeeder(ctx, lab.FeederConfig{ASN: lab.UpstreamASN, RouterID: lab.UpstreamAddr, LocalAddress: lab.UpstreamAddr,
+				PeerAddress: lab.RouterUpAddr, PeerASN: lab.RouterASN, PeerPort: 179, Nexthop: netip.MustParseAddr(lab.UpstreamAddr), Routes: routes})
 			if err != nil {
 				return err
 			}

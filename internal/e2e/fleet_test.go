@@ -356,7 +356,7 @@ func testCtl(t *testing.T, fl *lab.Fleet, store *cluster.Store, sendAll func(str
 	}
 	for _, l := range looks {
 		crossed := l.Node != n3.Name
-		if !l.Found || l.Prefix != lab.FleetRoutes[0].String() || l.Nexthop != lab.FleetUpAddr || (l.CachedCPUs > 0) != crossed {
+		if !l.Found || l.Prefix != lab.FleetRoutes[0].String() || l.Nexthop != lab.UpstreamAddr || (l.CachedCPUs > 0) != crossed {
 			t.Errorf("ctl lookup %s on %s: %+v (the traffic crossed it: %v)", dst, l.Node, l, crossed)
 		}
 	}

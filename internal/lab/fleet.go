@@ -1,7 +1,6 @@
 package lab
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,11 +35,7 @@ import (
 // FleetRoutes with itself as next hop: the others learn them over the iBGP mesh and
 // resolve that next hop through the subnet n1 announces. No namespace is connected to
 // the host.
-const (
-	FleetSinkPort = SinkPort
-	FleetUpAddr   = "10.12.0.2"
-	FleetUpAddr6  = "fd00:12::2"
-)
+const FleetSinkPort = SinkPort
 
 // FleetRoutes are the prefixes BIRD announces to n1 (besides a table), which the
 // upstream namespace takes as its own: two documentation prefixes and 1.1.1.0/24
@@ -183,7 +178,7 @@ func (f *Fleet) build() error {
 		f.Nodes = append(f.Nodes, n)
 	}
 	n1, n2 := f.Nodes[0], f.Nodes[1]
-	if err := f.Link(n1.NS, "u1", "10.12.0.1/24", f.Upstream, "u0", FleetUpAddr+"/24"); err != nil {
+	if err := f.Link(n1.NS, "u1", RouterUpAddr+"/24", f.Upstream, "u0", UpstreamAddr+"/24"); err != nil {
 		return err
 	}
 	if err := f.Link(n2.NS, "s1", "10.10.0.1/24", f.Src, "s0", "10.10.0.2/24"); err != nil {
@@ -192,7 +187,7 @@ func (f *Fleet) build() error {
 	for _, a := range []struct {
 		ns         *Netns
 		role, addr string
-	}{{n1.NS, "u1", "fd00:12::1/64"}, {f.Upstream, "u0", FleetUpAddr6 + "/64"}, {n2.NS, "s1", "fd00:10::1/64"}, {f.Src, "s0", "fd00:10::2/64"}} {
+	}{{n1.NS, "u1", RouterUpAddr6 + "/64"}, {f.Upstream, "u0", UpstreamAddr6 + "/64"}, {n2.NS, "s1", "fd00:10::1/64"}, {f.Src, "s0", "fd00:10::2/64"}} {
 		if _, err := a.ns.Exec("ip", "-6", "addr", "add", a.addr, "dev", f.If(a.role), "nodad"); err != nil {
 			return err
 		}
@@ -233,7 +228,7 @@ func (f *Fleet) build() error {
 		}
 		// The source's own subnet must not look local to the sink (a local source is a
 		// martian): it lies back through n1.
-		if _, err := f.Upstream.Exec("ip", "route", "add", "10.10.0.0/24", "via", "10.12.0.1"); err != nil {
+		if _, err := f.Upstream.Exec("ip", "route", "add", "10.10.0.0/24", "via", RouterUpAddr); err != nil {
 			return err
 		}
 	}
@@ -293,9 +288,9 @@ func (f *Fleet) nodeConfig(n *FleetNode) string {
 		}
 		neighbors = fmt.Sprintf(`  neighbors:
     - {address: %s, asn: %d, expected_prefixes: %d}
-`, FleetUpAddr, UpstreamASN, size)
+`, UpstreamAddr, UpstreamASN, size)
 		if len(f.Cfg.Feeder) == 0 { // BIRD has an IPv6 session too
-			neighbors += fmt.Sprintf("    - {address: \"%s\", asn: %d, families: [ipv6-unicast]}\n", FleetUpAddr6, UpstreamASN)
+			neighbors += fmt.Sprintf("    - {address: \"%s\", asn: %d, families: [ipv6-unicast]}\n", UpstreamAddr6, UpstreamASN)
 		}
 	case 2:
 		ifaces = append(ifaces, f.If("s1"))
@@ -469,19 +464,9 @@ func (f *Fleet) StopEtcd() error {
 // startBird starts BIRD 2 in the upstream namespace, peering with n1 over IPv4 and
 // IPv6 and announcing FleetRoutes and the configured tables with itself as next hop.
 func (f *Fleet) startBird() error {
-	conf := filepath.Join(f.Cfg.Dir, "bird.conf")
-	fh, err := os.Create(conf)
+	c, err := newBirdConfig(filepath.Join(f.Cfg.Dir, "bird.conf"), UpstreamAddr)
 	if err != nil {
 		return err
-	}
-	b := bufio.NewWriterSize(fh, 1<<20)
-	fmt.Fprintf(b, "router id %s;\nprotocol device { }\n", FleetUpAddr)
-	static := func(name, fam string, prefixes []netip.Prefix) {
-		fmt.Fprintf(b, "protocol static %s {\n  %s;\n", name, fam)
-		for _, p := range prefixes {
-			fmt.Fprintf(b, "  route %s blackhole;\n", p)
-		}
-		b.WriteString("}\n")
 	}
 	var own4, own6, t4, t6 []netip.Prefix
 	for _, p := range FleetRoutes {
@@ -497,38 +482,21 @@ func (f *Fleet) startBird() error {
 	for _, r := range f.Cfg.Table6 {
 		t6 = append(t6, r.Prefix)
 	}
-	static("own4", "ipv4", own4)
-	static("own6", "ipv6", own6)
+	c.static("own4", own4...)
+	c.static("own6", own6...)
 	if len(t4) > 0 {
-		static("table4", "ipv4", t4)
+		c.static("table4", t4...)
 	}
 	if len(t6) > 0 {
-		static("table6", "ipv6", t6)
+		c.static("table6", t6...)
 	}
-	fmt.Fprintf(b, `protocol bgp n1 {
-  local %s as %d;
-  neighbor 10.12.0.1 as %d;
-  ipv4 { import none; export where source = RTS_STATIC; };
-}
-protocol bgp n1v6 {
-  local %s as %d;
-  neighbor fd00:12::1 as %d;
-  ipv6 { import none; export where source = RTS_STATIC; };
-}
-`, FleetUpAddr, UpstreamASN, RouterASN, FleetUpAddr6, UpstreamASN, RouterASN)
-	if err := b.Flush(); err != nil {
-		fh.Close()
-		return err
-	}
-	if err := fh.Close(); err != nil {
-		return err
-	}
-	f.BirdSock = filepath.Join(f.Cfg.Dir, "bird.ctl")
-	f.BirdLog = filepath.Join(f.Cfg.Dir, "bird.log")
-	if _, err := f.Upstream.Start(f.BirdLog, "bird", "-f", "-c", conf, "-s", f.BirdSock); err != nil {
-		return fmt.Errorf("%w (install BIRD 2: apt-get install bird2)", err)
-	}
-	return nil
+	const statics = "where source = RTS_STATIC"
+	c.bgp(birdSession{name: "n1", local: UpstreamAddr, localAS: UpstreamASN, neighbor: RouterUpAddr, neighborAS: RouterASN,
+		channels: []birdChannel{{family: "ipv4", imp: "none", exp: statics}}})
+	c.bgp(birdSession{name: "n1v6", local: UpstreamAddr6, localAS: UpstreamASN, neighbor: RouterUpAddr6, neighborAS: RouterASN,
+		channels: []birdChannel{{family: "ipv6", imp: "none", exp: statics}}})
+	f.BirdSock, f.BirdLog, _, err = startBird(f.Upstream, f.Cfg.Dir, "bird", c)
+	return err
 }
 
 // Birdc runs a birdc command against the upstream's BIRD.

@@ -1,13 +1,13 @@
 package lab
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -77,13 +77,9 @@ var SkeletonRoutes6 = []Route{
 const (
 	RouterASN   = 65000
 	UpstreamASN = 65001
-	// UpstreamAddr is BIRD's address, the node's neighbour; UpstreamAddr6 that of its
-	// IPv6 session.
-	UpstreamAddr  = "10.12.0.2"
-	UpstreamAddr6 = "fd00:12::2"
-	SinkPort      = 9999
-	MetricsAddr   = "127.0.0.1:9464" // inside the router namespace
-	GoBGPAddr     = "127.0.0.1:50051"
+	SinkPort    = 9999
+	MetricsAddr = "127.0.0.1:9464" // inside the router namespace
+	GoBGPAddr   = "127.0.0.1:50051"
 )
 
 // Skeleton is the walking-skeleton topology:
@@ -175,7 +171,7 @@ func (s *Skeleton) build(cfg SkeletonConfig) error {
 		{s.Src, "s0", "10.10.0.2/24", s.Router, "r0", "10.10.0.1/24"},
 		{s.Router, "r1", "10.11.1.1/24", s.Sink1, "k1", "10.11.1.2/24"},
 		{s.Router, "r2", "10.11.2.1/24", s.Sink2, "k2", "10.11.2.2/24"},
-		{s.Router, "r3", "10.12.0.1/24", s.Upstream, "u0", "10.12.0.2/24"},
+		{s.Router, "r3", RouterUpAddr + "/24", s.Upstream, "u0", UpstreamAddr + "/24"},
 	}
 	for _, k := range links {
 		if err := s.Link(k.a, k.aRole, k.aAddr, k.b, k.bRole, k.bAddr); err != nil {
@@ -188,7 +184,7 @@ func (s *Skeleton) build(cfg SkeletonConfig) error {
 		role, addr string
 	}{{s.Src, "s0", "fd00:10::2/64"}, {s.Router, "r0", "fd00:10::1/64"}, {s.Router, "r1", "fd00:11:1::1/64"},
 		{s.Sink1, "k1", "fd00:11:1::2/64"}, {s.Router, "r2", "fd00:11:2::1/64"}, {s.Sink2, "k2", "fd00:11:2::2/64"},
-		{s.Router, "r3", "fd00:12::1/64"}, {s.Upstream, "u0", "fd00:12::2/64"}} {
+		{s.Router, "r3", RouterUpAddr6 + "/64"}, {s.Upstream, "u0", UpstreamAddr6 + "/64"}} {
 		if _, err := a.ns.Exec("ip", "-6", "addr", "add", a.addr, "dev", s.If(a.role), "nodad"); err != nil {
 			return err
 		}
@@ -270,70 +266,60 @@ func (s *Skeleton) build(cfg SkeletonConfig) error {
 }
 
 func (s *Skeleton) startBird(extra, extra6 []table.Route) error {
-	conf := filepath.Join(s.Dir, "bird.conf")
-	f, err := os.Create(conf)
+	c, err := newBirdConfig(filepath.Join(s.Dir, "bird.conf"), UpstreamAddr)
 	if err != nil {
 		return err
 	}
-	b := bufio.NewWriterSize(f, 1<<20)
-	fmt.Fprintf(b, "router id 10.12.0.2;\nprotocol device { }\n")
+	// One static protocol per route, so that a test withdraws one (StaticProtocol).
 	for i, r := range AllRoutes() {
-		fmt.Fprintf(b, "protocol static r%d { ipv4; route %s blackhole; }\n", i, r.Prefix)
+		c.static(fmt.Sprintf("r%d", i), r.Prefix)
 	}
 	for i, r := range SkeletonRoutes6 {
-		fmt.Fprintf(b, "protocol static r6_%d { ipv6; route %s blackhole; }\n", i, r.Prefix)
+		c.static(fmt.Sprintf("r6_%d", i), r.Prefix)
 	}
-	fmt.Fprintf(b, "protocol static r8950 { ipv4; route %s blackhole; }\n", ExtendedNexthopRoute.Prefix)
+	c.static("r8950", ExtendedNexthopRoute.Prefix)
+	prefixes := func(rs []table.Route) []netip.Prefix {
+		out := make([]netip.Prefix, len(rs))
+		for i, r := range rs {
+			out[i] = r.Prefix
+		}
+		return out
+	}
 	if len(extra6) > 0 {
-		b.WriteString("protocol static fulltable6 {\n  ipv6;\n")
-		for _, r := range extra6 {
-			fmt.Fprintf(b, "  route %s blackhole;\n", r.Prefix)
-		}
-		b.WriteString("}\n")
+		c.static("fulltable6", prefixes(extra6)...)
 	}
-	fmt.Fprintf(b, "protocol bgp node6 {\n  local %s as %d;\n  neighbor fd00:12::1 as %d;\n  ipv6 {\n    import all;\n    export filter {\n", UpstreamAddr6, UpstreamASN, RouterASN)
+	if len(extra) > 0 {
+		c.static("fulltable", prefixes(extra)...)
+	}
+	var exp6, exp4, exp8950 nexthopFilter
 	for _, r := range SkeletonRoutes6 {
-		fmt.Fprintf(b, "      if net = %s then { bgp_next_hop = %s; accept; }\n", r.Prefix, r.Nexthop)
+		exp6.net(r.Prefix, r.Nexthop)
 	}
-	b.WriteString("      if proto = \"fulltable6\" then { bgp_next_hop = fd00:11:1::2; accept; }\n")
-	fmt.Fprintf(b, "      reject;\n    };\n  };\n  ipv4 {\n    extended next hop on;\n    import none;\n    export filter { if proto = \"r8950\" then { bgp_next_hop = %s; accept; } reject; };\n  };\n}\n",
-		ExtendedNexthopRoute.Nexthop)
-	if len(extra) > 0 {
-		b.WriteString("protocol static fulltable {\n  ipv4;\n")
-		for _, r := range extra {
-			fmt.Fprintf(b, "  route %s blackhole;\n", r.Prefix)
-		}
-		b.WriteString("}\n")
-	}
-	fmt.Fprintf(b, "protocol bgp node {\n  local 10.12.0.2 as %d;\n  neighbor 10.12.0.1 as %d;\n  ipv4 {\n    import all;\n    export filter {\n", UpstreamASN, RouterASN)
+	exp6.proto("fulltable6", netip.MustParseAddr("fd00:11:1::2"))
+	exp8950.proto("r8950", ExtendedNexthopRoute.Nexthop)
 	for _, r := range AllRoutes() {
-		fmt.Fprintf(b, "      if net = %s then { bgp_next_hop = %s; accept; }\n", r.Prefix, r.Nexthop)
+		exp4.net(r.Prefix, r.Nexthop)
 	}
-	b.WriteString("      if proto = \"fulltable\" then { bgp_next_hop = 10.11.1.2; accept; }\n")
-	b.WriteString("      reject;\n    };\n  };\n}\n")
+	exp4.proto("fulltable", netip.MustParseAddr("10.11.1.2"))
+	c.bgp(birdSession{name: "node6", local: UpstreamAddr6, localAS: UpstreamASN, neighbor: RouterUpAddr6, neighborAS: RouterASN, channels: []birdChannel{
+		{family: "ipv6", imp: "all", exp: exp6.String()},
+		{family: "ipv4", imp: "none", exp: exp8950.String(), extendedNexthop: true},
+	}})
+	c.bgp(birdSession{name: "node", local: UpstreamAddr, localAS: UpstreamASN, neighbor: RouterUpAddr, neighborAS: RouterASN,
+		channels: []birdChannel{{family: "ipv4", imp: "all", exp: exp4.String()}}})
 	if len(extra) > 0 {
-		fmt.Fprintf(b, `protocol bgp baseline {
-  disabled;
-  local 10.13.0.2 as %d;
-  neighbor 10.13.0.1 as 65002;
-  ipv4 { import none; export filter { if proto = "fulltable" then { bgp_next_hop = 10.13.0.2; accept; } reject; }; };
+		var base nexthopFilter
+		base.proto("fulltable", netip.MustParseAddr("10.13.0.2"))
+		c.bgp(birdSession{name: "baseline", disabled: true, local: "10.13.0.2", localAS: UpstreamASN, neighbor: "10.13.0.1", neighborAS: baselineASN,
+			channels: []birdChannel{{family: "ipv4", imp: "none", exp: base.String()}}})
+	}
+	s.BirdSock, s.BirdLog, _, err = startBird(s.Upstream, s.Dir, "bird", c)
+	return err
 }
-`, UpstreamASN)
-	}
-	if err := b.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	s.BirdSock = filepath.Join(s.Dir, "bird.ctl")
-	s.BirdLog = filepath.Join(s.Dir, "bird.log")
-	if _, err := s.Upstream.Start(s.BirdLog, "bird", "-f", "-c", conf, "-s", s.BirdSock); err != nil {
-		return fmt.Errorf("%w (install BIRD 2: apt-get install bird2)", err)
-	}
-	return nil
-}
+
+// baselineASN is the AS of the baseline BIRD (birdrx), which takes the table into
+// its kernel for comparison.
+const baselineASN = 65002
 
 // startBirdRx starts the baseline BIRD in its own namespace, linked to the upstream.
 func (s *Skeleton) startBirdRx() error {
@@ -344,23 +330,15 @@ func (s *Skeleton) startBirdRx() error {
 	if err := s.Link(s.Upstream, "u1", "10.13.0.2/24", s.BirdRx, "x0", "10.13.0.1/24"); err != nil {
 		return err
 	}
-	conf := filepath.Join(s.Dir, "birdrx.conf")
-	err = os.WriteFile(conf, []byte(`router id 10.13.0.1;
-protocol device { }
-protocol kernel kfib { ipv4 { import none; export all; }; }
-protocol bgp upstream {
-  local 10.13.0.1 as 65002;
-  neighbor 10.13.0.2 as 65001;
-  ipv4 { import all; export none; };
-}
-`), 0o644)
+	c, err := newBirdConfig(filepath.Join(s.Dir, "birdrx.conf"), "10.13.0.1")
 	if err != nil {
 		return err
 	}
-	s.BirdRxSock = filepath.Join(s.Dir, "birdrx.ctl")
-	s.BirdRxLog = filepath.Join(s.Dir, "birdrx.log")
-	cmd, err := s.BirdRx.Start(s.BirdRxLog, "bird", "-f", "-c", conf, "-s", s.BirdRxSock)
-	if err != nil {
+	c.kernelExport("kfib")
+	c.bgp(birdSession{name: "upstream", local: "10.13.0.1", localAS: baselineASN, neighbor: "10.13.0.2", neighborAS: UpstreamASN,
+		channels: []birdChannel{{family: "ipv4", imp: "all", exp: "none"}}})
+	var cmd *exec.Cmd
+	if s.BirdRxSock, s.BirdRxLog, cmd, err = startBird(s.BirdRx, s.Dir, "birdrx", c); err != nil {
 		return err
 	}
 	s.BirdRxPID = cmd.Process.Pid
@@ -410,10 +388,10 @@ cluster:
     data_dir: %s
 bgp:
   asn: %d
-  router_id: 10.12.0.1
+  router_id: %s
   grpc_address: %s
   neighbors:
-    - address: 10.12.0.2
+    - address: %s
       asn: %d
       max_prefixes: %d
       expected_prefixes: %d
@@ -421,7 +399,7 @@ bgp:
       asn: %d
       families: [ipv6-unicast, ipv4-unicast]
       expected_prefixes: %d
-`, s.NodeName, s.If("r0"), s.If("r1"), s.If("r2"), s.If("r3"), xdpMode, MetricsAddr, backend, filepath.Join(s.Dir, "etcd"), RouterASN, GoBGPAddr, UpstreamASN, maxPrefixes, expected,
+`, s.NodeName, s.If("r0"), s.If("r1"), s.If("r2"), s.If("r3"), xdpMode, MetricsAddr, backend, filepath.Join(s.Dir, "etcd"), RouterASN, RouterUpAddr, GoBGPAddr, UpstreamAddr, UpstreamASN, maxPrefixes, expected,
 		UpstreamAddr6, UpstreamASN, expected6)
 }
 

@@ -1,0 +1,130 @@
+package lab
+
+import (
+	"bufio"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// The upstream link, the same in every topology: the router (the skeleton's, or a
+// fleet's n1) on one side, the upstream (BIRD or a feeder) on the other.
+const (
+	RouterUpAddr  = "10.12.0.1"
+	RouterUpAddr6 = "fd00:12::1"
+	UpstreamAddr  = "10.12.0.2"
+	UpstreamAddr6 = "fd00:12::2"
+)
+
+// birdConfig writes a BIRD 2 configuration: the device protocol, static protocols
+// that originate prefixes (blackhole routes) and BGP sessions. It writes as it goes,
+// so a full table's statics never sit in memory twice.
+type birdConfig struct {
+	path string
+	f    *os.File
+	b    *bufio.Writer
+}
+
+// newBirdConfig starts a configuration at path, with its router id.
+func newBirdConfig(path, routerID string) (*birdConfig, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	c := &birdConfig{path: path, f: f, b: bufio.NewWriterSize(f, 1<<20)}
+	fmt.Fprintf(c.b, "router id %s;\nprotocol device { }\n", routerID)
+	return c, nil
+}
+
+// static originates prefixes (all of one family) in a static protocol of that name:
+// `birdc disable <name>` withdraws them.
+func (c *birdConfig) static(name string, prefixes ...netip.Prefix) {
+	fam := "ipv4"
+	if len(prefixes) > 0 && prefixes[0].Addr().Is6() {
+		fam = "ipv6"
+	}
+	fmt.Fprintf(c.b, "protocol static %s {\n  %s;\n", name, fam)
+	for _, p := range prefixes {
+		fmt.Fprintf(c.b, "  route %s blackhole;\n", p)
+	}
+	c.b.WriteString("}\n")
+}
+
+// birdChannel is one address family of a BGP session: its import and export, each a
+// BIRD filter expression ("all", "none", "where ...", "filter { ... }").
+type birdChannel struct {
+	family, imp, exp string
+	extendedNexthop  bool
+}
+
+// birdSession is a BGP session.
+type birdSession struct {
+	name                string
+	local, neighbor     string
+	localAS, neighborAS int
+	disabled            bool
+	channels            []birdChannel
+}
+
+func (c *birdConfig) bgp(s birdSession) {
+	fmt.Fprintf(c.b, "protocol bgp %s {\n", s.name)
+	if s.disabled {
+		c.b.WriteString("  disabled;\n")
+	}
+	fmt.Fprintf(c.b, "  local %s as %d;\n  neighbor %s as %d;\n", s.local, s.localAS, s.neighbor, s.neighborAS)
+	for _, ch := range s.channels {
+		fmt.Fprintf(c.b, "  %s {\n", ch.family)
+		if ch.extendedNexthop {
+			c.b.WriteString("    extended next hop on;\n")
+		}
+		fmt.Fprintf(c.b, "    import %s;\n    export %s;\n  };\n", ch.imp, ch.exp)
+	}
+	c.b.WriteString("}\n")
+}
+
+// kernelExport exports every IPv4 route to the namespace's kernel table.
+func (c *birdConfig) kernelExport(name string) {
+	fmt.Fprintf(c.b, "protocol kernel %s { ipv4 { import none; export all; }; }\n", name)
+}
+
+// nexthopFilter exports the routes of the given prefixes and static protocols, each
+// with its next hop, and rejects the rest.
+type nexthopFilter struct{ lines []string }
+
+func (f *nexthopFilter) net(p netip.Prefix, nh netip.Addr) {
+	f.lines = append(f.lines, fmt.Sprintf("if net = %s then { bgp_next_hop = %s; accept; }", p, nh))
+}
+
+func (f *nexthopFilter) proto(name string, nh netip.Addr) {
+	f.lines = append(f.lines, fmt.Sprintf("if proto = %q then { bgp_next_hop = %s; accept; }", name, nh))
+}
+
+func (f *nexthopFilter) String() string {
+	return "filter {\n      " + strings.Join(append(f.lines, "reject;"), "\n      ") + "\n    }"
+}
+
+// close finishes the file.
+func (c *birdConfig) close() error {
+	if err := c.b.Flush(); err != nil {
+		c.f.Close()
+		return err
+	}
+	return c.f.Close()
+}
+
+// startBird runs BIRD 2 in ns on a finished configuration, its control socket and
+// log beside it in dir (name.ctl, name.log).
+func startBird(ns *Netns, dir, name string, c *birdConfig) (sock, log string, cmd *exec.Cmd, err error) {
+	if err := c.close(); err != nil {
+		return "", "", nil, err
+	}
+	sock, log = filepath.Join(dir, name+".ctl"), filepath.Join(dir, name+".log")
+	cmd, err = ns.Start(log, "bird", "-f", "-c", c.path, "-s", sock)
+	if err != nil {
+		return "", "", nil, fmt.Errorf("%w (install BIRD 2: apt-get install bird2)", err)
+	}
+	return sock, log, cmd, nil
+}
