@@ -12,25 +12,9 @@
 #include "bpf_helpers.h"
 #include "bpf_endian.h"
 #include "probe_loop.h"
+#include "probe6_trace.h"
 #include "fib6.h"
 #include "cached.h"
-
-struct row {
-	__u32 e[256];
-};
-
-/* Destinations, 64 per row (4 u32 each, network order), and answers, 256 per row. */
-#define ARRAY(name, value_t, n)                    \
-	struct {                                   \
-		__uint(type, BPF_MAP_TYPE_ARRAY);  \
-		__uint(map_flags, BPF_F_MMAPABLE); \
-		__type(key, __u32);                \
-		__type(value, value_t);            \
-		__uint(max_entries, n);            \
-	} name SEC(".maps")
-
-ARRAY(probe6_trace, struct row, 1);
-ARRAY(probe6_result, struct row, 1);
 
 struct lpm_key_v6 {
 	__u32 prefixlen;
@@ -44,18 +28,6 @@ struct {
 	__type(value, __u32);
 	__uint(max_entries, 1 << 20);
 } probe6_lpm SEC(".maps");
-
-static __always_inline __u32 *slot(struct loop_ctx *c, __u32 i, __u32 **res)
-{
-	__u32 idx = c->start + i, trow = idx >> 6, rrow = idx >> 8;
-	struct row *t = bpf_map_lookup_elem(&probe6_trace, &trow);
-	struct row *r = bpf_map_lookup_elem(&probe6_result, &rrow);
-
-	if (!t || !r)
-		return 0;
-	*res = &r->e[idx & 0xff];
-	return &t->e[(idx & 63) * 4];
-}
 
 /* The loop alone: reads the trace entry, writes its first word: the floor every other
  * mechanism's figure includes. */

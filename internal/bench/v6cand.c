@@ -14,6 +14,7 @@
 #include "bpf_helpers.h"
 #include "bpf_endian.h"
 #include "probe_loop.h"
+#include "probe6_trace.h"
 #include "popcount.h"
 
 #define V6_NODE 0x40000000u
@@ -22,43 +23,15 @@
  * the last; they sum to 64). Set by the loader. */
 const volatile __u32 strides[8] = {16, 8, 8, 8, 8, 8, 8};
 
-struct row {
-	__u32 e[256];
-};
-
 struct line {
 	__u32 e[16];
 };
 
-/* Destinations, 64 per row (4 u32 each, network order), and answers, 256 per row. */
-#define ARRAY(name, value_t, n)                    \
-	struct {                                   \
-		__uint(type, BPF_MAP_TYPE_ARRAY);  \
-		__uint(map_flags, BPF_F_MMAPABLE); \
-		__type(key, __u32);                \
-		__type(value, value_t);            \
-		__uint(max_entries, n);            \
-	} name SEC(".maps")
-
-ARRAY(cand6_trace, struct row, 1);
-ARRAY(cand6_result, struct row, 1);
 ARRAY(s6_dir, struct row, 256);
 ARRAY(s6_nodes, struct row, 1);
 ARRAY(c6_dir, struct row, 256);
 ARRAY(c6_nodes, struct line, 1);
 ARRAY(c6_leaves, struct row, 1);
-
-static __always_inline __u32 *slot(struct loop_ctx *c, __u32 i, __u32 **res)
-{
-	__u32 idx = c->start + i, trow = idx >> 6, rrow = idx >> 8;
-	struct row *t = bpf_map_lookup_elem(&cand6_trace, &trow);
-	struct row *r = bpf_map_lookup_elem(&cand6_result, &rrow);
-
-	if (!t || !r)
-		return 0;
-	*res = &r->e[idx & 0xff];
-	return &t->e[(idx & 63) * 4];
-}
 
 static __always_inline __u64 hi64(__u32 *a)
 {

@@ -36,8 +36,8 @@ const (
 	v6candMapC6Dir            = "c6_dir"
 	v6candMapC6Leaves         = "c6_leaves"
 	v6candMapC6Nodes          = "c6_nodes"
-	v6candMapCand6Result      = "cand6_result"
-	v6candMapCand6Trace       = "cand6_trace"
+	v6candMapProbe6Result     = "probe6_result"
+	v6candMapProbe6Trace      = "probe6_trace"
 	v6candMapProbeParams      = "probe_params"
 	v6candMapS6Dir            = "s6_dir"
 	v6candMapS6Nodes          = "s6_nodes"
@@ -96,14 +96,14 @@ type v6candProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type v6candMapSpecs struct {
-	C6Dir       *ebpf.MapSpec `ebpf:"c6_dir"`
-	C6Leaves    *ebpf.MapSpec `ebpf:"c6_leaves"`
-	C6Nodes     *ebpf.MapSpec `ebpf:"c6_nodes"`
-	Cand6Result *ebpf.MapSpec `ebpf:"cand6_result"`
-	Cand6Trace  *ebpf.MapSpec `ebpf:"cand6_trace"`
-	ProbeParams *ebpf.MapSpec `ebpf:"probe_params"`
-	S6Dir       *ebpf.MapSpec `ebpf:"s6_dir"`
-	S6Nodes     *ebpf.MapSpec `ebpf:"s6_nodes"`
+	C6Dir        *ebpf.MapSpec `ebpf:"c6_dir"`
+	C6Leaves     *ebpf.MapSpec `ebpf:"c6_leaves"`
+	C6Nodes      *ebpf.MapSpec `ebpf:"c6_nodes"`
+	Probe6Result *ebpf.MapSpec `ebpf:"probe6_result"`
+	Probe6Trace  *ebpf.MapSpec `ebpf:"probe6_trace"`
+	ProbeParams  *ebpf.MapSpec `ebpf:"probe_params"`
+	S6Dir        *ebpf.MapSpec `ebpf:"s6_dir"`
+	S6Nodes      *ebpf.MapSpec `ebpf:"s6_nodes"`
 }
 
 // v6candVariableSpecs contains global variables before they are loaded into the kernel.
@@ -133,14 +133,14 @@ func (o *v6candObjects) Close() error {
 //
 // It can be passed to loadV6candObjects or ebpf.CollectionSpec.LoadAndAssign.
 type v6candMaps struct {
-	C6Dir       *ebpf.Map `ebpf:"c6_dir"`
-	C6Leaves    *ebpf.Map `ebpf:"c6_leaves"`
-	C6Nodes     *ebpf.Map `ebpf:"c6_nodes"`
-	Cand6Result *ebpf.Map `ebpf:"cand6_result"`
-	Cand6Trace  *ebpf.Map `ebpf:"cand6_trace"`
-	ProbeParams *ebpf.Map `ebpf:"probe_params"`
-	S6Dir       *ebpf.Map `ebpf:"s6_dir"`
-	S6Nodes     *ebpf.Map `ebpf:"s6_nodes"`
+	C6Dir        *ebpf.Map `ebpf:"c6_dir"`
+	C6Leaves     *ebpf.Map `ebpf:"c6_leaves"`
+	C6Nodes      *ebpf.Map `ebpf:"c6_nodes"`
+	Probe6Result *ebpf.Map `ebpf:"probe6_result"`
+	Probe6Trace  *ebpf.Map `ebpf:"probe6_trace"`
+	ProbeParams  *ebpf.Map `ebpf:"probe_params"`
+	S6Dir        *ebpf.Map `ebpf:"s6_dir"`
+	S6Nodes      *ebpf.Map `ebpf:"s6_nodes"`
 }
 
 func (m *v6candMaps) Close() error {
@@ -148,8 +148,8 @@ func (m *v6candMaps) Close() error {
 		m.C6Dir,
 		m.C6Leaves,
 		m.C6Nodes,
-		m.Cand6Result,
-		m.Cand6Trace,
+		m.Probe6Result,
+		m.Probe6Trace,
 		m.ProbeParams,
 		m.S6Dir,
 		m.S6Nodes,

@@ -69,7 +69,7 @@ func newCandProbe(capacity int, stride, compressed V6Image) (*candProbe, error) 
 	}
 	rows := func(n, per int) uint32 { return uint32(max(1, (n+per-1)/per)) }
 	for name, n := range map[string]uint32{
-		"cand6_trace": rows(capacity, 64), "cand6_result": rows(capacity, 256),
+		"probe6_trace": rows(capacity, 64), "probe6_result": rows(capacity, 256),
 		"s6_dir": rows(len(stride.Dir), 256), "s6_nodes": rows(len(stride.Nodes), 256),
 		"c6_dir": rows(len(compressed.Dir), 256), "c6_nodes": rows(len(compressed.Nodes), 16), "c6_leaves": rows(len(compressed.Leaves), 256),
 	} {
@@ -126,7 +126,7 @@ func (p *candProbe) Lookup(c candidate, addrs []netip.Addr, out []uint32) (time.
 			trace = append(trace, binary.NativeEndian.Uint32(b[4*w:]))
 		}
 	}
-	if err := writeU32(p.objs.Cand6Trace, trace); err != nil {
+	if err := writeU32(p.objs.Probe6Trace, trace); err != nil {
 		return 0, err
 	}
 	prog := [...]*ebpf.Program{candStride: p.objs.Cand6Stride, candCompressed: p.objs.Cand6Compressed}[c]
@@ -134,7 +134,7 @@ func (p *candProbe) Lookup(c candidate, addrs []netip.Addr, out []uint32) (time.
 	if err != nil {
 		return 0, err
 	}
-	mem, err := p.objs.Cand6Result.Memory()
+	mem, err := p.objs.Probe6Result.Memory()
 	if err != nil {
 		return 0, err
 	}
