@@ -273,8 +273,9 @@ func testSkeleton(t *testing.T, backend string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(string(body), `"prefix":"100.64.1.0/24"`) || !strings.Contains(string(body), `"nexthop":"10.99.0.1"`) {
-			t.Errorf("/api/v1/lookup?addr=100.64.1.77 = %s", body)
+		var l nodeapi.Lookup
+		if err := json.Unmarshal(body, &l); err != nil || !l.Found || l.Prefix.String() != "100.64.1.0/24" || l.Nexthop.String() != "10.99.0.1" {
+			t.Errorf("/api/v1/lookup?addr=100.64.1.77 = %s (%v), want 100.64.1.0/24 via 10.99.0.1", body, err)
 		}
 	})
 	t.Run("a node alone runs on its embedded etcd", func(t *testing.T) { testEmbeddedEtcd(t, sk) })
