@@ -74,7 +74,7 @@ chart:
 	$(HELM) lint --strict deploy/k8s/fibfleet
 	@for f in deploy/k8s/examples/*.yaml; do $(HELM) lint --strict deploy/k8s/fibfleet -f $$f || exit 1; done
 
-# generate rebuilds the XDP object with clang-19 (the result is committed).
+# generate rebuilds the BPF objects with clang-19 (the results are committed).
 generate:
 	@command -v clang-19 >/dev/null || { echo "generate: needs clang-19 (apt-get install clang-19)"; exit 1; }
 	$(GO) generate ./...
