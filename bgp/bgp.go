@@ -127,6 +127,8 @@ type PeerStatus struct {
 	State   string // idle, connect, active, opensent, openconfirm, established
 	// Mesh is set for the fleet's own nodes (iBGP), unset for upstreams.
 	Mesh bool
+	// Established is when the session came up; zero while it is down.
+	Established time.Time
 }
 
 // Speaker is a running embedded BGP speaker.
@@ -334,6 +336,62 @@ func (s *Speaker) AddNeighbor(ctx context.Context, n Neighbor) error {
 	return nil
 }
 
+// shutdownOver shuts a neighbour's session down for holding more than maxPrefixes
+// (it stays down until the neighbour is configured again).
+func (s *Speaker) shutdownOver(a netip.Addr, maxPrefixes uint32) {
+	err := s.srv.ShutdownPeer(context.Background(), &api.ShutdownPeerRequest{Address: a.String(), Communication: "max-prefix limit exceeded"})
+	if err != nil {
+		s.log.Error("shut down neighbour over its max_prefixes", "neighbor", a, "max_prefixes", maxPrefixes, "err", err)
+	}
+}
+
+// RemoveNeighbor closes the session with an upstream (its routes are withdrawn at
+// once) and forgets it.
+func (s *Speaker) RemoveNeighbor(ctx context.Context, a netip.Addr) error {
+	s.mu.Lock()
+	_, known := s.peers[a]
+	mesh := s.mesh[a]
+	s.mu.Unlock()
+	if !known || mesh {
+		return fmt.Errorf("bgp: %s is not a configured neighbour", a)
+	}
+	if err := s.srv.DeletePeer(ctx, &api.DeletePeerRequest{Address: a.String()}); err != nil {
+		return fmt.Errorf("bgp: remove neighbour %s: %w", a, err)
+	}
+	s.mu.Lock()
+	delete(s.peers, a)
+	delete(s.loads, a)
+	delete(s.eors, a)
+	delete(s.adjIn, a)
+	s.mu.Unlock()
+	s.log.Info("removed BGP neighbour", "neighbor", a)
+	return nil
+}
+
+// SetLimits changes a neighbour's max-prefix limit and the expected size of its
+// dump, live: the session stays up (a limit now below what the neighbour holds shuts
+// it down, as on an update).
+func (s *Speaker) SetLimits(a netip.Addr, maxPrefixes, expected uint32) error {
+	s.mu.Lock()
+	in, l := s.adjIn[a], s.loads[a]
+	if in == nil || l == nil {
+		s.mu.Unlock()
+		return fmt.Errorf("bgp: %s is not a configured neighbour", a)
+	}
+	in.max, in.tripped = int(maxPrefixes), false
+	over := in.max > 0 && len(in.seen) > in.max
+	if over {
+		in.tripped = true
+	}
+	l.Expected = uint64(expected)
+	s.mu.Unlock()
+	if over {
+		s.log.Warn("neighbour holds more than its new max_prefixes: shutting the session down", "neighbor", a, "max_prefixes", maxPrefixes)
+		go s.shutdownOver(a, maxPrefixes)
+	}
+	return nil
+}
+
 func (s *Speaker) onPeer(ev *apiutil.WatchEventMessage_PeerEvent, at time.Time) {
 	st := ev.Peer.State
 	s.mu.Lock()
@@ -341,6 +399,12 @@ func (s *Speaker) onPeer(ev *apiutil.WatchEventMessage_PeerEvent, at time.Time) 
 	if p, ok := s.peers[st.NeighborAddress]; ok {
 		was := p.State
 		p.State = fsmState(st.SessionState)
+		switch {
+		case p.State == "established" && was != p.State:
+			p.Established = at
+		case p.State != "established":
+			p.Established = time.Time{}
+		}
 		if l := s.loads[st.NeighborAddress]; l != nil && was != p.State {
 			switch {
 			case p.State == "established":
@@ -391,12 +455,7 @@ func (s *Speaker) onUpdate(paths []*apiutil.Path, _ time.Time) {
 			a.tripped = true
 			peer := p.PeerAddress
 			s.log.Warn("neighbour exceeded max_prefixes: shutting the session down", "neighbor", peer, "max_prefixes", a.max)
-			go func() {
-				err := s.srv.ShutdownPeer(context.Background(), &api.ShutdownPeerRequest{Address: peer.String(), Communication: "max-prefix limit exceeded"})
-				if err != nil {
-					s.log.Error("shut down neighbour over its max_prefixes", "neighbor", peer, "err", err)
-				}
-			}()
+			go s.shutdownOver(peer, uint32(a.max))
 		}
 	}
 }

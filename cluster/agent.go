@@ -73,6 +73,7 @@ type Agent struct {
 	cfg AgentConfig
 	log *slog.Logger
 
+	applyMu  sync.Mutex
 	mu       sync.Mutex
 	status   AgentStatus
 	applied  bool // an epoch has been applied (the first is not a flush)
@@ -349,9 +350,26 @@ func (a *Agent) applyEpoch(fleet, own uint32) {
 	}
 }
 
+// SetDefault replaces the config file's policy (the node's configuration was
+// reloaded): applied at once unless etcd holds the fleet's or the node's, and
+// reported.
+func (a *Agent) SetDefault(ctx context.Context, p cache.Policy) error {
+	if err := p.Validate(); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	a.mu.Lock()
+	a.cfg.Default = p
+	a.mu.Unlock()
+	a.applyPolicy()
+	a.report(ctx, true)
+	return nil
+}
+
 // applyPolicy applies the policy in force (override, fleet, config) when it differs
-// from the one applied.
+// from the one applied. One at a time: the agent's loop and a reload both call it.
 func (a *Agent) applyPolicy() {
+	a.applyMu.Lock()
+	defer a.applyMu.Unlock()
 	a.mu.Lock()
 	p, src, rev := a.cfg.Default, FromConfig, int64(0)
 	if a.override != nil {

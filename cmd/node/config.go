@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -43,9 +44,11 @@ type Config struct {
 	Cache         CacheConfig   `yaml:"cache"`
 	Cluster       ClusterConfig `yaml:"cluster"`
 
-	// file is the config file read (empty: none); checkOnly stops after reading it
-	// (-check), checkProbe probes the kernel and interfaces before (-probe).
-	file       string
+	// files are the config files read, in order, each overlaying the one before
+	// (none: defaults and flags); checkOnly stops after reading them (-check),
+	// checkProbe probes the kernel and interfaces before (-probe).
+	files      []string
+	dir        string // -config-dir, watched for changes
 	checkOnly  bool
 	checkProbe bool
 }
@@ -195,7 +198,7 @@ func loadConfig(args []string) (Config, error) {
 	cfg := defaults()
 	fs := flag.NewFlagSet("fibfleet-node", flag.ContinueOnError)
 	path := fs.String("config", "", "YAML config file (see README: Configuration)")
-	dir := fs.String("config-dir", "", "directory of config files, one per node as a Helm chart's ConfigMap holds them: node.<node-name>.yaml, else fleet.yaml")
+	dir := fs.String("config-dir", "", "directory of config files as a Helm chart's ConfigMap holds them: fleet.yaml (the fleet's), overlaid field by field by node.<node-name>.yaml (this node's) when there")
 	check := fs.Bool("check", false, "read and validate the configuration, print what was read, probe the kernel and the configured interfaces for what the dataplane needs (nothing loaded or attached), and exit: 0 all there, 2 invalid configuration, 3 a feature missing")
 	probe := fs.Bool("probe", true, "with -check, probe the kernel and the interfaces too; -probe=false validates the configuration alone (off the router)")
 	meshAddr := fs.String("mesh-address", "", "the node's IPv4 address on the mesh link (cluster.mesh.address)")
@@ -214,29 +217,39 @@ func loadConfig(args []string) (Config, error) {
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected arguments %q: every setting is a -flag or in -config", fs.Args())
 	}
-	if *dir != "" {
-		if *path != "" {
-			return cfg, errors.New("-config and -config-dir: give one of them")
-		}
+	var files []string
+	switch {
+	case *dir != "" && *path != "":
+		return cfg, errors.New("-config and -config-dir: give one of them")
+	case *dir != "":
 		node := cfg.NodeName
 		if *name != "" {
 			node = *name
 		}
-		*path = filepath.Join(*dir, "fleet.yaml")
-		if p := filepath.Join(*dir, "node."+node+".yaml"); fileExists(p) {
-			*path = p
+		fleet, own := filepath.Join(*dir, "fleet.yaml"), filepath.Join(*dir, "node."+node+".yaml")
+		if !fileExists(fleet) && !fileExists(own) {
+			return cfg, fmt.Errorf("-config-dir %s: neither fleet.yaml nor node.%s.yaml is there", *dir, node)
 		}
+		for _, f := range []string{fleet, own} {
+			if fileExists(f) {
+				files = append(files, f)
+			}
+		}
+	case *path != "":
+		files = []string{*path}
 	}
-	cfg.file, cfg.checkOnly, cfg.checkProbe = *path, *check, *probe
-	if *path != "" {
-		raw, err := os.ReadFile(*path)
+	cfg.files, cfg.dir, cfg.checkOnly, cfg.checkProbe = files, *dir, *check, *probe
+	// Each file overlays the one before field by field: a node's file says only
+	// what differs from the fleet's (a list, such as neighbors, is replaced whole).
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
 		if err != nil {
 			return cfg, fmt.Errorf("read config: %w", err)
 		}
 		dec := yaml.NewDecoder(bytes.NewReader(raw))
 		dec.KnownFields(true)
-		if err := dec.Decode(&cfg); err != nil {
-			return cfg, fmt.Errorf("config %s: %w (field names are listed in the README's configuration reference)", *path, err)
+		if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+			return cfg, fmt.Errorf("config %s: %w (field names are listed in the README's configuration reference)", f, err)
 		}
 	}
 	fs.Visit(func(f *flag.Flag) {

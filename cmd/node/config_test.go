@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -92,8 +93,8 @@ func TestConfigStrayArguments(t *testing.T) {
 func TestConfigDir(t *testing.T) {
 	dir := t.TempDir()
 	for name, body := range map[string]string{
-		"fleet.yaml":       "interfaces: [eth0]\nbgp: {asn: 65000, router_id: 192.0.2.1}\n",
-		"node.edge-1.yaml": "interfaces: [ens1]\nbgp: {asn: 65000, router_id: 192.0.2.1, neighbors: [{address: 192.0.2.9, asn: 64500}]}\n",
+		"fleet.yaml":       "interfaces: [eth0]\nbgp: {asn: 65000, router_id: 192.0.2.1, neighbors: [{address: 192.0.2.5, asn: 64501}]}\nfib: {groups_v4: 32768}\ncache: {mode: fixed, entries_v4: 4096}\n",
+		"node.edge-1.yaml": "interfaces: [ens1]\nbgp: {router_id: 192.0.2.11, neighbors: [{address: 192.0.2.9, asn: 64500}]}\nfib: {lines_v4: 4096}\n",
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
@@ -103,20 +104,25 @@ func TestConfigDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.file != filepath.Join(dir, "node.edge-1.yaml") || cfg.Interfaces[0] != "ens1" || len(cfg.BGP.Neighbors) != 1 || !cfg.checkOnly {
-		t.Errorf("edge-1 read %s: %+v", cfg.file, cfg)
+	if !slices.Equal(cfg.files, []string{filepath.Join(dir, "fleet.yaml"), filepath.Join(dir, "node.edge-1.yaml")}) || !cfg.checkOnly {
+		t.Errorf("edge-1 read %v, want fleet.yaml then its own", cfg.files)
+	}
+	// The node's file overlays the fleet's field by field; a list is replaced whole.
+	if cfg.Interfaces[0] != "ens1" || cfg.BGP.RouterID != "192.0.2.11" || cfg.BGP.ASN != 65000 || len(cfg.BGP.Neighbors) != 1 || cfg.BGP.Neighbors[0].Address != "192.0.2.9" ||
+		cfg.FIB.LinesV4 != 4096 || cfg.FIB.GroupsV4 != 32768 || cfg.Cache.Mode != "fixed" || cfg.Cache.EntriesV4 != 4096 {
+		t.Errorf("edge-1's config is not the fleet's overlaid by its own: %+v", cfg)
 	}
 	if cfg.Cluster.Mesh.Address != "10.0.0.1" || cfg.Cluster.Gossip.Address != "10.0.0.1:7946" {
 		t.Errorf("-mesh-address: mesh %q, gossip %q; want 10.0.0.1 and gossip on it", cfg.Cluster.Mesh.Address, cfg.Cluster.Gossip.Address)
 	}
 	cfg, err = loadConfig([]string{"-config-dir", dir, "-node-name", "edge-2"})
-	if err != nil || cfg.file != filepath.Join(dir, "fleet.yaml") || cfg.Interfaces[0] != "eth0" {
-		t.Errorf("edge-2 read %s (%v), want fleet.yaml", cfg.file, err)
+	if err != nil || !slices.Equal(cfg.files, []string{filepath.Join(dir, "fleet.yaml")}) || cfg.Interfaces[0] != "eth0" || cfg.BGP.Neighbors[0].Address != "192.0.2.5" {
+		t.Errorf("edge-2 read %v (%v), want fleet.yaml alone", cfg.files, err)
 	}
 	if _, err := loadConfig([]string{"-config-dir", dir, "-config", filepath.Join(dir, "fleet.yaml")}); err == nil || !strings.Contains(err.Error(), "give one of them") {
 		t.Errorf("-config with -config-dir: %v, want a refusal", err)
 	}
-	if _, err := loadConfig([]string{"-config-dir", t.TempDir(), "-node-name", "edge-1"}); err == nil || !strings.Contains(err.Error(), "fleet.yaml") {
+	if _, err := loadConfig([]string{"-config-dir", t.TempDir(), "-node-name", "edge-1"}); err == nil || !strings.Contains(err.Error(), "neither fleet.yaml nor node.edge-1.yaml") {
 		t.Errorf("an empty directory: %v, want an error naming fleet.yaml", err)
 	}
 }

@@ -105,6 +105,20 @@ func startFleet(ctx context.Context, cfg Config, app cluster.Applier, log *slog.
 	return f, nil
 }
 
+// setConfigPolicy replaces the configuration's cache policy (a reload): through the
+// agent once it runs (etcd's policies come first), else applied at once (the config's
+// is in force until etcd answers).
+func (f *fleet) setConfigPolicy(p cache.Policy) error {
+	f.mu.Lock()
+	f.cfg.Cache.FlatPolicy = p.Flat()
+	agent := f.agent
+	f.mu.Unlock()
+	if agent != nil {
+		return agent.SetDefault(context.Background(), p)
+	}
+	return f.app.ApplyPolicy(p)
+}
+
 // gossipKey reads the gossip key file: 16, 24 or 32 bytes, raw or in base64.
 func gossipKey(file string) ([]byte, error) {
 	if file == "" {
@@ -147,7 +161,10 @@ func (f *fleet) connect(ctx context.Context) {
 		cli.Close()
 		return
 	}
-	agent, err := cluster.NewAgent(cluster.AgentConfig{Store: store, Node: f.cfg.NodeName, Default: f.cfg.Cache.Policy(), DefaultApplied: true,
+	f.mu.Lock()
+	def := f.cfg.Cache.Policy() // a reload may have changed it
+	f.mu.Unlock()
+	agent, err := cluster.NewAgent(cluster.AgentConfig{Store: store, Node: f.cfg.NodeName, Default: def, DefaultApplied: true,
 		Applier: f.app, Logger: f.log})
 	if err != nil {
 		f.log.Error("fleet agent", "err", err)
@@ -391,7 +408,7 @@ func (f *fleet) status(ctx context.Context) nodeapi.Fleet {
 func sessions(ps []bgp.PeerStatus) []nodeapi.Session {
 	out := make([]nodeapi.Session, 0, len(ps))
 	for _, p := range ps {
-		out = append(out, nodeapi.Session{Neighbor: p.Address, ASN: p.ASN, State: p.State, Mesh: p.Mesh})
+		out = append(out, nodeapi.Session{Neighbor: p.Address, ASN: p.ASN, State: p.State, Mesh: p.Mesh, Established: p.Established})
 	}
 	slices.SortFunc(out, func(a, b nodeapi.Session) int { return a.Neighbor.Compare(b.Neighbor) })
 	return out

@@ -50,7 +50,7 @@ func main() {
 		os.Exit(2)
 	}
 	if cfg.checkOnly {
-		from := cfg.file
+		from := strings.Join(cfg.files, " overlaid by ")
 		if from == "" {
 			from = "defaults and flags"
 		}
@@ -73,10 +73,15 @@ func main() {
 		fmt.Printf("kernel %s and interfaces %v: everything the dataplane needs is there\n", dataplane.KernelRelease(), cfg.Interfaces)
 		return
 	}
-	log := newLogger(cfg.LogLevel)
+	level := new(slog.LevelVar)
+	log := newLogger(cfg.LogLevel, level)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, cfg, log); err != nil {
+	// SIGHUP reloads the configuration; caught from the start, so that one sent
+	// while the node starts does not kill it (the reload reads it once it can).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	if err := run(ctx, cfg, log, level, os.Args[1:], hup); err != nil {
 		if missing := missingFeatures(err); len(missing) > 0 {
 			reportMissing(missing)
 		}
@@ -122,15 +127,18 @@ func writeMissing(w io.Writer, missing []dataplane.Missing) int {
 	return exitMissing
 }
 
-func newLogger(level string) *slog.Logger {
+// newLogger logs at level (validated) to stderr; lv holds the level, which a reload
+// changes.
+func newLogger(level string, lv *slog.LevelVar) *slog.Logger {
 	var l slog.Level
 	_ = l.UnmarshalText([]byte(level))
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+	lv.Set(l)
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lv}))
 	slog.SetDefault(log)
 	return log
 }
 
-func run(ctx context.Context, cfg Config, log *slog.Logger) error {
+func run(ctx context.Context, cfg Config, log *slog.Logger, level *slog.LevelVar, args []string, hup <-chan os.Signal) error {
 	bgpCfg, _ := cfg.bgpConfig() // validated in loadConfig
 	bgpCfg.Logger = log
 
@@ -210,6 +218,8 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	fl.attach(speaker, resolver)
 	go fl.runMesh(ctx)
 	go fl.repair(ctx)
+	rl := newReloader(args, cfg, log, level, speaker, fl.setConfigPolicy)
+	go rl.run(ctx, cfg.dir, hup)
 	defer func() {
 		// Bounded: with a full table GoBGP's StopBgp can take minutes (it withdraws
 		// every path first). The sessions close with the process anyway, and detaching
@@ -223,13 +233,13 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}
 	}()
 
-	m := newMetrics(dp, table, speaker, ksync, dcache, fl, pts)
+	m := newMetrics(dp, table, speaker, ksync, dcache, fl, pts, rl)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var ready atomic.Bool
 	rt := &rates{dp: dp}
 	go rt.run(ctx)
-	ns := &nodeStatus{name: cfg.NodeName, started: time.Now(), dp: dp, table: table, speaker: speaker, cache: dcache, fleet: fl, rates: rt, ports: pts}
+	ns := &nodeStatus{name: cfg.NodeName, started: time.Now(), dp: dp, table: table, speaker: speaker, cache: dcache, fleet: fl, rates: rt, ports: pts, reload: rl}
 	srv, err := newHTTPServer(cfg, httpHandler(reg, cfg.Pprof, &ready, m.readiness, table, dcache, fl, ns))
 	if err != nil {
 		return err

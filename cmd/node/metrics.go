@@ -26,6 +26,7 @@ type metrics struct {
 	cache   *cacheLoop
 	fleet   *fleet
 	ports   *ports
+	reload  *reloader
 
 	// announcements and withdrawals count best-path changes received from BGP.
 	announcements prometheus.Counter
@@ -55,14 +56,15 @@ type metrics struct {
 	meshAlarms                  *prometheus.Desc
 	prefixes, epochs, gossipHS  *prometheus.Desc
 	ready                       *prometheus.Desc
+	reloads, reloadOK           *prometheus.Desc
 }
 
-func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.KernelSync, c *cacheLoop, fl *fleet, p *ports) *metrics {
+func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.KernelSync, c *cacheLoop, fl *fleet, p *ports, rl *reloader) *metrics {
 	d := func(sub, name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(prometheus.BuildFQName(namespace, sub, name), help, labels, nil)
 	}
 	return &metrics{
-		dp: dp, fib: f, speaker: s, ksync: k, load: newLoadProgress(), cache: c, fleet: fl, ports: p,
+		dp: dp, fib: f, speaker: s, ksync: k, load: newLoadProgress(), cache: c, fleet: fl, ports: p, reload: rl,
 		announcements: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Subsystem: "bgp", Name: "best_path_announcements_total", Help: "Best-path announcements (new or changed) received from BGP."}),
 		withdrawals:   prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Subsystem: "bgp", Name: "best_path_withdrawals_total", Help: "Best-path withdrawals received from BGP."}),
 		xdpPackets:    d("xdp", "packets_total", "Frames seen by the XDP program, by action and reason (pass reasons say why the kernel got the frame).", "action", "reason"),
@@ -112,6 +114,8 @@ func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.Kern
 		epochs:        d("cluster", "epoch", "Flush epochs applied: the fleet's (scope=fleet) and this node's own (scope=node); the dataplane's epoch (fibfleet_cache_epoch) is their sum.", "scope"),
 		gossipHS:      d("cluster", "gossip_health_score", "memberlist's awareness score: 0 while this node keeps up with gossip; higher when its probes go unanswered (then its verdicts on others are less reliable)."),
 		ready:         d("", "ready", "1 when the node is ready to carry traffic (GET /readyz): it holds an upstream's table and none in session is still loading."),
+		reloads:       d("config", "reloads_total", "Reloads of the configuration (SIGHUP, a change under -config-dir) by result: applied, unchanged, refused (invalid, or a change that takes a restart: nothing applied), failed (part of it could not be applied; the rest is tried at the next reload).", "result"),
+		reloadOK:      d("config", "last_reload_successful", "1 when the last reload was applied or found nothing to change (or there was none), 0 when it was refused or failed."),
 	}
 }
 
@@ -119,7 +123,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.xdpPackets, m.xdpBytes, m.xdpAttached, m.xdpDriverErrs, m.xdpEgress, m.routes, m.nexthops, m.refused, m.kernelSlots, m.groups, m.digest, m.dir, m.hash6, m.ksyncRoutes, m.ksyncPending, m.sessions, m.peerUp, m.buildOK,
 		m.loadReceived, m.loadExpected, m.loadRate, m.loadETA, m.loadDone, m.loadSeconds, m.loadLag,
 		m.cacheEntries, m.cacheLookups, m.cacheEvents, m.cacheWS, m.cacheHitRate, m.cacheCost, m.cacheRegimes, m.cacheResizes, m.cacheEpoch, m.cacheMode,
-		m.etcdUp, m.registered, m.members, m.meshPeers, m.policySource, m.flushes, m.meshResends, m.meshAlarms, m.prefixes, m.epochs, m.gossipHS, m.ready} {
+		m.etcdUp, m.registered, m.members, m.meshPeers, m.policySource, m.flushes, m.meshResends, m.meshAlarms, m.prefixes, m.epochs, m.gossipHS, m.ready, m.reloads, m.reloadOK} {
 		ch <- d
 	}
 	m.announcements.Describe(ch)
@@ -130,6 +134,14 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	m.announcements.Collect(ch)
 	m.withdrawals.Collect(ch)
 	ch <- prometheus.MustNewConstMetric(m.buildOK, prometheus.GaugeValue, 1, version)
+	if m.reload != nil {
+		counts, last := m.reload.status()
+		for result, n := range counts {
+			ch <- prometheus.MustNewConstMetric(m.reloads, prometheus.CounterValue, float64(n), result)
+		}
+		ok := last.Result != reloadRefused && last.Result != reloadFailed
+		ch <- prometheus.MustNewConstMetric(m.reloadOK, prometheus.GaugeValue, b2f(ok))
+	}
 	if st, err := m.dp.Stats(); err == nil {
 		for _, r := range dataplane.Reasons() {
 			ch <- prometheus.MustNewConstMetric(m.xdpPackets, prometheus.CounterValue, float64(st[r].Packets), r.Action(), r.String())

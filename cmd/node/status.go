@@ -75,6 +75,7 @@ type nodeStatus struct {
 	fleet   *fleet
 	rates   *rates
 	ports   *ports
+	reload  *reloader
 }
 
 func (n *nodeStatus) status() nodeapi.Status {
@@ -105,6 +106,10 @@ func (n *nodeStatus) status() nodeapi.Status {
 	st.PPS, st.ForwardedPPS = n.rates.pps, n.rates.forwardPPS
 	n.rates.mu.Unlock()
 	st.Interfaces = n.ports.interfaces()
+	if n.reload != nil {
+		counts, last := n.reload.status()
+		st.Config = nodeapi.Config{Files: n.reload.files(), Reloads: counts, LastReload: last.At, LastReloadResult: last.Result, LastReloadError: last.Error}
+	}
 	return st
 }
 

@@ -107,6 +107,8 @@ type Skeleton struct {
 	BirdRxPID             int
 	// NodePID is the node process (nsenter execs it in place).
 	NodePID int
+	// ConfigDir is the node's -config-dir (SkeletonConfig.ConfigDir), else empty.
+	ConfigDir string
 }
 
 // SkeletonConfig says how to run the skeleton.
@@ -136,6 +138,9 @@ type SkeletonConfig struct {
 	// the kernel then drops the frames the node redirects to it (what an operator's
 	// misconfigured veth does).
 	BareSink2 bool
+	// ConfigDir runs the node with -config-dir: its configuration is fleet.yaml in a
+	// directory laid out as Kubernetes mounts a ConfigMap (WriteConfig swaps it).
+	ConfigDir bool
 }
 
 // StartSkeleton builds the topology and starts BIRD and the node. On error, the caller
@@ -404,10 +409,24 @@ bgp:
 }
 
 func (s *Skeleton) startNode(cfg SkeletonConfig) error {
+	body := s.NodeConfig(cfg.XDPMode, cfg.FIBBackend, len(AllRoutes())+len(cfg.Table)+1000, len(AllRoutes())+len(cfg.Table), len(SkeletonRoutes6)+1+len(cfg.Table6))
 	conf := filepath.Join(s.Dir, "node.yaml")
-	if err := os.WriteFile(conf, []byte(s.NodeConfig(cfg.XDPMode, cfg.FIBBackend, len(AllRoutes())+len(cfg.Table)+1000, len(AllRoutes())+len(cfg.Table),
-		len(SkeletonRoutes6)+1+len(cfg.Table6))), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
 		return err
+	}
+	configArgs := []string{"-config", conf}
+	if cfg.ConfigDir {
+		s.ConfigDir = filepath.Join(s.Dir, "config")
+		if err := os.MkdirAll(s.ConfigDir, 0o755); err != nil {
+			return err
+		}
+		if err := s.WriteConfig(body); err != nil {
+			return err
+		}
+		if err := os.Symlink(filepath.Join("..data", "fleet.yaml"), filepath.Join(s.ConfigDir, "fleet.yaml")); err != nil {
+			return err
+		}
+		configArgs = []string{"-config-dir", s.ConfigDir}
 	}
 	s.NodeLog = filepath.Join(s.Dir, "node.log")
 	// Runs after the node is stopped (cleanups run in reverse): a node that had to be
@@ -420,7 +439,7 @@ func (s *Skeleton) startNode(cfg SkeletonConfig) error {
 		}
 		return errors.Join(fmt.Errorf("the node left its pins in %s (removed now)", dir), os.RemoveAll(dir))
 	})
-	argv := []string{cfg.NodeBinary, "-config", conf}
+	argv := append([]string{cfg.NodeBinary}, configArgs...)
 	if len(cfg.Capabilities) > 0 {
 		set := "-all"
 		for _, c := range cfg.Capabilities {
@@ -433,6 +452,31 @@ func (s *Skeleton) startNode(cfg SkeletonConfig) error {
 		s.NodePID = cmd.Process.Pid
 	}
 	return err
+}
+
+// WriteConfig replaces fleet.yaml in the node's ConfigDir as the kubelet updates a
+// mounted ConfigMap: the new files in a directory of their own, then the ..data
+// symlink swapped to it with one rename (fleet.yaml is a symlink through ..data).
+func (s *Skeleton) WriteConfig(body string) error {
+	if s.ConfigDir == "" {
+		return errors.New("lab: the skeleton's node runs without -config-dir (SkeletonConfig.ConfigDir)")
+	}
+	gen, err := os.MkdirTemp(s.ConfigDir, "..gen_")
+	if err != nil {
+		return err
+	}
+	if err := os.Chmod(gen, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(gen, "fleet.yaml"), []byte(body), 0o644); err != nil {
+		return err
+	}
+	tmp := filepath.Join(s.ConfigDir, "..data_tmp")
+	_ = os.Remove(tmp)
+	if err := os.Symlink(filepath.Base(gen), tmp); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(s.ConfigDir, "..data"))
 }
 
 // Get fetches a path of the node's HTTP server (metrics and node API) from inside the

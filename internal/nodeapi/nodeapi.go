@@ -39,6 +39,22 @@ type Status struct {
 	ForwardedPPS float64 `json:"forwarded_pps"`
 	// Interfaces are the ports the program runs on, as their drivers see them.
 	Interfaces []Interface `json:"interfaces"`
+	// Config is where the running configuration comes from and how it was last
+	// reloaded.
+	Config Config `json:"config"`
+}
+
+// Config is the node's configuration: the files it was read from, each overlaying
+// the one before, and the last reload (SIGHUP, or a change under -config-dir).
+type Config struct {
+	Files []string `json:"files"`
+	// Reloads counts reloads by result: applied, unchanged, refused, failed.
+	Reloads map[string]uint64 `json:"reloads"`
+	// LastReload is when the last one happened (zero: none yet), its result and,
+	// refused or failed, why.
+	LastReload       time.Time `json:"last_reload,omitzero"`
+	LastReloadResult string    `json:"last_reload_result,omitempty"`
+	LastReloadError  string    `json:"last_reload_error,omitempty"`
 }
 
 // Interface is one port of the XDP program.
@@ -80,6 +96,9 @@ type Session struct {
 	ASN      uint32     `json:"asn"`
 	State    string     `json:"state"`
 	Mesh     bool       `json:"mesh"`
+	// Established is when the session came up (zero while it is down): a reload
+	// that keeps a session keeps this time.
+	Established time.Time `json:"established,omitzero"`
 }
 
 // Packets are the XDP program's frame totals: forwarded (both families), passed to

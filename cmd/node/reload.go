@@ -1,0 +1,353 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fibfleet/fibfleet/bgp"
+	"github.com/fibfleet/fibfleet/cache"
+	"github.com/fsnotify/fsnotify"
+)
+
+// Live reconfiguration. On SIGHUP, and when a file under -config-dir changes (a
+// ConfigMap update swaps the directory's ..data symlink: the directory is watched, not
+// the files), the node reads its whole configuration again. An invalid one is refused
+// whole, every error listed, and the running configuration stays. A valid one is
+// compared with the running one and the difference applied: neighbours added and
+// removed; a neighbour whose session settings changed (AS, port, families, passive,
+// multihop) reset, one whose limits alone changed updated with its session up; the
+// cache policy and the log level at once. What only a restart can change (interfaces,
+// addresses, the dataplane's sizes, the fleet's settings) is refused, named, so that
+// nothing is half applied.
+
+// liveFields are the settings a reload applies without a restart, by their path in
+// the file; every other one takes a restart.
+var liveFields = map[string]bool{
+	"log_level": true, "bgp.neighbors": true,
+	"cache.mode": true, "cache.entries_v4": true, "cache.entries_v6": true, "cache.min_entries": true, "cache.max_entries": true, "cache.target_hit_rate": true,
+}
+
+// restartFields lists the settings, by path, that differ between two configurations
+// and take a restart.
+func restartFields(a, b Config) []string {
+	var out []string
+	var walk func(path string, x, y reflect.Value)
+	walk = func(path string, x, y reflect.Value) {
+		if x.Kind() != reflect.Struct {
+			if !liveFields[path] && !reflect.DeepEqual(x.Interface(), y.Interface()) {
+				out = append(out, path)
+			}
+			return
+		}
+		for i := 0; i < x.NumField(); i++ {
+			f := x.Type().Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			p := path
+			if opts != "inline" {
+				p = strings.TrimPrefix(path+"."+name, ".")
+			}
+			walk(p, x.Field(i), y.Field(i))
+		}
+	}
+	walk("", reflect.ValueOf(a), reflect.ValueOf(b))
+	return out
+}
+
+// reloadPlan is what a reload changes.
+type reloadPlan struct {
+	// add and reset are started (reset after a removal), remove stopped; limits are
+	// neighbours whose max_prefixes or expected_prefixes alone changed.
+	add, remove, reset, limits []bgp.Neighbor
+	cache                      *cache.Policy
+	logLevel                   string
+}
+
+func (p reloadPlan) empty() bool {
+	return len(p.add)+len(p.remove)+len(p.reset)+len(p.limits) == 0 && p.cache == nil && p.logLevel == ""
+}
+
+// sessionChanged says whether a neighbour's session must start again for a change.
+func sessionChanged(a, b bgp.Neighbor) bool {
+	fams := func(n bgp.Neighbor) []bgp.Family {
+		if len(n.Families) == 0 {
+			return []bgp.Family{bgp.IPv4Unicast}
+		}
+		f := slices.Clone(n.Families)
+		slices.Sort(f)
+		return f
+	}
+	return a.ASN != b.ASN || a.Port != b.Port || a.Passive != b.Passive || a.MultihopTTL != b.MultihopTTL || !slices.Equal(fams(a), fams(b))
+}
+
+// planReload compares the running configuration with a new valid one: the plan, or
+// an error naming every change that takes a restart.
+func planReload(old, cur Config) (reloadPlan, error) {
+	var p reloadPlan
+	var errs []error
+	for _, f := range restartFields(old, cur) {
+		errs = append(errs, fmt.Errorf("%s changed: that takes a restart of the node", f))
+	}
+	if len(errs) > 0 {
+		return p, errors.Join(errs...)
+	}
+	ob, _ := old.bgpConfig() // both validated
+	nb, _ := cur.bgpConfig()
+	was := map[netip.Addr]bgp.Neighbor{}
+	for _, n := range ob.Neighbors {
+		was[n.Address] = n
+	}
+	for _, n := range nb.Neighbors {
+		o, ok := was[n.Address]
+		delete(was, n.Address)
+		switch {
+		case !ok:
+			p.add = append(p.add, n)
+		case sessionChanged(o, n):
+			p.reset = append(p.reset, n)
+		case o.MaxPrefixes != n.MaxPrefixes || o.ExpectedPrefixes != n.ExpectedPrefixes:
+			p.limits = append(p.limits, n)
+		}
+	}
+	for _, n := range ob.Neighbors {
+		if _, gone := was[n.Address]; gone {
+			p.remove = append(p.remove, n)
+		}
+	}
+	if np := cur.Cache.Policy(); np != old.Cache.Policy() {
+		p.cache = &np
+	}
+	if cur.LogLevel != old.LogLevel {
+		p.logLevel = cur.LogLevel
+	}
+	return p, nil
+}
+
+// neighbors is what a reload changes of the BGP speaker.
+type neighbors interface {
+	AddNeighbor(ctx context.Context, n bgp.Neighbor) error
+	RemoveNeighbor(ctx context.Context, a netip.Addr) error
+	SetLimits(a netip.Addr, maxPrefixes, expected uint32) error
+}
+
+// Reload results, counted in fibfleet_config_reloads_total.
+const (
+	reloadApplied   = "applied"
+	reloadRefused   = "refused"
+	reloadUnchanged = "unchanged"
+	// reloadFailed: valid, but part of it could not be applied (a neighbour GoBGP
+	// refused); what was applied stays, the rest is tried at the next reload.
+	reloadFailed = "failed"
+)
+
+// reloader re-reads and applies the configuration.
+type reloader struct {
+	args  []string
+	log   *slog.Logger
+	level *slog.LevelVar
+	bgp   neighbors
+	// cachePolicy applies the configuration's cache policy (in force while etcd
+	// holds none).
+	cachePolicy func(cache.Policy) error
+
+	mu      sync.Mutex
+	running Config
+	counts  map[string]uint64
+	last    reloadStatus
+}
+
+// reloadStatus is the last reload's outcome.
+type reloadStatus struct {
+	At     time.Time
+	Result string
+	Error  string
+}
+
+func newReloader(args []string, running Config, log *slog.Logger, level *slog.LevelVar, b neighbors, cachePolicy func(cache.Policy) error) *reloader {
+	return &reloader{args: args, running: running, log: log.With("component", "config"), level: level, bgp: b, cachePolicy: cachePolicy,
+		counts: map[string]uint64{reloadApplied: 0, reloadRefused: 0, reloadUnchanged: 0, reloadFailed: 0}}
+}
+
+// reload reads the configuration again and applies it (see above); it returns the
+// result and the error that made it anything but applied or unchanged.
+func (r *reloader) reload(ctx context.Context, why string) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	result, err := r.reloadLocked(ctx)
+	r.counts[result]++
+	r.last = reloadStatus{At: time.Now(), Result: result}
+	switch {
+	case err != nil:
+		r.last.Error = err.Error()
+		r.log.Error("configuration "+result+"; the running configuration stays", "trigger", why, "files", r.running.files, "err", err)
+	case result == reloadUnchanged:
+		r.log.Debug("configuration read again: unchanged", "trigger", why)
+	}
+	return result, err
+}
+
+func (r *reloader) reloadLocked(ctx context.Context) (string, error) {
+	cur, err := loadConfig(r.args)
+	if err != nil {
+		return reloadRefused, err
+	}
+	plan, err := planReload(r.running, cur)
+	if err != nil {
+		return reloadRefused, fmt.Errorf("refused whole:\n  %w", joinLines(unjoin(err)))
+	}
+	if plan.empty() {
+		r.running = cur
+		return reloadUnchanged, nil
+	}
+	// What is applied goes into running as it succeeds, so a failure is tried again
+	// at the next reload and nothing applied is applied twice.
+	running := map[netip.Addr]NeighborConfig{}
+	for _, n := range r.running.BGP.Neighbors {
+		running[netip.MustParseAddr(n.Address)] = n
+	}
+	want := map[netip.Addr]NeighborConfig{}
+	for _, n := range cur.BGP.Neighbors {
+		want[netip.MustParseAddr(n.Address)] = n
+	}
+	var errs []error
+	for _, n := range plan.remove {
+		if err := r.bgp.RemoveNeighbor(ctx, n.Address); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		delete(running, n.Address)
+		r.log.Info("neighbour removed", "neighbor", n.Address)
+	}
+	for _, n := range plan.reset {
+		if err := r.bgp.RemoveNeighbor(ctx, n.Address); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		delete(running, n.Address)
+		if err := r.bgp.AddNeighbor(ctx, n); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		running[n.Address] = want[n.Address]
+		r.log.Info("neighbour's session settings changed: session started again", "neighbor", n.Address)
+	}
+	for _, n := range plan.add {
+		if err := r.bgp.AddNeighbor(ctx, n); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		running[n.Address] = want[n.Address]
+		r.log.Info("neighbour added", "neighbor", n.Address)
+	}
+	for _, n := range plan.limits {
+		if err := r.bgp.SetLimits(n.Address, n.MaxPrefixes, n.ExpectedPrefixes); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		running[n.Address] = want[n.Address]
+		r.log.Info("neighbour's limits changed, its session kept", "neighbor", n.Address, "max_prefixes", n.MaxPrefixes, "expected_prefixes", n.ExpectedPrefixes)
+	}
+	next := cur
+	next.BGP.Neighbors = nil
+	for _, n := range cur.BGP.Neighbors { // in the file's order
+		if rn, ok := running[netip.MustParseAddr(n.Address)]; ok {
+			next.BGP.Neighbors = append(next.BGP.Neighbors, rn)
+		}
+	}
+	for _, n := range r.running.BGP.Neighbors { // failed removals stay
+		if _, ok := want[netip.MustParseAddr(n.Address)]; !ok {
+			if _, still := running[netip.MustParseAddr(n.Address)]; still {
+				next.BGP.Neighbors = append(next.BGP.Neighbors, n)
+			}
+		}
+	}
+	if plan.cache != nil {
+		if err := r.cachePolicy(*plan.cache); err != nil {
+			errs = append(errs, fmt.Errorf("cache policy: %w", err))
+			next.Cache.FlatPolicy = r.running.Cache.FlatPolicy
+		} else {
+			r.log.Info("configuration's cache policy changed (in force unless etcd holds the fleet's or this node's)", "mode", plan.cache.Mode)
+		}
+	}
+	if plan.logLevel != "" {
+		var l slog.Level
+		_ = l.UnmarshalText([]byte(plan.logLevel)) // validated
+		r.level.Set(l)
+		r.log.Info("log level changed", "log_level", plan.logLevel)
+	}
+	r.running = next
+	if len(errs) > 0 {
+		return reloadFailed, errors.Join(errs...)
+	}
+	r.log.Info("configuration reloaded", "files", cur.files, "added", len(plan.add), "removed", len(plan.remove), "reset", len(plan.reset), "limits", len(plan.limits))
+	return reloadApplied, nil
+}
+
+// unjoin splits a joined error into its parts.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// status is the reload counts and the last outcome, for /metrics and the node API.
+func (r *reloader) status() (map[string]uint64, reloadStatus) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := make(map[string]uint64, len(r.counts))
+	for k, v := range r.counts {
+		c[k] = v
+	}
+	return c, r.last
+}
+
+// files are the running configuration's files.
+func (r *reloader) files() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.running.files)
+}
+
+// run reloads on each signal from hup (SIGHUP) and, with -config-dir, when anything
+// in the directory changes (events within 200 ms are one change), until ctx ends.
+func (r *reloader) run(ctx context.Context, dir string, hup <-chan os.Signal) {
+	var events <-chan fsnotify.Event
+	if dir != "" {
+		w, err := fsnotify.NewWatcher()
+		if err == nil {
+			err = w.Add(dir)
+		}
+		if err != nil {
+			r.log.Error("cannot watch the config directory: reload with SIGHUP", "dir", dir, "err", err)
+		} else {
+			defer w.Close()
+			events = w.Events
+		}
+	}
+	var settle <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			r.reload(ctx, "SIGHUP")
+		case <-events:
+			settle = time.After(200 * time.Millisecond)
+		case <-settle:
+			settle = nil
+			r.reload(ctx, "config directory changed")
+		}
+	}
+}

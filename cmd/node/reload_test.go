@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/fibfleet/fibfleet/bgp"
+	"github.com/fibfleet/fibfleet/cache"
+)
+
+func TestRestartFields(t *testing.T) {
+	a := defaults()
+	a.Interfaces, a.BGP.ASN = []string{"eth0"}, 65000
+	b := a
+	b.Interfaces = []string{"eth1"}
+	b.FIB.GroupsV4 = 1
+	b.Cluster.Mesh.Address = "10.0.0.1"
+	b.Cache.Interval = 5 * a.Cache.Interval
+	// Live: none of these take a restart.
+	b.LogLevel = "debug"
+	b.Cache.Mode, b.Cache.MaxEntries = "fixed", 1<<12
+	b.BGP.Neighbors = []NeighborConfig{{Address: "192.0.2.1", ASN: 64500}}
+	got := restartFields(a, b)
+	want := []string{"interfaces", "fib.groups_v4", "cache.interval", "cluster.mesh.address"}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("restartFields = %v, want %v", got, want)
+	}
+	if f := restartFields(a, a); len(f) != 0 {
+		t.Errorf("restartFields of one config with itself = %v", f)
+	}
+}
+
+func TestPlanReload(t *testing.T) {
+	base := defaults()
+	base.Interfaces, base.BGP.ASN, base.BGP.RouterID = []string{"eth0"}, 65000, "192.0.2.254"
+	old, cur := base, base
+	old.BGP.Neighbors = []NeighborConfig{
+		{Address: "192.0.2.1", ASN: 64501},                       // removed
+		{Address: "192.0.2.2", ASN: 64502},                       // AS changed: reset
+		{Address: "192.0.2.3", ASN: 64503, MaxPrefixes: 1000},    // limit changed: live
+		{Address: "192.0.2.4", ASN: 64504},                       // unchanged
+		{Address: "192.0.2.6", ASN: 64506, Families: []string{}}, // families: the same, written otherwise
+	}
+	cur.BGP.Neighbors = []NeighborConfig{
+		{Address: "192.0.2.2", ASN: 64599},
+		{Address: "192.0.2.3", ASN: 64503, MaxPrefixes: 2000},
+		{Address: "192.0.2.4", ASN: 64504},
+		{Address: "192.0.2.5", ASN: 64505}, // added
+		{Address: "192.0.2.6", ASN: 64506, Families: []string{"ipv4-unicast"}},
+	}
+	cur.Cache.Mode = "off"
+	p, err := planReload(old, cur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs := func(ns []bgp.Neighbor) (out []string) {
+		for _, n := range ns {
+			out = append(out, n.Address.String())
+		}
+		return out
+	}
+	for what, c := range map[string]struct{ got, want []string }{
+		"add": {addrs(p.add), []string{"192.0.2.5"}}, "remove": {addrs(p.remove), []string{"192.0.2.1"}},
+		"reset": {addrs(p.reset), []string{"192.0.2.2"}}, "limits": {addrs(p.limits), []string{"192.0.2.3"}},
+	} {
+		if !slices.Equal(c.got, c.want) {
+			t.Errorf("%s: %v, want %v", what, c.got, c.want)
+		}
+	}
+	if p.cache == nil || p.cache.Mode != cache.Off || p.logLevel != "" {
+		t.Errorf("cache %v, log level %q: want the new policy, no log level change", p.cache, p.logLevel)
+	}
+	if p, err := planReload(old, old); err != nil || !p.empty() {
+		t.Errorf("the same config again: %+v, %v; want nothing to do", p, err)
+	}
+	moved := cur
+	moved.Interfaces, moved.HTTPAddress = []string{"eth9"}, "127.0.0.1:1"
+	if _, err := planReload(old, moved); err == nil || !strings.Contains(err.Error(), "interfaces changed: that takes a restart") || !strings.Contains(err.Error(), "http_address changed") {
+		t.Errorf("interfaces and http_address changed: %v; want both named as taking a restart", err)
+	}
+}
+
+// fakeBGP records what a reload did to the speaker's neighbours.
+type fakeBGP struct {
+	ops     []string
+	failAdd map[netip.Addr]bool
+}
+
+func (f *fakeBGP) AddNeighbor(_ context.Context, n bgp.Neighbor) error {
+	if f.failAdd[n.Address] {
+		return errors.New("refused")
+	}
+	f.ops = append(f.ops, "add "+n.Address.String())
+	return nil
+}
+
+func (f *fakeBGP) RemoveNeighbor(_ context.Context, a netip.Addr) error {
+	f.ops = append(f.ops, "remove "+a.String())
+	return nil
+}
+
+func (f *fakeBGP) SetLimits(a netip.Addr, maxPrefixes, _ uint32) error {
+	f.ops = append(f.ops, "limits "+a.String())
+	return nil
+}
+
+// TestReloader drives reloads from a config directory: applied, unchanged, refused
+// (invalid; a change that takes a restart), and a neighbour GoBGP refuses tried
+// again at the next reload.
+func TestReloader(t *testing.T) {
+	dir := t.TempDir()
+	write := func(body string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const head = "interfaces: [eth0]\nbgp:\n  asn: 65000\n  router_id: 192.0.2.254\n  neighbors:\n"
+	write(head + "    - {address: 192.0.2.1, asn: 64501}\n")
+	args := []string{"-config-dir", dir, "-node-name", "r1"}
+	cfg, err := loadConfig(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &fakeBGP{failAdd: map[netip.Addr]bool{}}
+	var policies []cache.Policy
+	level := new(slog.LevelVar)
+	r := newReloader(args, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), level, b, func(p cache.Policy) error { policies = append(policies, p); return nil })
+	ctx := context.Background()
+	step := func(what, body, wantResult string, wantOps ...string) error {
+		t.Helper()
+		if body != "" {
+			write(body)
+		}
+		b.ops = nil
+		got, err := r.reload(ctx, "test")
+		if got != wantResult || !slices.Equal(b.ops, wantOps) {
+			t.Fatalf("%s: %s (%v), ops %q; want %s, %q", what, got, err, b.ops, wantResult, wantOps)
+		}
+		return err
+	}
+	step("nothing changed", "", reloadUnchanged)
+	step("a neighbour added, the log level and the cache policy changed", "log_level: debug\ncache: {mode: off}\n"+head+"    - {address: 192.0.2.1, asn: 64501}\n    - {address: 192.0.2.2, asn: 64502}\n",
+		reloadApplied, "add 192.0.2.2")
+	if level.Level() != slog.LevelDebug || len(policies) != 1 || policies[0].Mode != cache.Off {
+		t.Errorf("log level %v, policies applied %v; want debug and the off policy", level.Level(), policies)
+	}
+	err = step("invalid: nothing applied", "log_level: debug\ncache: {mode: off}\n"+head+"    - {address: not-an-ip, asn: 64501}\n", reloadRefused)
+	if err == nil || !strings.Contains(err.Error(), `bgp.neighbors[0].address "not-an-ip"`) {
+		t.Errorf("invalid file: %v, want the bad address named", err)
+	}
+	err = step("interfaces changed: refused whole", "interfaces: [eth1]\nlog_level: debug\ncache: {mode: off}\nbgp:\n  asn: 65000\n  router_id: 192.0.2.254\n  neighbors: []\n", reloadRefused)
+	if err == nil || !strings.Contains(err.Error(), "interfaces changed: that takes a restart") {
+		t.Errorf("interfaces changed: %v", err)
+	}
+	b.failAdd[netip.MustParseAddr("192.0.2.3")] = true
+	step("one neighbour removed, one reset, one refused by GoBGP", "log_level: debug\ncache: {mode: off}\n"+head+"    - {address: 192.0.2.2, asn: 64999}\n    - {address: 192.0.2.3, asn: 64503}\n",
+		reloadFailed, "remove 192.0.2.1", "remove 192.0.2.2", "add 192.0.2.2")
+	delete(b.failAdd, netip.MustParseAddr("192.0.2.3"))
+	step("the refused neighbour tried again, nothing else", "", reloadApplied, "add 192.0.2.3")
+	step("then nothing to do", "", reloadUnchanged)
+	counts, last := r.status()
+	if counts[reloadApplied] != 2 || counts[reloadRefused] != 2 || counts[reloadFailed] != 1 || counts[reloadUnchanged] != 2 || last.Result != reloadUnchanged {
+		t.Errorf("counts %v, last %+v", counts, last)
+	}
+}

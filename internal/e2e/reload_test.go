@@ -1,0 +1,175 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fibfleet/fibfleet/internal/lab"
+	"github.com/fibfleet/fibfleet/internal/nodeapi"
+	"gopkg.in/yaml.v3"
+)
+
+// TestReload changes a running node's configuration as Kubernetes does (a ConfigMap
+// swap under -config-dir) and with SIGHUP: the IPv6 upstream removed (its session
+// closed, its routes gone) while the IPv4 one's limits change with its session kept;
+// then added back; an invalid file and a change that takes a restart refused whole,
+// nothing changed; every outcome counted in /metrics and the node API.
+func TestReload(t *testing.T) {
+	ctx := context.Background()
+	sk := startSkeleton(t, lab.SkeletonConfig{ConfigDir: true})
+	v4, v6 := len(lab.AllRoutes()), len(lab.SkeletonRoutes6)
+	getStatus := func() (nodeapi.Status, error) {
+		b, err := sk.Get("/api/v1/status")
+		var st nodeapi.Status
+		if err == nil {
+			err = json.Unmarshal(b, &st)
+		}
+		return st, err
+	}
+	status := func() nodeapi.Status {
+		t.Helper()
+		st, err := getStatus()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	session := func(st nodeapi.Status, addr string) (nodeapi.Session, bool) {
+		for _, s := range st.Sessions {
+			if s.Neighbor.String() == addr {
+				return s, true
+			}
+		}
+		return nodeapi.Session{}, false
+	}
+	// waitState waits for the routes of both families and the IPv6 session present
+	// (established) or absent.
+	waitState := func(what string, routes [2]int, v6Session bool) nodeapi.Status {
+		t.Helper()
+		var st nodeapi.Status
+		err := lab.WaitFor(ctx, 60*time.Second, what, func() (bool, error) {
+			var err error
+			if st, err = getStatus(); err != nil {
+				return false, err
+			}
+			s, ok := session(st, lab.UpstreamAddr6)
+			return st.Routes == routes && ok == v6Session && (!ok || s.State == "established"), nil
+		})
+		if err != nil {
+			t.Fatalf("%v: routes %v, sessions %+v", err, st.Routes, st.Sessions)
+		}
+		return st
+	}
+	st := waitState("the table from both sessions", [2]int{v4 + 1, v6}, true) // +1: the RFC 8950 route over the IPv6 session
+	up4, ok := session(st, lab.UpstreamAddr)
+	if !ok || up4.Established.IsZero() {
+		t.Fatalf("the IPv4 session: %+v", st.Sessions)
+	}
+
+	var base map[string]any
+	if err := yaml.Unmarshal([]byte(sk.NodeConfig("", "", len(lab.AllRoutes())+1000, v4, v6+1)), &base); err != nil {
+		t.Fatal(err)
+	}
+	bgpSection := base["bgp"].(map[string]any)
+	neighbors := bgpSection["neighbors"].([]any)
+	render := func(change func(c map[string]any)) string {
+		t.Helper()
+		b, _ := yaml.Marshal(base)
+		var c map[string]any
+		_ = yaml.Unmarshal(b, &c)
+		change(c)
+		out, err := yaml.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	withNeighbors := func(ns ...any) func(map[string]any) {
+		return func(c map[string]any) { c["bgp"].(map[string]any)["neighbors"] = ns }
+	}
+	reloads := func(result string) float64 {
+		t.Helper()
+		m, err := sk.Metrics()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m[fmt.Sprintf(`fibfleet_config_reloads_total{result=%q}`, result)]
+	}
+	waitReloads := func(result string, n float64) {
+		t.Helper()
+		if err := lab.WaitFor(ctx, 20*time.Second, fmt.Sprintf("%v reloads %s", n, result), func() (bool, error) { return reloads(result) == n, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hup := func() {
+		t.Helper()
+		if err := syscall.Kill(sk.NodePID, syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keptUp4 := func(st nodeapi.Status, when string) {
+		t.Helper()
+		if s, ok := session(st, lab.UpstreamAddr); !ok || s.State != "established" || !s.Established.Equal(up4.Established) {
+			t.Errorf("%s: the IPv4 session %+v, want it established since %v (kept)", when, s, up4.Established)
+		}
+	}
+
+	// A ConfigMap swap: the IPv6 upstream removed, the IPv4 one's limits changed.
+	four := neighbors[0].(map[string]any)
+	four["max_prefixes"] = v4 + 500
+	if err := sk.WriteConfig(render(withNeighbors(four))); err != nil {
+		t.Fatal(err)
+	}
+	waitReloads("applied", 1)
+	st = waitState("the IPv6 session and its routes gone", [2]int{v4, 0}, false)
+	keptUp4(st, "after the IPv6 upstream was removed")
+	if st.Config.LastReloadResult != "applied" || len(st.Config.Files) != 1 || !strings.HasSuffix(st.Config.Files[0], "fleet.yaml") {
+		t.Errorf("the API's config: %+v", st.Config)
+	}
+
+	// SIGHUP: the IPv6 upstream back (the file under -config-dir, written as before).
+	if err := sk.WriteConfig(render(withNeighbors(four, neighbors[1]))); err != nil {
+		t.Fatal(err)
+	}
+	hup()
+	st = waitState("the IPv6 session and its routes back", [2]int{v4 + 1, v6}, true)
+	keptUp4(st, "after the IPv6 upstream came back")
+	if reloads("applied") != 2 {
+		t.Errorf("applied reloads %v, want 2 (the swap and SIGHUP at once are one change)", reloads("applied"))
+	}
+
+	// Refused whole: an invalid file, and a change that takes a restart.
+	for i, c := range []struct{ body, why string }{
+		{render(func(c map[string]any) { c["bgp"].(map[string]any)["neighbours"] = []any{} }), "neighbours"},
+		{render(func(c map[string]any) { c["interfaces"] = []any{"lo"}; c["log_level"] = "debug" }), "interfaces changed: that takes a restart"},
+	} {
+		if err := sk.WriteConfig(c.body); err != nil {
+			t.Fatal(err)
+		}
+		waitReloads("refused", float64(i+1))
+		st = status()
+		if !strings.Contains(st.Config.LastReloadError, c.why) {
+			t.Errorf("refused reload %d: the API says %q, want it to name %q", i+1, st.Config.LastReloadError, c.why)
+		}
+		if m, _ := sk.Metrics(); m["fibfleet_config_last_reload_successful"] != 0 {
+			t.Errorf("refused reload %d: last_reload_successful %v, want 0", i+1, m["fibfleet_config_last_reload_successful"])
+		}
+		keptUp4(st, fmt.Sprintf("after refused reload %d", i+1))
+		if _, ok := session(st, lab.UpstreamAddr6); !ok || st.Routes != [2]int{v4 + 1, v6} {
+			t.Errorf("refused reload %d changed something: routes %v, sessions %+v", i+1, st.Routes, st.Sessions)
+		}
+	}
+	unchanged := reloads("unchanged")
+	if err := sk.WriteConfig(render(withNeighbors(four, neighbors[1]))); err != nil {
+		t.Fatal(err)
+	}
+	waitReloads("unchanged", unchanged+1)
+	if m, _ := sk.Metrics(); m["fibfleet_config_last_reload_successful"] != 1 {
+		t.Errorf("the running configuration written again: last_reload_successful %v, want 1", m["fibfleet_config_last_reload_successful"])
+	}
+}
