@@ -45,6 +45,15 @@ type Neighbor struct {
 	// Families are the address families of the session (MP-BGP); empty means IPv4
 	// unicast only.
 	Families []Family
+	// Password signs the session's TCP segments (TCP-MD5, RFC 2385); empty: none.
+	// It is never logged, nor returned by any API.
+	Password string
+	// TTLSecurity is GTSM (RFC 5082): the peer must be directly connected and send
+	// with TTL 255, and packets that arrive with less are dropped.
+	TTLSecurity bool
+	// MaxPrefixRestart, when positive, brings a session shut down for exceeding
+	// MaxPrefixes back after that long; zero: it stays down until configured again.
+	MaxPrefixRestart time.Duration
 }
 
 // Family is an address family a session carries.
@@ -164,6 +173,9 @@ type Speaker struct {
 // the session down itself. The set costs about 40 MiB per full-table neighbour.
 type adjIn struct {
 	max int // 0: no limit
+	// restart brings the session back that long after a max-prefix shutdown (0:
+	// never).
+	restart time.Duration
 	// seen holds prefixes packed by prefixKey: a pointer-free map, which the garbage
 	// collector does not scan (a full table is 1M+ entries).
 	seen    map[[17]byte]struct{}
@@ -221,6 +233,15 @@ func (c Config) Validate() error {
 		seen[n.Address] = true
 		if n.ASN == 0 {
 			errs = append(errs, fmt.Errorf("bgp.neighbors[%d].asn must be set", i))
+		}
+		if n.TTLSecurity && n.MultihopTTL > 0 {
+			errs = append(errs, fmt.Errorf("bgp.neighbors[%d]: ttl_security (GTSM) is for a directly connected peer: drop multihop_ttl, or ttl_security", i))
+		}
+		if n.MaxPrefixRestart < 0 || n.MaxPrefixRestart > 0 && n.MaxPrefixes == 0 {
+			errs = append(errs, fmt.Errorf("bgp.neighbors[%d].max_prefix_restart %v: give a positive duration with max_prefixes set, or leave it out (the session stays down)", i, n.MaxPrefixRestart))
+		}
+		if len(n.Password) > 80 {
+			errs = append(errs, fmt.Errorf("bgp.neighbors[%d]: the TCP-MD5 password is %d bytes; Linux takes at most 80", i, len(n.Password)))
 		}
 		for _, f := range n.Families {
 			if apiFamilies[f] == nil {
@@ -318,6 +339,10 @@ func (s *Speaker) AddNeighbor(ctx context.Context, n Neighbor) error {
 	if n.MultihopTTL > 0 {
 		p.EbgpMultihop = &api.EbgpMultihop{Enabled: true, MultihopTtl: uint32(n.MultihopTTL)}
 	}
+	p.Conf.AuthPassword = n.Password
+	if n.TTLSecurity {
+		p.TtlSecurity = &api.TtlSecurity{Enabled: true, TtlMin: 255}
+	}
 	if err := s.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: p}); err != nil {
 		return fmt.Errorf("bgp: add neighbour %s AS%d: %w", n.Address, n.ASN, err)
 	}
@@ -331,17 +356,33 @@ func (s *Speaker) AddNeighbor(ctx context.Context, n Neighbor) error {
 		s.eors[n.Address][map[Family]bgp.Family{IPv4Unicast: bgp.RF_IPv4_UC, IPv6Unicast: bgp.RF_IPv6_UC}[f]] = false
 	}
 	s.adjIn[n.Address] = newAdjIn(int(n.MaxPrefixes))
+	s.adjIn[n.Address].restart = n.MaxPrefixRestart
 	s.mu.Unlock()
-	s.log.Info("added BGP neighbour", "neighbor", n.Address, "asn", n.ASN, "families", families, "max_prefixes", n.MaxPrefixes)
+	s.log.Info("added BGP neighbour", "neighbor", n.Address, "asn", n.ASN, "families", families, "max_prefixes", n.MaxPrefixes,
+		"tcp_md5", n.Password != "", "ttl_security", n.TTLSecurity)
 	return nil
 }
 
-// shutdownOver shuts a neighbour's session down for holding more than maxPrefixes
-// (it stays down until the neighbour is configured again).
-func (s *Speaker) shutdownOver(a netip.Addr, maxPrefixes uint32) {
+// shutdownOver shuts a neighbour's session down for holding more than maxPrefixes:
+// it stays down until the neighbour is configured again or, with restart set, that
+// long.
+func (s *Speaker) shutdownOver(a netip.Addr, maxPrefixes uint32, restart time.Duration) {
 	err := s.srv.ShutdownPeer(context.Background(), &api.ShutdownPeerRequest{Address: a.String(), Communication: "max-prefix limit exceeded"})
 	if err != nil {
 		s.log.Error("shut down neighbour over its max_prefixes", "neighbor", a, "max_prefixes", maxPrefixes, "err", err)
+		return
+	}
+	if restart <= 0 {
+		return
+	}
+	s.log.Info("neighbour's session comes back after its max-prefix restart time", "neighbor", a, "restart_in", restart)
+	select {
+	case <-time.After(restart):
+	case <-s.done:
+		return
+	}
+	if err := s.srv.EnablePeer(context.Background(), &api.EnablePeerRequest{Address: a.String()}); err != nil {
+		s.log.Error("bring a neighbour back after its max-prefix restart time", "neighbor", a, "err", err)
 	}
 }
 
@@ -368,17 +409,17 @@ func (s *Speaker) RemoveNeighbor(ctx context.Context, a netip.Addr) error {
 	return nil
 }
 
-// SetLimits changes a neighbour's max-prefix limit and the expected size of its
-// dump, live: the session stays up (a limit now below what the neighbour holds shuts
-// it down, as on an update).
-func (s *Speaker) SetLimits(a netip.Addr, maxPrefixes, expected uint32) error {
+// SetLimits changes a neighbour's max-prefix limit, its restart time and the
+// expected size of its dump, live: the session stays up (a limit now below what the
+// neighbour holds shuts it down, as on an update).
+func (s *Speaker) SetLimits(a netip.Addr, maxPrefixes, expected uint32, restart time.Duration) error {
 	s.mu.Lock()
 	in, l := s.adjIn[a], s.loads[a]
 	if in == nil || l == nil {
 		s.mu.Unlock()
 		return fmt.Errorf("bgp: %s is not a configured neighbour", a)
 	}
-	in.max, in.tripped = int(maxPrefixes), false
+	in.max, in.tripped, in.restart = int(maxPrefixes), false, restart
 	over := in.max > 0 && len(in.seen) > in.max
 	if over {
 		in.tripped = true
@@ -387,7 +428,7 @@ func (s *Speaker) SetLimits(a netip.Addr, maxPrefixes, expected uint32) error {
 	s.mu.Unlock()
 	if over {
 		s.log.Warn("neighbour holds more than its new max_prefixes: shutting the session down", "neighbor", a, "max_prefixes", maxPrefixes)
-		go s.shutdownOver(a, maxPrefixes)
+		go s.shutdownOver(a, maxPrefixes, in.restart)
 	}
 	return nil
 }
@@ -419,7 +460,9 @@ func (s *Speaker) onPeer(ev *apiutil.WatchEventMessage_PeerEvent, at time.Time) 
 	}
 	if a := s.adjIn[st.NeighborAddress]; a != nil && st.SessionState != bgp.BGP_FSM_ESTABLISHED {
 		// GoBGP drops the session's paths: count afresh on the next one.
-		s.adjIn[st.NeighborAddress] = newAdjIn(a.max)
+		next := newAdjIn(a.max)
+		next.restart = a.restart
+		s.adjIn[st.NeighborAddress] = next
 	}
 }
 
@@ -455,7 +498,7 @@ func (s *Speaker) onUpdate(paths []*apiutil.Path, _ time.Time) {
 			a.tripped = true
 			peer := p.PeerAddress
 			s.log.Warn("neighbour exceeded max_prefixes: shutting the session down", "neighbor", peer, "max_prefixes", a.max)
-			go s.shutdownOver(peer, uint32(a.max))
+			go s.shutdownOver(peer, uint32(a.max), a.restart)
 		}
 	}
 }

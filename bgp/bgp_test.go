@@ -261,13 +261,53 @@ func TestMaxPrefixes(t *testing.T) {
 	}
 }
 
+// TestMaxPrefixRestart: a session shut down for exceeding its max-prefix limit comes
+// back after max_prefix_restart; with the limit raised live (SetLimits) meanwhile, it
+// then stays up. Without the restart it would stay down (TestMaxPrefixes).
+func TestMaxPrefixRestart(t *testing.T) {
+	port := freePort(t)
+	peer := netip.MustParseAddr("127.0.0.9")
+	node := startNode(t, port, Neighbor{Address: peer, ASN: 65001, Passive: true, MaxPrefixes: 1, MaxPrefixRestart: 2 * time.Second})
+	st := newStream(t, node)
+	feeder := newPeer(t, 65001, peer.String(), port)
+	feeder.announce("198.51.100.0/24", "10.1.0.2")
+	st.expect(Change{Prefix: netip.MustParsePrefix("198.51.100.0/24"), Nexthop: netip.MustParseAddr("10.1.0.2"), Peer: peer})
+	feeder.announce("198.51.101.0/24", "10.1.0.2")
+	wait := func(what string, cond func(PeerStatus) bool) PeerStatus {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if p := node.Peers(); len(p) == 1 && cond(p[0]) {
+				return p[0]
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("not within 20 s: %s (peers %+v)", what, node.Peers())
+			}
+		}
+	}
+	down := wait("shut down over the limit", func(p PeerStatus) bool { return p.State != "established" })
+	shutAt := time.Now()
+	if err := node.SetLimits(peer, 10, 0, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	up := wait("back after the restart time", func(p PeerStatus) bool { return p.State == "established" })
+	if time.Since(shutAt) < time.Second {
+		t.Errorf("back %v after the shutdown (%+v), before the restart time of 2 s", time.Since(shutAt), down)
+	}
+	time.Sleep(3 * time.Second)
+	if p := node.Peers(); len(p) != 1 || p[0].State != "established" || !p[0].Established.Equal(up.Established) {
+		t.Errorf("under the raised limit the session went down again: %+v", p)
+	}
+}
+
 func TestValidate(t *testing.T) {
 	err := Config{ListenPort: 70000, Neighbors: []Neighbor{{}, {Address: netip.MustParseAddr("10.0.0.1"), ASN: 1}, {Address: netip.MustParseAddr("10.0.0.1"), ASN: 1},
-		{Address: netip.MustParseAddr("10.0.0.2"), ASN: 1, Families: []Family{"ipv9-unicast"}}}}.Validate()
+		{Address: netip.MustParseAddr("10.0.0.2"), ASN: 1, Families: []Family{"ipv9-unicast"}},
+		{Address: netip.MustParseAddr("10.0.0.4"), ASN: 1, TTLSecurity: true, MultihopTTL: 2, MaxPrefixRestart: time.Minute, Password: strings.Repeat("x", 81)}}}.Validate()
 	if err == nil {
 		t.Fatal("an empty config validated")
 	}
-	for _, want := range []string{"bgp.asn", "bgp.router_id", "listen_port", "neighbors[0].address", "neighbors[0].asn", "listed twice", `neighbors[3].families: "ipv9-unicast"`} {
+	for _, want := range []string{"bgp.asn", "bgp.router_id", "listen_port", "neighbors[0].address", "neighbors[0].asn", "listed twice", `neighbors[3].families: "ipv9-unicast"`,
+		"neighbors[4]: ttl_security (GTSM) is for a directly connected peer", "neighbors[4].max_prefix_restart 1m0s: give a positive duration with max_prefixes set", "81 bytes; Linux takes at most 80"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}

@@ -163,6 +163,22 @@ type NeighborConfig struct {
 	// Families are the session's address families: ipv4-unicast (the default when
 	// empty) and ipv6-unicast.
 	Families []string `yaml:"families"`
+	// PasswordFile holds the session's TCP-MD5 password (RFC 2385), read at start
+	// and at each reload: a changed password resets the session.
+	PasswordFile string `yaml:"password_file"`
+	// TTLSecurity turns GTSM on (RFC 5082): the peer must be directly connected and
+	// send with TTL 255.
+	TTLSecurity bool `yaml:"ttl_security"`
+	// MaxPrefixRestart brings a session shut down for exceeding max_prefixes back
+	// after that long (default: it stays down until the configuration is reloaded
+	// with that neighbour changed, or the node restarts).
+	MaxPrefixRestart time.Duration `yaml:"max_prefix_restart"`
+
+	// password is password_file's content, read with the configuration (or why it
+	// could not be): the running configuration keeps the password it was started
+	// with, so a reload sees a changed file as a change.
+	password    string
+	passwordErr error
 }
 
 // FIBConfig sizes the FIB.
@@ -185,7 +201,7 @@ func defaults() Config {
 		HTTPAddress: "127.0.0.1:9464",
 		LogLevel:    "info",
 		Pprof:       true,
-		BGP:         BGPConfig{ListenPort: 179, GRPCAddress: "127.0.0.1:50051"},
+		BGP:         BGPConfig{ListenPort: 179},
 		FIB:         FIBConfig{Backend: string(dataplane.BackendCompiled), GroupsV4: 16384, LinesV4: 1 << 18, BucketsV6: dataplane.DefaultBucketsV6, RetryInterval: time.Second, KernelSync: true, KernelTable: 254},
 		Cache:       CacheConfig{FlatPolicy: cache.FlatPolicy{Mode: string(cache.Auto), MinEntries: 1 << 10, MaxEntries: 1 << 16}, Interval: time.Second},
 		Cluster: ClusterConfig{Name: "default", LeaseTTL: 5 * time.Second, Gossip: GossipConfig{Profile: cluster.ProfileTuned, Port: 7946},
@@ -210,7 +226,7 @@ func loadConfig(args []string) (Config, error) {
 	asn := fs.Uint("bgp-asn", 0, "local AS number")
 	rid := fs.String("bgp-router-id", "", "BGP router id (IPv4)")
 	port := fs.Int("bgp-listen-port", 0, "BGP listen port (-1: do not listen)")
-	grpc := fs.String("bgp-grpc-address", "", "GoBGP API address for the gobgp CLI (empty string in the file disables it)")
+	grpc := fs.String("bgp-grpc-address", "", "GoBGP's gRPC API, for the gobgp CLI: unix:///path (only root can connect) or a loopback host:port; off by default (it can change routes, unauthenticated)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -277,7 +293,21 @@ func loadConfig(args []string) (Config, error) {
 		}
 	})
 	cfg.fillDefaults()
+	cfg.readSecrets()
 	return cfg, cfg.validate()
+}
+
+// readSecrets reads the files the configuration names for secrets (the neighbours'
+// TCP-MD5 passwords) into it; validate reports those it could not read.
+func (c *Config) readSecrets() {
+	for i := range c.BGP.Neighbors {
+		n := &c.BGP.Neighbors[i]
+		if n.PasswordFile == "" {
+			continue
+		}
+		b, err := os.ReadFile(n.PasswordFile)
+		n.password, n.passwordErr = strings.TrimRight(string(b), "\r\n"), err
+	}
 }
 
 // fillDefaults sets the defaults that depend on other fields.
@@ -364,6 +394,9 @@ func (c Config) validate() error {
 	if _, err := c.bgpConfig(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := checkGRPCAddress(c.BGP.GRPCAddress); err != nil {
+		errs = append(errs, err)
+	}
 	if err := c.Cache.Policy().Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -381,6 +414,22 @@ func (c Config) validate() error {
 		return nil
 	}
 	return fmt.Errorf("invalid configuration:\n  %w", joinLines(errs))
+}
+
+// checkGRPCAddress allows GoBGP's API (which changes routes and takes no
+// credentials) only where nobody but this host's root reaches it: a unix socket (the
+// node runs as root, and the socket is root's, 0755), or the loopback (the lab's
+// namespaces have their own).
+func checkGRPCAddress(a string) error {
+	if a == "" || strings.HasPrefix(a, "unix:///") {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(a)
+	ip, perr := netip.ParseAddr(host)
+	if err != nil || perr != nil || !ip.IsLoopback() {
+		return fmt.Errorf("bgp.grpc_address %q: GoBGP's API changes routes without credentials: use unix:///path (only root can connect) or a loopback address such as 127.0.0.1:50051, or leave it out (off)", a)
+	}
+	return nil
 }
 
 func joinLines(errs []error) error {
@@ -412,8 +461,15 @@ func (c Config) bgpConfig() (bgp.Config, error) {
 		for _, f := range n.Families {
 			fams = append(fams, bgp.Family(f))
 		}
+		password := n.password
+		switch {
+		case n.passwordErr != nil:
+			errs = append(errs, fmt.Errorf("bgp.neighbors[%d].password_file: %w", i, n.passwordErr))
+		case n.PasswordFile != "" && password == "":
+			errs = append(errs, fmt.Errorf("bgp.neighbors[%d].password_file %s is empty: write the password in it, or leave password_file out", i, n.PasswordFile))
+		}
 		out.Neighbors = append(out.Neighbors, bgp.Neighbor{Address: a, ASN: n.ASN, Port: n.Port, MaxPrefixes: n.MaxPrefixes, ExpectedPrefixes: n.ExpectedPrefixes,
-			Passive: n.Passive, MultihopTTL: n.MultihopTTL, Families: fams})
+			Passive: n.Passive, MultihopTTL: n.MultihopTTL, Families: fams, Password: password, TTLSecurity: n.TTLSecurity, MaxPrefixRestart: n.MaxPrefixRestart})
 	}
 	if len(errs) == 0 {
 		if err := out.Validate(); err != nil {

@@ -39,7 +39,7 @@ fib:
 	if strings.Join(cfg.Interfaces, ",") != "eth2,eth3" || cfg.XDPMode != "generic" || cfg.BGP.ListenPort != -1 {
 		t.Errorf("flags did not override the file: %+v", cfg)
 	}
-	if cfg.HTTPAddress != "127.0.0.1:9464" || cfg.BGP.GRPCAddress != "127.0.0.1:50051" {
+	if cfg.HTTPAddress != "127.0.0.1:9464" || cfg.BGP.GRPCAddress != "" {
 		t.Errorf("defaults not applied: %+v", cfg)
 	}
 	b, err := cfg.bgpConfig()
@@ -59,11 +59,19 @@ cluster: {mesh: {resend_after: -1s}}
 bgp:
   asn: 65000
   router_id: 192.0.2.1
-  neighbors: [{address: not-an-ip, asn: 1}]
+  grpc_address: 0.0.0.0:50051
+  neighbors:
+    - {address: not-an-ip, asn: 1}
+    - {address: 192.0.2.7, asn: 1, password_file: /nonexistent/md5, ttl_security: true, multihop_ttl: 2, max_prefix_restart: 1m}
 `)
 	_, err := loadConfig([]string{"-config", p})
 	if err == nil {
 		t.Fatal("a bad config was accepted")
+	}
+	for _, want := range []string{`bgp.grpc_address "0.0.0.0:50051": GoBGP's API changes routes without credentials`, "bgp.neighbors[1].password_file: open /nonexistent/md5"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not mention %q:\n%v", want, err)
+		}
 	}
 	for _, want := range []string{`node_name: name "a/b"`, "interfaces: list at least one", `xdp_mode "turbo": use native`, `log_level "loud"`,
 		"fib.groups_v4 0", "fib.lines_v4 3", "fib.retry_interval", "fib.backend kernel looks routes up in the kernel", `bgp.neighbors[0].address "not-an-ip"`,

@@ -24,7 +24,8 @@ import (
 // whole, every error listed, and the running configuration stays. A valid one is
 // compared with the running one and the difference applied: neighbours added and
 // removed; a neighbour whose session settings changed (AS, port, families, passive,
-// multihop) reset, one whose limits alone changed updated with its session up; the
+// multihop, TCP-MD5 password, GTSM) reset, one whose limits alone changed (max
+// prefixes, its restart time, the expected dump) updated with its session up; the
 // cache policy and the log level at once. What only a restart can change (interfaces,
 // addresses, the dataplane's sizes, the fleet's settings) is refused, named, so that
 // nothing is half applied.
@@ -88,7 +89,8 @@ func sessionChanged(a, b bgp.Neighbor) bool {
 		slices.Sort(f)
 		return f
 	}
-	return a.ASN != b.ASN || a.Port != b.Port || a.Passive != b.Passive || a.MultihopTTL != b.MultihopTTL || !slices.Equal(fams(a), fams(b))
+	return a.ASN != b.ASN || a.Port != b.Port || a.Passive != b.Passive || a.MultihopTTL != b.MultihopTTL || !slices.Equal(fams(a), fams(b)) ||
+		a.Password != b.Password || a.TTLSecurity != b.TTLSecurity
 }
 
 // planReload compares the running configuration with a new valid one: the plan, or
@@ -116,7 +118,7 @@ func planReload(old, cur Config) (reloadPlan, error) {
 			p.add = append(p.add, n)
 		case sessionChanged(o, n):
 			p.reset = append(p.reset, n)
-		case o.MaxPrefixes != n.MaxPrefixes || o.ExpectedPrefixes != n.ExpectedPrefixes:
+		case o.MaxPrefixes != n.MaxPrefixes || o.ExpectedPrefixes != n.ExpectedPrefixes || o.MaxPrefixRestart != n.MaxPrefixRestart:
 			p.limits = append(p.limits, n)
 		}
 	}
@@ -138,7 +140,7 @@ func planReload(old, cur Config) (reloadPlan, error) {
 type neighbors interface {
 	AddNeighbor(ctx context.Context, n bgp.Neighbor) error
 	RemoveNeighbor(ctx context.Context, a netip.Addr) error
-	SetLimits(a netip.Addr, maxPrefixes, expected uint32) error
+	SetLimits(a netip.Addr, maxPrefixes, expected uint32, restart time.Duration) error
 }
 
 // Reload results, counted in fibfleet_config_reloads_total.
@@ -251,7 +253,7 @@ func (r *reloader) reloadLocked(ctx context.Context) (string, error) {
 		r.log.Info("neighbour added", "neighbor", n.Address)
 	}
 	for _, n := range plan.limits {
-		if err := r.bgp.SetLimits(n.Address, n.MaxPrefixes, n.ExpectedPrefixes); err != nil {
+		if err := r.bgp.SetLimits(n.Address, n.MaxPrefixes, n.ExpectedPrefixes, n.MaxPrefixRestart); err != nil {
 			errs = append(errs, err)
 			continue
 		}

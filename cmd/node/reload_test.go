@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fibfleet/fibfleet/bgp"
 	"github.com/fibfleet/fibfleet/cache"
@@ -109,7 +110,7 @@ func (f *fakeBGP) RemoveNeighbor(_ context.Context, a netip.Addr) error {
 	return nil
 }
 
-func (f *fakeBGP) SetLimits(a netip.Addr, maxPrefixes, _ uint32) error {
+func (f *fakeBGP) SetLimits(a netip.Addr, maxPrefixes, _ uint32, _ time.Duration) error {
 	f.ops = append(f.ops, "limits "+a.String())
 	return nil
 }

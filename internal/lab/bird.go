@@ -35,7 +35,8 @@ func newBirdConfig(path, routerID string) (*birdConfig, error) {
 		return nil, err
 	}
 	c := &birdConfig{path: path, f: f, b: bufio.NewWriterSize(f, 1<<20)}
-	fmt.Fprintf(c.b, "router id %s;\nprotocol device { }\n", routerID)
+	// Its log goes to stderr, the process's log file (BIRD logs to syslog otherwise).
+	fmt.Fprintf(c.b, "log stderr { info, remote, warning, error, auth, fatal, bug };\nrouter id %s;\nprotocol device { }\n", routerID)
 	return c, nil
 }
 
@@ -66,7 +67,15 @@ type birdSession struct {
 	local, neighbor     string
 	localAS, neighborAS int
 	disabled            bool
-	channels            []birdChannel
+	// password signs the session (TCP-MD5); ttlSecurity is GTSM.
+	password    string
+	ttlSecurity bool
+	// quickRetry makes BIRD try again within seconds after a failed session or
+	// connection, not after its defaults (an error wait of 60 to 300 s, a connect
+	// retry of 120 s, 240 s for an OPEN (startup hold time)): a lab's peer that a test brings back must
+	// not wait for minutes.
+	quickRetry bool
+	channels   []birdChannel
 }
 
 func (c *birdConfig) bgp(s birdSession) {
@@ -75,6 +84,15 @@ func (c *birdConfig) bgp(s birdSession) {
 		c.b.WriteString("  disabled;\n")
 	}
 	fmt.Fprintf(c.b, "  local %s as %d;\n  neighbor %s as %d;\n", s.local, s.localAS, s.neighbor, s.neighborAS)
+	if s.password != "" {
+		fmt.Fprintf(c.b, "  password %q;\n", s.password)
+	}
+	if s.ttlSecurity {
+		c.b.WriteString("  ttl security on;\n")
+	}
+	if s.quickRetry {
+		c.b.WriteString("  error wait time 1, 5;\n  connect retry time 5;\n  startup hold time 10;\n")
+	}
 	for _, ch := range s.channels {
 		fmt.Fprintf(c.b, "  %s {\n", ch.family)
 		if ch.extendedNexthop {

@@ -109,6 +109,9 @@ type Skeleton struct {
 	NodePID int
 	// ConfigDir is the node's -config-dir (SkeletonConfig.ConfigDir), else empty.
 	ConfigDir string
+	// Secure6File holds the IPv6 session's TCP-MD5 password (SkeletonConfig.Secure6),
+	// else empty.
+	Secure6File string
 }
 
 // SkeletonConfig says how to run the skeleton.
@@ -138,6 +141,9 @@ type SkeletonConfig struct {
 	// the kernel then drops the frames the node redirects to it (what an operator's
 	// misconfigured veth does).
 	BareSink2 bool
+	// Secure6, when set, is the TCP-MD5 password of the IPv6 session, which also runs
+	// GTSM (ttl security) on both sides; the node reads it from a file in Dir.
+	Secure6 string
 	// ConfigDir runs the node with -config-dir: its configuration is fleet.yaml in a
 	// directory laid out as Kubernetes mounts a ConfigMap (WriteConfig swaps it).
 	ConfigDir bool
@@ -259,7 +265,13 @@ func (s *Skeleton) build(cfg SkeletonConfig) error {
 	if err := s.CheckIsolated(); err != nil {
 		return err
 	}
-	if err := s.startBird(cfg.Table, cfg.Table6); err != nil {
+	if cfg.Secure6 != "" {
+		s.Secure6File = filepath.Join(s.Dir, "bgp6.password")
+		if err := os.WriteFile(s.Secure6File, []byte(cfg.Secure6+"\n"), 0o600); err != nil {
+			return err
+		}
+	}
+	if err := s.startBird(cfg.Table, cfg.Table6, cfg.Secure6); err != nil {
 		return err
 	}
 	if len(cfg.Table) > 0 {
@@ -270,7 +282,7 @@ func (s *Skeleton) build(cfg SkeletonConfig) error {
 	return s.startNode(cfg)
 }
 
-func (s *Skeleton) startBird(extra, extra6 []table.Route) error {
+func (s *Skeleton) startBird(extra, extra6 []table.Route, secure6 string) error {
 	c, err := newBirdConfig(filepath.Join(s.Dir, "bird.conf"), UpstreamAddr)
 	if err != nil {
 		return err
@@ -306,11 +318,12 @@ func (s *Skeleton) startBird(extra, extra6 []table.Route) error {
 		exp4.net(r.Prefix, r.Nexthop)
 	}
 	exp4.proto("fulltable", netip.MustParseAddr("10.11.1.2"))
-	c.bgp(birdSession{name: "node6", local: UpstreamAddr6, localAS: UpstreamASN, neighbor: RouterUpAddr6, neighborAS: RouterASN, channels: []birdChannel{
-		{family: "ipv6", imp: "all", exp: exp6.String()},
-		{family: "ipv4", imp: "none", exp: exp8950.String(), extendedNexthop: true},
-	}})
-	c.bgp(birdSession{name: "node", local: UpstreamAddr, localAS: UpstreamASN, neighbor: RouterUpAddr, neighborAS: RouterASN,
+	c.bgp(birdSession{name: "node6", local: UpstreamAddr6, localAS: UpstreamASN, neighbor: RouterUpAddr6, neighborAS: RouterASN,
+		password: secure6, ttlSecurity: secure6 != "", quickRetry: true, channels: []birdChannel{
+			{family: "ipv6", imp: "all", exp: exp6.String()},
+			{family: "ipv4", imp: "none", exp: exp8950.String(), extendedNexthop: true},
+		}})
+	c.bgp(birdSession{name: "node", local: UpstreamAddr, localAS: UpstreamASN, neighbor: RouterUpAddr, neighborAS: RouterASN, quickRetry: true,
 		channels: []birdChannel{{family: "ipv4", imp: "all", exp: exp4.String()}}})
 	if len(extra) > 0 {
 		var base nexthopFilter
@@ -380,6 +393,10 @@ func (s *Skeleton) NodeConfig(xdpMode, backend string, maxPrefixes, expected, ex
 	if backend == "" {
 		backend = "compiled"
 	}
+	secure := ""
+	if s.Secure6File != "" {
+		secure = fmt.Sprintf("      password_file: %s\n      ttl_security: true\n", s.Secure6File)
+	}
 	return fmt.Sprintf(`node_name: %s
 interfaces: [%s, %s, %s, %s]
 xdp_mode: %s
@@ -404,8 +421,8 @@ bgp:
       asn: %d
       families: [ipv6-unicast, ipv4-unicast]
       expected_prefixes: %d
-`, s.NodeName, s.If("r0"), s.If("r1"), s.If("r2"), s.If("r3"), xdpMode, MetricsAddr, backend, filepath.Join(s.Dir, "etcd"), RouterASN, RouterUpAddr, GoBGPAddr, UpstreamAddr, UpstreamASN, maxPrefixes, expected,
-		UpstreamAddr6, UpstreamASN, expected6)
+%s`, s.NodeName, s.If("r0"), s.If("r1"), s.If("r2"), s.If("r3"), xdpMode, MetricsAddr, backend, filepath.Join(s.Dir, "etcd"), RouterASN, RouterUpAddr, GoBGPAddr, UpstreamAddr, UpstreamASN, maxPrefixes, expected,
+		UpstreamAddr6, UpstreamASN, expected6, secure)
 }
 
 func (s *Skeleton) startNode(cfg SkeletonConfig) error {

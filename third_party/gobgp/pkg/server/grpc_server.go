@@ -133,6 +133,9 @@ func (s *server) ListPeerGroup(r *api.ListPeerGroupRequest, stream api.GoBgpServ
 	defer cancel()
 	var sendErr error
 	fn := func(pg *api.PeerGroup) {
+		if pg.Conf != nil {
+			pg.Conf.AuthPassword = "" // a secret: never returned
+		}
 		if sendErr = stream.Send(&api.ListPeerGroupResponse{PeerGroup: pg}); sendErr != nil {
 			cancel()
 			return
@@ -158,6 +161,9 @@ func (s *server) ListPeer(r *api.ListPeerRequest, stream api.GoBgpService_ListPe
 	defer cancel()
 	var sendErr error
 	fn := func(p *api.Peer) {
+		if p.Conf != nil {
+			p.Conf.AuthPassword = "" // a secret: never returned
+		}
 		if sendErr = stream.Send(&api.ListPeerResponse{Peer: p}); sendErr != nil {
 			cancel()
 			return
