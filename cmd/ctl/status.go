@@ -43,6 +43,11 @@ type statusRow struct {
 	PolicySource string `json:"policy_source"`
 	Etcd         bool   `json:"etcd_connected"`
 	Version      string `json:"version"`
+	// Config is the node's last configuration reload: ok (applied, unchanged, or
+	// none yet), refused (the running configuration stays) or failed (part of it was
+	// not applied); ConfigError says why.
+	Config      string `json:"config"`
+	ConfigError string `json:"config_error,omitempty"`
 }
 
 func newStatus(g *globals) *cobra.Command {
@@ -53,7 +58,9 @@ func newStatus(g *globals) *cobra.Command {
 its API says: BGP sessions up of all, routes per family, FIB digest and whether most
 nodes have the same, the cache's mode, size and hit rate per family, packets per second,
 the frames its egress drivers did not take of those it forwarded (TXDROP), the flush
-epoch applied; and whether the fleet's gossip has it alive.`,
+epoch applied, whether its last configuration reload was refused or failed (CONFIG:
+the reason is in -o json and the node's log); and whether the fleet's gossip has it
+alive.`,
 		Example: "  ctl status\n  ctl status -o json",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -64,10 +71,10 @@ epoch applied; and whether the fleet's gossip has it alive.`,
 				return err
 			}
 			return g.render(rows, func(w io.Writer) {
-				fmt.Fprintln(w, "NODE\tALIVE\tSESSIONS\tROUTES v4/v6\tDIGEST\tCACHE\tENTRIES v4/v6\tHIT v4/v6\tPPS\tTXDROP\tEPOCH\tETCD")
+				fmt.Fprintln(w, "NODE\tALIVE\tSESSIONS\tROUTES v4/v6\tDIGEST\tCACHE\tENTRIES v4/v6\tHIT v4/v6\tPPS\tTXDROP\tEPOCH\tCONFIG\tETCD")
 				for _, r := range rows {
 					if !r.Reachable {
-						fmt.Fprintf(w, "%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\t%s\n", r.Node, r.Alive, unreachable(r))
+						fmt.Fprintf(w, "%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t%s\n", r.Node, r.Alive, unreachable(r))
 						continue
 					}
 					agree := "="
@@ -78,9 +85,9 @@ epoch applied; and whether the fleet's gossip has it alive.`,
 					if r.NodeEpoch > 0 {
 						epoch += fmt.Sprintf("+%d", r.NodeEpoch)
 					}
-					fmt.Fprintf(w, "%s\t%s\t%d/%d\t%d/%d\t%s %s\t%s (%s)\t%d/%d\t%.0f%%/%.0f%%\t%.0f\t%d\t%s\t%s\n", r.Node, r.Alive, r.SessionsUp, r.SessionsTotal,
+					fmt.Fprintf(w, "%s\t%s\t%d/%d\t%d/%d\t%s %s\t%s (%s)\t%d/%d\t%.0f%%/%.0f%%\t%.0f\t%d\t%s\t%s\t%s\n", r.Node, r.Alive, r.SessionsUp, r.SessionsTotal,
 						r.Routes[0], r.Routes[1], short(r.Digest), agree, r.CacheMode, r.PolicySource, r.CacheEntries[0], r.CacheEntries[1],
-						100*r.HitRate[0], 100*r.HitRate[1], r.PPS, r.TxDropped, epoch, map[bool]string{true: "ok", false: "away"}[r.Etcd])
+						100*r.HitRate[0], 100*r.HitRate[1], r.PPS, r.TxDropped, epoch, r.Config, map[bool]string{true: "ok", false: "away"}[r.Etcd])
 				}
 			})
 		},
@@ -173,6 +180,10 @@ func fleetStatus(ctx context.Context, g *globals) ([]statusRow, error) {
 		}
 		r.Reachable, r.Version, r.Routes, r.Epoch, r.PolicySource, r.Etcd, r.PPS = true, st.Version, st.Routes, st.Epoch, st.PolicySource, st.EtcdConnected, st.PPS
 		r.TxDropped = st.TxDropped()
+		r.Config, r.ConfigError = "ok", st.Config.LastReloadError
+		if res := st.Config.LastReloadResult; res == "refused" || res == "failed" {
+			r.Config = res
+		}
 		r.Digest = st.Digests[0] + "/" + st.Digests[1]
 		r.DigestAgrees = r.Digest == majority
 		for _, ss := range st.Sessions {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -164,6 +165,19 @@ func TestReload(t *testing.T) {
 			t.Errorf("refused reload %d changed something: routes %v, sessions %+v", i+1, st.Routes, st.Sessions)
 		}
 	}
+	// ctl status says so too, in the router's namespace through the node's etcd.
+	ctl := build(t, "github.com/fibfleet/fibfleet/cmd/ctl", "ctl")
+	out, err := sk.Router.Exec(ctl, "--etcd", "unix://"+filepath.Join(sk.Dir, "etcd", "etcd.sock"), "status", "-o", "json")
+	var rows []struct {
+		Node        string `json:"node"`
+		Config      string `json:"config"`
+		ConfigError string `json:"config_error"`
+	}
+	if err != nil || json.Unmarshal([]byte(out), &rows) != nil || len(rows) != 1 || rows[0].Config != "refused" ||
+		!strings.Contains(rows[0].ConfigError, "interfaces changed") {
+		t.Errorf("ctl status after a refused reload: %v %s; want config refused, naming interfaces", err, out)
+	}
+
 	unchanged := reloads("unchanged")
 	if err := sk.WriteConfig(render(withNeighbors(four, neighbors[1]))); err != nil {
 		t.Fatal(err)
