@@ -75,11 +75,30 @@ type nopTimingHook struct{}
 func (n nopTimingHook) Observe(op FSMOperation, tOp, tWait time.Duration) {}
 
 type options struct {
-	grpcAddress string
-	grpcOption  []grpc.ServerOption
-	logger      *slog.Logger
-	logLevelVar *slog.LevelVar
-	timingHook  FSMTimingHook
+	grpcAddress  string
+	grpcOption   []grpc.ServerOption
+	logger       *slog.Logger
+	logLevelVar  *slog.LevelVar
+	timingHook   FSMTimingHook
+	importFilter ImportFilter
+}
+
+// ImportFilter decides, for every path a neighbour announces, whether it may be
+// imported, before the import policy runs: a path it rejects is treated as one the
+// import policy rejected (if an earlier path for the prefix was accepted, it is
+// withdrawn). It is called on the neighbour's goroutine, concurrently for different
+// neighbours, and must be fast; it must not call the BgpServer. peer is the
+// neighbour's address and AS; an embedder uses it for checks that are slow or
+// impossible in the policy language (AS ranges rather than regular expressions,
+// counting what it rejects and why).
+type ImportFilter func(peer netip.Addr, peerAS uint32, family bgp.Family, nlri bgp.NLRI, attrs []bgp.PathAttributeInterface) bool
+
+// ImportFilterOption sets the server's ImportFilter. Paths from route-server clients
+// and VRFs are filtered as well; locally originated paths are not.
+func ImportFilterOption(f ImportFilter) ServerOption {
+	return func(o *options) {
+		o.importFilter = f
+	}
 }
 
 type ServerOption func(*options)
@@ -157,6 +176,7 @@ type BgpServer struct {
 	logger       *slog.Logger
 	logLevelVar  *slog.LevelVar
 	timingHook   FSMTimingHook
+	importFilter ImportFilter
 	// manage lifecycle of the server
 	isServing     atomic.Bool
 	shutdownWG    *sync.WaitGroup
@@ -194,6 +214,7 @@ func NewBgpServer(opt ...ServerOption) *BgpServer {
 		logger:       logger,
 		logLevelVar:  lvl,
 		timingHook:   opts.timingHook,
+		importFilter: opts.importFilter,
 		shutdownWG:   &sync.WaitGroup{},
 	}
 	s.bmpManager = newBmpClientManager(s)
@@ -1307,7 +1328,10 @@ func (s *BgpServer) propagateUpdate(peer *peer, pathList []*table.Path) {
 				policyOptions.Info = peer.peerInfo.Load()
 			}
 
-			if p := s.policy.ApplyPolicy(tableId, table.POLICY_DIRECTION_IMPORT, path, policyOptions); p != nil {
+			if s.importFilter != nil && peer != nil && !path.IsWithdraw && !path.IsEOR() &&
+				!s.importFilter(peer.fsm.pConf.ReadOnly().State.NeighborAddress, peer.AS(), path.GetFamily(), path.GetNlri(), path.GetPathAttrs()) {
+				path = path.Clone(true)
+			} else if p := s.policy.ApplyPolicy(tableId, table.POLICY_DIRECTION_IMPORT, path, policyOptions); p != nil {
 				path = p
 			} else {
 				path = path.Clone(true)
