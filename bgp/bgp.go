@@ -54,6 +54,9 @@ type Neighbor struct {
 	// MaxPrefixRestart, when positive, brings a session shut down for exceeding
 	// MaxPrefixes back after that long; zero: it stays down until configured again.
 	MaxPrefixRestart time.Duration
+	// Import, when set, are the rules its announcements must pass (importfilter.go);
+	// nil: every route is taken.
+	Import *ImportRules
 }
 
 // Family is an address family a session carries.
@@ -164,6 +167,8 @@ type Speaker struct {
 	meshLocal  netip.Addr
 	mesh       map[netip.Addr]bool
 	originated map[netip.Prefix]netip.Addr
+	// importFilter checks what upstreams announce (their ImportRules).
+	importFilter *importFilter
 }
 
 // adjIn counts a neighbour's prefixes and enforces its max-prefix limit. GoBGP counts
@@ -261,7 +266,8 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	opts := []server.ServerOption{server.LoggerOption(log.With("component", "gobgp"), nil)}
+	imf := newImportFilter(cfg.ASN)
+	opts := []server.ServerOption{server.LoggerOption(log.With("component", "gobgp"), nil), server.ImportFilterOption(imf.accept)}
 	if cfg.GRPCAddress != "" {
 		opts = append(opts, server.GrpcListenAddress(cfg.GRPCAddress))
 	}
@@ -285,7 +291,7 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 	s := &Speaker{srv: srv, log: log, events: make(chan Event, 64), done: make(chan struct{}), cancel: cancel,
 		peers: map[netip.Addr]*PeerStatus{}, adjIn: map[netip.Addr]*adjIn{}, loads: map[netip.Addr]*Load{},
 		eors: map[netip.Addr]map[bgp.Family]bool{}, asn: cfg.ASN, meshLocal: cfg.MeshAddress,
-		mesh: map[netip.Addr]bool{}, originated: map[netip.Prefix]netip.Addr{}}
+		mesh: map[netip.Addr]bool{}, originated: map[netip.Prefix]netip.Addr{}, importFilter: imf}
 
 	// Export deny-by-default: only the fleet's own mesh gets routes (mesh.go).
 	if err := s.setupExport(ctx); err != nil {
@@ -343,7 +349,10 @@ func (s *Speaker) AddNeighbor(ctx context.Context, n Neighbor) error {
 	if n.TTLSecurity {
 		p.TtlSecurity = &api.TtlSecurity{Enabled: true, TtlMin: 255}
 	}
+	// The rules first: the session's first route must meet them.
+	s.importFilter.set(n.Address, n.Import)
 	if err := s.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: p}); err != nil {
+		s.importFilter.set(n.Address, nil)
 		return fmt.Errorf("bgp: add neighbour %s AS%d: %w", n.Address, n.ASN, err)
 	}
 	s.mu.Lock()
@@ -360,6 +369,23 @@ func (s *Speaker) AddNeighbor(ctx context.Context, n Neighbor) error {
 	s.mu.Unlock()
 	s.log.Info("added BGP neighbour", "neighbor", n.Address, "asn", n.ASN, "families", families, "max_prefixes", n.MaxPrefixes,
 		"tcp_md5", n.Password != "", "ttl_security", n.TTLSecurity)
+	return nil
+}
+
+// SetImport replaces a neighbour's import rules, live: the routes it holds are
+// checked again (a soft reset in: GoBGP runs its Adj-RIB-In through import again),
+// and the session stays up.
+func (s *Speaker) SetImport(ctx context.Context, a netip.Addr, r *ImportRules) error {
+	s.mu.Lock()
+	_, known := s.peers[a]
+	s.mu.Unlock()
+	if !known {
+		return fmt.Errorf("bgp: %s is not a configured neighbour", a)
+	}
+	s.importFilter.set(a, r)
+	if err := s.srv.ResetPeer(ctx, &api.ResetPeerRequest{Address: a.String(), Soft: true, Direction: api.ResetPeerRequest_DIRECTION_IN}); err != nil {
+		return fmt.Errorf("bgp: check neighbour %s's routes against its new import rules (soft reset in): %w", a, err)
+	}
 	return nil
 }
 
@@ -405,6 +431,7 @@ func (s *Speaker) RemoveNeighbor(ctx context.Context, a netip.Addr) error {
 	delete(s.eors, a)
 	delete(s.adjIn, a)
 	s.mu.Unlock()
+	s.importFilter.set(a, nil)
 	s.log.Info("removed BGP neighbour", "neighbor", a)
 	return nil
 }

@@ -173,12 +173,59 @@ type NeighborConfig struct {
 	// after that long (default: it stays down until the configuration is reloaded
 	// with that neighbour changed, or the node restarts).
 	MaxPrefixRestart time.Duration `yaml:"max_prefix_restart"`
+	// Import are the rules the neighbour's routes must pass (safe by default for an
+	// eBGP neighbour; see ImportConfig).
+	Import ImportConfig `yaml:"import"`
 
 	// password is password_file's content, read with the configuration (or why it
 	// could not be): the running configuration keeps the password it was started
 	// with, so a reload sees a changed file as a change.
 	password    string
 	passwordErr error
+}
+
+// ImportConfig is what an upstream may announce. By default, for an eBGP neighbour:
+// no special-purpose or unallocated space, IPv4 /8 to /24, IPv6 /16 to /48, no
+// default route, no private or reserved AS in the path, at most 100 ASes, the
+// neighbour's AS first; each is switched off here. An iBGP neighbour (the node's own
+// AS) is not filtered unless Filter says so.
+type ImportConfig struct {
+	// Filter: "" (on for eBGP, off for iBGP), "on" or "off".
+	Filter string `yaml:"filter"`
+	// Allow are prefixes accepted although in special-purpose space (a lab's
+	// documentation prefixes); the length checks still apply.
+	Allow         []string `yaml:"allow"`
+	DefaultRoute  bool     `yaml:"default_route"`
+	AnyLength     bool     `yaml:"any_length"`
+	PrivateASNs   bool     `yaml:"private_asns"`
+	MaxPathLength int      `yaml:"max_path_length"`
+	AnyFirstAS    bool     `yaml:"any_first_as"`
+}
+
+// rules are the bgp package's rules (nil: not filtered), or what is wrong.
+func (c ImportConfig) rules(ebgp bool, at string) (*bgp.ImportRules, []error) {
+	var errs []error
+	switch c.Filter {
+	case "", "on", "off":
+	default:
+		errs = append(errs, fmt.Errorf("%s.filter %q: use on, off, or leave it out (on for eBGP neighbours)", at, c.Filter))
+	}
+	r := &bgp.ImportRules{DefaultRoute: c.DefaultRoute, AnyLength: c.AnyLength, PrivateASNs: c.PrivateASNs, MaxPathLength: c.MaxPathLength, AnyFirstAS: c.AnyFirstAS}
+	for _, a := range c.Allow {
+		p, err := netip.ParsePrefix(a)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s.allow %q: write a prefix such as 192.0.2.0/24", at, a))
+			continue
+		}
+		r.Allow = append(r.Allow, p.Masked())
+	}
+	if c.MaxPathLength < 0 || c.MaxPathLength > 255 {
+		errs = append(errs, fmt.Errorf("%s.max_path_length %d: use 1 to 255 (0: the default, 100)", at, c.MaxPathLength))
+	}
+	if c.Filter == "off" || c.Filter == "" && !ebgp {
+		return nil, errs
+	}
+	return r, errs
 }
 
 // FIBConfig sizes the FIB.
@@ -468,8 +515,11 @@ func (c Config) bgpConfig() (bgp.Config, error) {
 		case n.PasswordFile != "" && password == "":
 			errs = append(errs, fmt.Errorf("bgp.neighbors[%d].password_file %s is empty: write the password in it, or leave password_file out", i, n.PasswordFile))
 		}
+		rules, rerrs := n.Import.rules(n.ASN != c.BGP.ASN, fmt.Sprintf("bgp.neighbors[%d].import", i))
+		errs = append(errs, rerrs...)
 		out.Neighbors = append(out.Neighbors, bgp.Neighbor{Address: a, ASN: n.ASN, Port: n.Port, MaxPrefixes: n.MaxPrefixes, ExpectedPrefixes: n.ExpectedPrefixes,
-			Passive: n.Passive, MultihopTTL: n.MultihopTTL, Families: fams, Password: password, TTLSecurity: n.TTLSecurity, MaxPrefixRestart: n.MaxPrefixRestart})
+			Passive: n.Passive, MultihopTTL: n.MultihopTTL, Families: fams, Password: password, TTLSecurity: n.TTLSecurity, MaxPrefixRestart: n.MaxPrefixRestart,
+			Import: rules})
 	}
 	if len(errs) == 0 {
 		if err := out.Validate(); err != nil {

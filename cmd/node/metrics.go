@@ -57,6 +57,7 @@ type metrics struct {
 	prefixes, epochs, gossipHS  *prometheus.Desc
 	ready                       *prometheus.Desc
 	reloads, reloadOK           *prometheus.Desc
+	refusedRoutes               *prometheus.Desc
 }
 
 func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.KernelSync, c *cacheLoop, fl *fleet, p *ports, rl *reloader) *metrics {
@@ -115,6 +116,7 @@ func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.Kern
 		gossipHS:      d("cluster", "gossip_health_score", "memberlist's awareness score: 0 while this node keeps up with gossip; higher when its probes go unanswered (then its verdicts on others are less reliable)."),
 		ready:         d("", "ready", "1 when the node is ready to carry traffic (GET /readyz): it holds an upstream's table and none in session is still loading."),
 		reloads:       d("config", "reloads_total", "Reloads of the configuration (SIGHUP, a change under -config-dir) by result: applied, unchanged, refused (invalid, or a change that takes a restart: nothing applied), failed (part of it could not be applied; the rest is tried at the next reload).", "result"),
+		refusedRoutes: d("bgp", "import_refused_total", "Routes an upstream announced that its import rules refused, by reason (special_purpose, too_long, too_short, default_route, private_asn, reserved_asn, path_too_long, first_as_not_neighbor, empty_path, own_as): kept out of the FIB and the mesh.", "neighbor", "reason"),
 		reloadOK:      d("config", "last_reload_successful", "1 when the last reload was applied or found nothing to change (or there was none), 0 when it was refused or failed."),
 	}
 }
@@ -123,7 +125,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.xdpPackets, m.xdpBytes, m.xdpAttached, m.xdpDriverErrs, m.xdpEgress, m.routes, m.nexthops, m.refused, m.kernelSlots, m.groups, m.digest, m.dir, m.hash6, m.ksyncRoutes, m.ksyncPending, m.sessions, m.peerUp, m.buildOK,
 		m.loadReceived, m.loadExpected, m.loadRate, m.loadETA, m.loadDone, m.loadSeconds, m.loadLag,
 		m.cacheEntries, m.cacheLookups, m.cacheEvents, m.cacheWS, m.cacheHitRate, m.cacheCost, m.cacheRegimes, m.cacheResizes, m.cacheEpoch, m.cacheMode,
-		m.etcdUp, m.registered, m.members, m.meshPeers, m.policySource, m.flushes, m.meshResends, m.meshAlarms, m.prefixes, m.epochs, m.gossipHS, m.ready, m.reloads, m.reloadOK} {
+		m.etcdUp, m.registered, m.members, m.meshPeers, m.policySource, m.flushes, m.meshResends, m.meshAlarms, m.prefixes, m.epochs, m.gossipHS, m.ready, m.reloads, m.reloadOK, m.refusedRoutes} {
 		ch <- d
 	}
 	m.announcements.Describe(ch)
@@ -134,6 +136,11 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	m.announcements.Collect(ch)
 	m.withdrawals.Collect(ch)
 	ch <- prometheus.MustNewConstMetric(m.buildOK, prometheus.GaugeValue, 1, version)
+	for a, reasons := range m.speaker.Refused() {
+		for r, n := range reasons {
+			ch <- prometheus.MustNewConstMetric(m.refusedRoutes, prometheus.CounterValue, float64(n), a.String(), r)
+		}
+	}
 	if m.reload != nil {
 		counts, last := m.reload.status()
 		for result, n := range counts {

@@ -69,14 +69,15 @@ func restartFields(a, b Config) []string {
 // reloadPlan is what a reload changes.
 type reloadPlan struct {
 	// add and reset are started (reset after a removal), remove stopped; limits are
-	// neighbours whose max_prefixes or expected_prefixes alone changed.
-	add, remove, reset, limits []bgp.Neighbor
-	cache                      *cache.Policy
-	logLevel                   string
+	// neighbours whose max_prefixes or expected_prefixes changed, imports those
+	// whose import rules did (both live, the session kept).
+	add, remove, reset, limits, imports []bgp.Neighbor
+	cache                               *cache.Policy
+	logLevel                            string
 }
 
 func (p reloadPlan) empty() bool {
-	return len(p.add)+len(p.remove)+len(p.reset)+len(p.limits) == 0 && p.cache == nil && p.logLevel == ""
+	return len(p.add)+len(p.remove)+len(p.reset)+len(p.limits)+len(p.imports) == 0 && p.cache == nil && p.logLevel == ""
 }
 
 // sessionChanged says whether a neighbour's session must start again for a change.
@@ -118,8 +119,13 @@ func planReload(old, cur Config) (reloadPlan, error) {
 			p.add = append(p.add, n)
 		case sessionChanged(o, n):
 			p.reset = append(p.reset, n)
-		case o.MaxPrefixes != n.MaxPrefixes || o.ExpectedPrefixes != n.ExpectedPrefixes || o.MaxPrefixRestart != n.MaxPrefixRestart:
-			p.limits = append(p.limits, n)
+		default:
+			if o.MaxPrefixes != n.MaxPrefixes || o.ExpectedPrefixes != n.ExpectedPrefixes || o.MaxPrefixRestart != n.MaxPrefixRestart {
+				p.limits = append(p.limits, n)
+			}
+			if !reflect.DeepEqual(o.Import, n.Import) {
+				p.imports = append(p.imports, n)
+			}
 		}
 	}
 	for _, n := range ob.Neighbors {
@@ -141,6 +147,7 @@ type neighbors interface {
 	AddNeighbor(ctx context.Context, n bgp.Neighbor) error
 	RemoveNeighbor(ctx context.Context, a netip.Addr) error
 	SetLimits(a netip.Addr, maxPrefixes, expected uint32, restart time.Duration) error
+	SetImport(ctx context.Context, a netip.Addr, r *bgp.ImportRules) error
 }
 
 // Reload results, counted in fibfleet_config_reloads_total.
@@ -257,8 +264,20 @@ func (r *reloader) reloadLocked(ctx context.Context) (string, error) {
 			errs = append(errs, err)
 			continue
 		}
-		running[n.Address] = want[n.Address]
+		rn := running[n.Address]
+		rn.MaxPrefixes, rn.ExpectedPrefixes, rn.MaxPrefixRestart = want[n.Address].MaxPrefixes, want[n.Address].ExpectedPrefixes, want[n.Address].MaxPrefixRestart
+		running[n.Address] = rn
 		r.log.Info("neighbour's limits changed, its session kept", "neighbor", n.Address, "max_prefixes", n.MaxPrefixes, "expected_prefixes", n.ExpectedPrefixes)
+	}
+	for _, n := range plan.imports {
+		if err := r.bgp.SetImport(ctx, n.Address, n.Import); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		rn := running[n.Address]
+		rn.Import = want[n.Address].Import
+		running[n.Address] = rn
+		r.log.Info("neighbour's import rules changed: its routes checked again (soft reset in), its session kept", "neighbor", n.Address)
 	}
 	next := cur
 	next.BGP.Neighbors = nil
@@ -292,7 +311,8 @@ func (r *reloader) reloadLocked(ctx context.Context) (string, error) {
 	if len(errs) > 0 {
 		return reloadFailed, errors.Join(errs...)
 	}
-	r.log.Info("configuration reloaded", "files", cur.files, "added", len(plan.add), "removed", len(plan.remove), "reset", len(plan.reset), "limits", len(plan.limits))
+	r.log.Info("configuration reloaded", "files", cur.files, "added", len(plan.add), "removed", len(plan.remove), "reset", len(plan.reset), "limits", len(plan.limits),
+		"import_rules", len(plan.imports))
 	return reloadApplied, nil
 }
 

@@ -51,6 +51,7 @@ func TestPlanReload(t *testing.T) {
 		{Address: "192.0.2.3", ASN: 64503, MaxPrefixes: 1000},    // limit changed: live
 		{Address: "192.0.2.4", ASN: 64504},                       // unchanged
 		{Address: "192.0.2.6", ASN: 64506, Families: []string{}}, // families: the same, written otherwise
+		{Address: "192.0.2.7", ASN: 64507},                       // import rules changed: live
 	}
 	cur.BGP.Neighbors = []NeighborConfig{
 		{Address: "192.0.2.2", ASN: 64599},
@@ -58,6 +59,7 @@ func TestPlanReload(t *testing.T) {
 		{Address: "192.0.2.4", ASN: 64504},
 		{Address: "192.0.2.5", ASN: 64505}, // added
 		{Address: "192.0.2.6", ASN: 64506, Families: []string{"ipv4-unicast"}},
+		{Address: "192.0.2.7", ASN: 64507, Import: ImportConfig{PrivateASNs: true, Allow: []string{"192.0.2.0/24"}}},
 	}
 	cur.Cache.Mode = "off"
 	p, err := planReload(old, cur)
@@ -72,7 +74,7 @@ func TestPlanReload(t *testing.T) {
 	}
 	for what, c := range map[string]struct{ got, want []string }{
 		"add": {addrs(p.add), []string{"192.0.2.5"}}, "remove": {addrs(p.remove), []string{"192.0.2.1"}},
-		"reset": {addrs(p.reset), []string{"192.0.2.2"}}, "limits": {addrs(p.limits), []string{"192.0.2.3"}},
+		"reset": {addrs(p.reset), []string{"192.0.2.2"}}, "limits": {addrs(p.limits), []string{"192.0.2.3"}}, "imports": {addrs(p.imports), []string{"192.0.2.7"}},
 	} {
 		if !slices.Equal(c.got, c.want) {
 			t.Errorf("%s: %v, want %v", what, c.got, c.want)
@@ -107,6 +109,11 @@ func (f *fakeBGP) AddNeighbor(_ context.Context, n bgp.Neighbor) error {
 
 func (f *fakeBGP) RemoveNeighbor(_ context.Context, a netip.Addr) error {
 	f.ops = append(f.ops, "remove "+a.String())
+	return nil
+}
+
+func (f *fakeBGP) SetImport(_ context.Context, a netip.Addr, _ *bgp.ImportRules) error {
+	f.ops = append(f.ops, "import "+a.String())
 	return nil
 }
 

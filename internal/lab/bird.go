@@ -19,6 +19,12 @@ const (
 	UpstreamAddr6 = "fd00:12::2"
 )
 
+// LabImport is the import rules every lab upstream's neighbour entry carries (YAML
+// flow style): the lab's ASes are private (AS65001 upstream of AS65000) and it
+// announces documentation and benchmarking prefixes, allowed here explicitly as an
+// operator's configuration would; the other safe defaults stay on.
+const LabImport = "{private_asns: true, allow: [192.0.2.0/24, 198.18.0.0/15, 198.51.100.0/24, 203.0.113.0/24, 100.64.0.0/10, 2001:db8::/32]}"
+
 // birdConfig writes a BIRD 2 configuration: the device protocol, static protocols
 // that originate prefixes (blackhole routes) and BGP sessions. It writes as it goes,
 // so a full table's statics never sit in memory twice.
@@ -114,6 +120,12 @@ type nexthopFilter struct{ lines []string }
 
 func (f *nexthopFilter) net(p netip.Prefix, nh netip.Addr) {
 	f.lines = append(f.lines, fmt.Sprintf("if net = %s then { bgp_next_hop = %s; accept; }", p, nh))
+}
+
+// netPath is net with the AS path changed first (BIRD statements on bgp_path, such
+// as "bgp_path.prepend(23456);"): BIRD prepends its own AS after.
+func (f *nexthopFilter) netPath(p netip.Prefix, nh netip.Addr, path string) {
+	f.lines = append(f.lines, fmt.Sprintf("if net = %s then { bgp_next_hop = %s; %s accept; }", p, nh, path))
 }
 
 func (f *nexthopFilter) proto(name string, nh netip.Addr) {

@@ -287,10 +287,10 @@ func (f *Fleet) nodeConfig(n *FleetNode) string {
 			size = f.Cfg.Expected
 		}
 		neighbors = fmt.Sprintf(`  neighbors:
-    - {address: %s, asn: %d, expected_prefixes: %d}
-`, UpstreamAddr, UpstreamASN, size)
+    - {address: %s, asn: %d, expected_prefixes: %d, import: %s}
+`, UpstreamAddr, UpstreamASN, size, LabImport)
 		if len(f.Cfg.Feeder) == 0 { // BIRD has an IPv6 session too
-			neighbors += fmt.Sprintf("    - {address: \"%s\", asn: %d, families: [ipv6-unicast]}\n", UpstreamAddr6, UpstreamASN)
+			neighbors += fmt.Sprintf("    - {address: \"%s\", asn: %d, families: [ipv6-unicast], import: %s}\n", UpstreamAddr6, UpstreamASN, LabImport)
 		}
 	case 2:
 		ifaces = append(ifaces, f.If("s1"))

@@ -141,6 +141,9 @@ type SkeletonConfig struct {
 	// the kernel then drops the frames the node redirects to it (what an operator's
 	// misconfigured veth does).
 	BareSink2 bool
+	// Crafted makes BIRD announce CraftedRoutes too, over the IPv4 session, each with
+	// the AS path its case needs.
+	Crafted bool
 	// Secure6, when set, is the TCP-MD5 password of the IPv6 session, which also runs
 	// GTSM (ttl security) on both sides; the node reads it from a file in Dir.
 	Secure6 string
@@ -231,6 +234,22 @@ func (s *Skeleton) build(cfg SkeletonConfig) error {
 			return err
 		}
 	}
+	if cfg.Crafted {
+		// Sink1 takes every crafted destination as its own (the refused ones too: a
+		// datagram the router forwarded there anyway would be counted), and the
+		// source sends them through the router; the default route aside.
+		for _, r := range CraftedRoutes {
+			if r.Prefix.Bits() == 0 {
+				continue
+			}
+			if _, err := s.Sink1.Exec("ip", "route", "add", "local", r.Prefix.String(), "dev", "lo"); err != nil {
+				return err
+			}
+			if _, err := s.Src.Exec("ip", "route", "add", r.Prefix.String(), "via", "10.10.0.1"); err != nil {
+				return err
+			}
+		}
+	}
 	for _, r := range append(SkeletonRoutes6, ExtendedNexthopRoute) {
 		sink := map[int]*Netns{1: s.Sink1, 2: s.Sink2}[r.Sink]
 		fam, via := "-6", "fd00:10::1"
@@ -271,7 +290,7 @@ func (s *Skeleton) build(cfg SkeletonConfig) error {
 			return err
 		}
 	}
-	if err := s.startBird(cfg.Table, cfg.Table6, cfg.Secure6); err != nil {
+	if err := s.startBird(cfg.Table, cfg.Table6, cfg.Secure6, cfg.Crafted); err != nil {
 		return err
 	}
 	if len(cfg.Table) > 0 {
@@ -282,7 +301,7 @@ func (s *Skeleton) build(cfg SkeletonConfig) error {
 	return s.startNode(cfg)
 }
 
-func (s *Skeleton) startBird(extra, extra6 []table.Route, secure6 string) error {
+func (s *Skeleton) startBird(extra, extra6 []table.Route, secure6 string, craft bool) error {
 	c, err := newBirdConfig(filepath.Join(s.Dir, "bird.conf"), UpstreamAddr)
 	if err != nil {
 		return err
@@ -308,6 +327,13 @@ func (s *Skeleton) startBird(extra, extra6 []table.Route, secure6 string) error 
 	if len(extra) > 0 {
 		c.static("fulltable", prefixes(extra)...)
 	}
+	var crafted []netip.Prefix
+	if craft {
+		for _, r := range CraftedRoutes {
+			crafted = append(crafted, r.Prefix)
+		}
+		c.static("crafted", crafted...)
+	}
 	var exp6, exp4, exp8950 nexthopFilter
 	for _, r := range SkeletonRoutes6 {
 		exp6.net(r.Prefix, r.Nexthop)
@@ -318,6 +344,9 @@ func (s *Skeleton) startBird(extra, extra6 []table.Route, secure6 string) error 
 		exp4.net(r.Prefix, r.Nexthop)
 	}
 	exp4.proto("fulltable", netip.MustParseAddr("10.11.1.2"))
+	for _, r := range CraftedRoutes[:len(crafted)] {
+		exp4.netPath(r.Prefix, netip.MustParseAddr("10.11.1.2"), r.Path)
+	}
 	c.bgp(birdSession{name: "node6", local: UpstreamAddr6, localAS: UpstreamASN, neighbor: RouterUpAddr6, neighborAS: RouterASN,
 		password: secure6, ttlSecurity: secure6 != "", quickRetry: true, channels: []birdChannel{
 			{family: "ipv6", imp: "all", exp: exp6.String()},
@@ -363,6 +392,34 @@ func (s *Skeleton) startBirdRx() error {
 	return nil
 }
 
+// CraftedRoute is a route BIRD announces with SkeletonConfig.Crafted, and the import
+// rule it breaks ("" for a valid one), under the lab's import rules (LabImport).
+type CraftedRoute struct {
+	Prefix netip.Prefix
+	// Path changes BIRD's AS path before it prepends its own AS (BIRD statements).
+	Path   string
+	Reason string
+}
+
+// CraftedRoutes break one import rule each (beside valid ones), all with sink1 as
+// next hop. An empty path and a first AS that is not the neighbour's cannot come
+// from BIRD (it prepends its AS on eBGP): bgp's unit tests cover them.
+var CraftedRoutes = func() []CraftedRoute {
+	long := strings.Repeat("bgp_path.prepend(3356); ", 100)
+	return []CraftedRoute{
+		{netip.MustParsePrefix("8.8.8.0/24"), "bgp_path.prepend(15169);", ""},
+		{netip.MustParsePrefix("8.8.4.0/24"), "bgp_path.prepend(15169); bgp_path.prepend(3356);", ""},
+		{netip.MustParsePrefix("10.20.0.0/16"), "", "special_purpose"},
+		{netip.MustParsePrefix("172.20.0.0/16"), "", "special_purpose"},
+		{netip.MustParsePrefix("0.0.0.0/0"), "", "default_route"},
+		{netip.MustParsePrefix("9.9.10.128/25"), "", "too_long"},
+		{netip.MustParsePrefix("12.0.0.0/7"), "", "too_short"},
+		{netip.MustParsePrefix("8.8.5.0/24"), "bgp_path.prepend(23456);", "reserved_asn"},
+		{netip.MustParsePrefix("8.8.6.0/24"), "bgp_path.prepend(64500);", "reserved_asn"},
+		{netip.MustParsePrefix("8.8.7.0/24"), long, "path_too_long"},
+	}
+}()
+
 // StaticProtocol names the BIRD static protocol that originates a route: `birdc
 // disable` on it withdraws the route.
 func StaticProtocol(r Route) string {
@@ -386,6 +443,10 @@ func (s *Skeleton) Birdc(args ...string) (string, error) {
 
 // NodeConfig is the node's YAML config in the skeleton (the cache's controller judges
 // every 250ms, so that a lab's traffic shows its decisions within seconds).
+// labImport6 is LabImport with any length: the IPv6 session carries a /64 for the
+// FIB's long-route trie.
+var labImport6 = strings.Replace(LabImport, "{", "{any_length: true, ", 1)
+
 func (s *Skeleton) NodeConfig(xdpMode, backend string, maxPrefixes, expected, expected6 int) string {
 	if xdpMode == "" {
 		xdpMode = "native"
@@ -417,12 +478,14 @@ bgp:
       asn: %d
       max_prefixes: %d
       expected_prefixes: %d
+      import: %s
     - address: %s
       asn: %d
       families: [ipv6-unicast, ipv4-unicast]
       expected_prefixes: %d
-%s`, s.NodeName, s.If("r0"), s.If("r1"), s.If("r2"), s.If("r3"), xdpMode, MetricsAddr, backend, filepath.Join(s.Dir, "etcd"), RouterASN, RouterUpAddr, GoBGPAddr, UpstreamAddr, UpstreamASN, maxPrefixes, expected,
-		UpstreamAddr6, UpstreamASN, expected6, secure)
+      import: %s
+%s`, s.NodeName, s.If("r0"), s.If("r1"), s.If("r2"), s.If("r3"), xdpMode, MetricsAddr, backend, filepath.Join(s.Dir, "etcd"), RouterASN, RouterUpAddr, GoBGPAddr, UpstreamAddr, UpstreamASN, maxPrefixes, expected, LabImport,
+		UpstreamAddr6, UpstreamASN, expected6, labImport6, secure)
 }
 
 func (s *Skeleton) startNode(cfg SkeletonConfig) error {

@@ -1,0 +1,242 @@
+package bgp
+
+import (
+	"net/netip"
+	"sync"
+	"sync/atomic"
+
+	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
+)
+
+// ImportRules say what an upstream may announce. The zero value is the safe default
+// for an eBGP upstream: no special-purpose or unallocated space, IPv4 from /8 to /24
+// and IPv6 from /16 to /48 (within 2000::/3), no default route, no private or
+// reserved AS in the path, at most 100 ASes, the neighbour's AS first, never an empty
+// path or this router's own AS. Each check is switched off by its field. A route
+// they refuse is treated as one the import policy rejected, and counted by reason.
+type ImportRules struct {
+	// Allow are prefixes accepted although in special-purpose space (a lab's
+	// documentation prefixes), with the length checks still applied.
+	Allow []netip.Prefix
+	// DefaultRoute accepts 0.0.0.0/0 and ::/0.
+	DefaultRoute bool
+	// AnyLength turns the length checks off.
+	AnyLength bool
+	// PrivateASNs accepts private ASNs (64512-65534, 4200000000-4294967294) in the
+	// path; reserved ones (0, AS_TRANS 23456, 65535, documentation, ...) never pass.
+	PrivateASNs bool
+	// MaxPathLength bounds the AS path (0: 100).
+	MaxPathLength int
+	// AnyFirstAS accepts a path whose first AS is not the neighbour's (a route server
+	// that does not prepend itself).
+	AnyFirstAS bool
+}
+
+// Reasons a route is refused, as counted in metrics.
+const (
+	ReasonSpecialPurpose = "special_purpose"
+	ReasonTooLong        = "too_long"
+	ReasonTooShort       = "too_short"
+	ReasonDefaultRoute   = "default_route"
+	ReasonPrivateASN     = "private_asn"
+	ReasonReservedASN    = "reserved_asn"
+	ReasonPathTooLong    = "path_too_long"
+	ReasonFirstAS        = "first_as_not_neighbor"
+	ReasonEmptyPath      = "empty_path"
+	ReasonOwnAS          = "own_as"
+)
+
+// Reasons lists every reason, for metrics.
+var Reasons = []string{ReasonSpecialPurpose, ReasonTooLong, ReasonTooShort, ReasonDefaultRoute, ReasonPrivateASN, ReasonReservedASN,
+	ReasonPathTooLong, ReasonFirstAS, ReasonEmptyPath, ReasonOwnAS}
+
+const nReasons = 10
+
+// specialPurpose is IANA's special-purpose address space (RFC 6890 and its
+// registries, as of 2026), and multicast and the reserved class E for IPv4; IPv6
+// outside 2000::/3 is unallocated and refused apart from this list.
+var specialPurpose = func() []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range []string{
+		"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12", "192.0.0.0/24", "192.0.2.0/24",
+		"192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4",
+		"2001::/23", "2001:db8::/32", "2002::/16", "3fff::/20",
+	} {
+		out = append(out, netip.MustParsePrefix(s))
+	}
+	return out
+}()
+
+var globalUnicast6 = netip.MustParsePrefix("2000::/3")
+
+// check returns why a route from a neighbour of AS peerAS is refused ("" to accept);
+// ownAS is this router's.
+func (r *ImportRules) check(p netip.Prefix, peerAS, ownAS uint32, path *bgp.PathAttributeAsPath) string {
+	if p.Bits() == 0 {
+		if r.DefaultRoute {
+			return ""
+		}
+		return ReasonDefaultRoute
+	}
+	allowed := false
+	for _, a := range r.Allow {
+		if a.Bits() <= p.Bits() && a.Contains(p.Addr()) {
+			allowed = true
+			break
+		}
+	}
+	if !allowed {
+		if p.Addr().Is6() && !(globalUnicast6.Bits() <= p.Bits() && globalUnicast6.Contains(p.Addr())) {
+			return ReasonSpecialPurpose
+		}
+		for _, s := range specialPurpose {
+			if s.Bits() <= p.Bits() && s.Contains(p.Addr()) {
+				return ReasonSpecialPurpose
+			}
+		}
+	}
+	if !r.AnyLength {
+		lo, hi := 8, 24
+		if p.Addr().Is6() {
+			lo, hi = 16, 48
+		}
+		switch {
+		case p.Bits() > hi:
+			return ReasonTooLong
+		case p.Bits() < lo:
+			return ReasonTooShort
+		}
+	}
+	return r.checkPath(peerAS, ownAS, path)
+}
+
+func (r *ImportRules) checkPath(peerAS, ownAS uint32, path *bgp.PathAttributeAsPath) string {
+	n, first := 0, uint32(0)
+	if path != nil {
+		for i, param := range path.Value {
+			ases := param.GetAS()
+			if i == 0 && param.GetType() == bgp.BGP_ASPATH_ATTR_TYPE_SEQ && len(ases) > 0 {
+				first = ases[0]
+			}
+			if param.GetType() == bgp.BGP_ASPATH_ATTR_TYPE_SET {
+				n++
+			} else {
+				n += len(ases)
+			}
+			for _, as := range ases {
+				switch {
+				case as == ownAS:
+					return ReasonOwnAS
+				case reservedASN(as):
+					return ReasonReservedASN
+				case privateASN(as) && !r.PrivateASNs:
+					return ReasonPrivateASN
+				}
+			}
+		}
+	}
+	max := r.MaxPathLength
+	if max == 0 {
+		max = 100
+	}
+	switch {
+	case n == 0:
+		return ReasonEmptyPath
+	case n > max:
+		return ReasonPathTooLong
+	case !r.AnyFirstAS && first != peerAS:
+		return ReasonFirstAS
+	}
+	return ""
+}
+
+func privateASN(as uint32) bool {
+	return as >= 64512 && as <= 65534 || as >= 4200000000 && as <= 4294967294
+}
+
+// reservedASN: 0, AS_TRANS, the last 16-bit AS, documentation (RFC 5398), the IANA
+// reserved 65552-131071 and the last 32-bit AS.
+func reservedASN(as uint32) bool {
+	return as == 0 || as == 23456 || as == 65535 || as >= 64496 && as <= 64511 || as >= 65536 && as <= 131071 || as == 4294967295
+}
+
+// importFilter holds each upstream's rules and counts what they refuse; GoBGP calls
+// accept (patch 4) for every path a neighbour announces, concurrently.
+type importFilter struct {
+	ownAS uint32
+	mu    sync.RWMutex
+	rules map[netip.Addr]*ImportRules // upstreams with rules; others (the mesh) pass
+	// refused counts per neighbour and reason; kept across rule changes.
+	refused map[netip.Addr]*[nReasons]atomic.Uint64
+}
+
+var reasonIndex = func() map[string]int {
+	m := map[string]int{}
+	for i, r := range Reasons {
+		m[r] = i
+	}
+	return m
+}()
+
+func newImportFilter(ownAS uint32) *importFilter {
+	return &importFilter{ownAS: ownAS, rules: map[netip.Addr]*ImportRules{}, refused: map[netip.Addr]*[nReasons]atomic.Uint64{}}
+}
+
+// set gives a neighbour its rules (nil: it is not filtered).
+func (f *importFilter) set(a netip.Addr, r *ImportRules) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if r == nil {
+		delete(f.rules, a)
+		return
+	}
+	f.rules[a] = r
+	if f.refused[a] == nil {
+		f.refused[a] = &[nReasons]atomic.Uint64{}
+	}
+}
+
+func (f *importFilter) accept(peer netip.Addr, peerAS uint32, _ bgp.Family, nlri bgp.NLRI, attrs []bgp.PathAttributeInterface) bool {
+	f.mu.RLock()
+	r, counts := f.rules[peer], f.refused[peer]
+	f.mu.RUnlock()
+	if r == nil {
+		return true
+	}
+	var p netip.Prefix
+	switch n := nlri.(type) {
+	case *bgp.IPAddrPrefix:
+		p = n.Prefix
+	default:
+		return true // only unicast is configured
+	}
+	var path *bgp.PathAttributeAsPath
+	for _, a := range attrs {
+		if ap, ok := a.(*bgp.PathAttributeAsPath); ok {
+			path = ap
+		}
+	}
+	why := r.check(p, peerAS, f.ownAS, path)
+	if why == "" {
+		return true
+	}
+	counts[reasonIndex[why]].Add(1)
+	return false
+}
+
+// Refused returns, per upstream with import rules, the routes refused by reason since
+// the node started.
+func (s *Speaker) Refused() map[netip.Addr]map[string]uint64 {
+	f := s.importFilter
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := map[netip.Addr]map[string]uint64{}
+	for a, c := range f.refused {
+		m := map[string]uint64{}
+		for r, i := range reasonIndex {
+			m[r] = c[i].Load()
+		}
+		out[a] = m
+	}
+	return out
+}

@@ -1,0 +1,157 @@
+package bgp
+
+import (
+	"net/netip"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/fibfleet/fibfleet/internal/table"
+	"github.com/osrg/gobgp/v4/pkg/apiutil"
+	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
+)
+
+func asPath(ases ...uint32) *bgp.PathAttributeAsPath {
+	if len(ases) == 0 {
+		return bgp.NewPathAttributeAsPath(nil)
+	}
+	return bgp.NewPathAttributeAsPath([]bgp.AsPathParamInterface{bgp.NewAs4PathParam(bgp.BGP_ASPATH_ATTR_TYPE_SEQ, ases)})
+}
+
+// TestImportRulesCheck: each rule's case beside valid routes, from an eBGP neighbour
+// of AS 3356 to a router of AS 65000, with the safe defaults and with a lab's
+// allowances.
+func TestImportRulesCheck(t *testing.T) {
+	long := make([]uint32, 101)
+	for i := range long {
+		long[i] = 3356
+	}
+	safe := &ImportRules{}
+	lab := &ImportRules{PrivateASNs: true, AnyLength: true, Allow: []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24"), netip.MustParsePrefix("2001:db8::/32")}}
+	for _, c := range []struct {
+		rules  *ImportRules
+		prefix string
+		path   *bgp.PathAttributeAsPath
+		want   string
+	}{
+		{safe, "8.8.8.0/24", asPath(3356, 15169), ""},
+		{safe, "2001:4860::/32", asPath(3356, 15169), ""},
+		{safe, "10.0.0.0/8", asPath(3356), ReasonSpecialPurpose},
+		{safe, "172.16.5.0/24", asPath(3356), ReasonSpecialPurpose},
+		{safe, "192.168.0.0/16", asPath(3356), ReasonSpecialPurpose},
+		{safe, "192.0.2.0/24", asPath(3356), ReasonSpecialPurpose},
+		{safe, "198.51.100.0/24", asPath(3356), ReasonSpecialPurpose},
+		{safe, "100.64.0.0/10", asPath(3356), ReasonSpecialPurpose},
+		{safe, "127.0.0.0/8", asPath(3356), ReasonSpecialPurpose},
+		{safe, "224.0.0.0/4", asPath(3356), ReasonSpecialPurpose},
+		{safe, "2001:db8::/32", asPath(3356), ReasonSpecialPurpose},
+		{safe, "fc00::/7", asPath(3356), ReasonSpecialPurpose},
+		{safe, "0.0.0.0/0", asPath(3356), ReasonDefaultRoute},
+		{safe, "::/0", asPath(3356), ReasonDefaultRoute},
+		{safe, "8.8.8.0/25", asPath(3356), ReasonTooLong},
+		{safe, "8.0.0.0/7", asPath(3356), ReasonTooShort},
+		{safe, "2001:4860:1::/64", asPath(3356), ReasonTooLong},
+		{safe, "2000::/15", asPath(3356), ReasonTooShort},
+		{safe, "8.8.4.0/24", asPath(3356, 64512), ReasonPrivateASN},
+		{safe, "8.8.4.0/24", asPath(3356, 4200000000), ReasonPrivateASN},
+		{safe, "8.8.4.0/24", asPath(3356, 23456), ReasonReservedASN},
+		{safe, "8.8.4.0/24", asPath(3356, 64500), ReasonReservedASN},
+		{safe, "8.8.4.0/24", asPath(3356, 0), ReasonReservedASN},
+		{safe, "8.8.4.0/24", asPath(long...), ReasonPathTooLong},
+		{safe, "8.8.4.0/24", asPath(174, 15169), ReasonFirstAS},
+		{safe, "8.8.4.0/24", asPath(), ReasonEmptyPath},
+		{safe, "8.8.4.0/24", nil, ReasonEmptyPath},
+		{safe, "8.8.4.0/24", asPath(3356, 65000, 15169), ReasonOwnAS},
+		{lab, "198.51.100.0/24", asPath(3356, 64512), ""},
+		{lab, "198.51.100.0/25", asPath(3356), ""},
+		{lab, "2001:db8:400:1::/64", asPath(3356), ""},
+		{lab, "203.0.113.0/24", asPath(3356), ReasonSpecialPurpose},
+		{&ImportRules{DefaultRoute: true}, "0.0.0.0/0", asPath(3356), ""},
+		{&ImportRules{AnyFirstAS: true}, "8.8.4.0/24", asPath(174, 15169), ""},
+		{&ImportRules{MaxPathLength: 2}, "8.8.4.0/24", asPath(3356, 174, 15169), ReasonPathTooLong},
+	} {
+		if got := c.rules.check(netip.MustParsePrefix(c.prefix), 3356, 65000, c.path); got != c.want {
+			t.Errorf("%s via %v: %q, want %q", c.prefix, c.path, got, c.want)
+		}
+	}
+}
+
+// TestImportRules: a neighbour's announcements through the real speaker: refused
+// routes never reach the stream and are counted by reason; rules changed live
+// (SetImport) take a route refused before, the session kept.
+func TestImportRules(t *testing.T) {
+	port := freePort(t)
+	peer := netip.MustParseAddr("127.0.0.11")
+	node := startNode(t, port, Neighbor{Address: peer, ASN: 65001, Passive: true, Import: &ImportRules{PrivateASNs: true}})
+	st := newStream(t, node)
+	feeder := newPeer(t, 65001, peer.String(), port)
+	announce := func(prefix string, path ...uint32) {
+		t.Helper()
+		nlri, _ := bgp.NewIPAddrPrefix(netip.MustParsePrefix(prefix))
+		nh, _ := bgp.NewPathAttributeNextHop(netip.MustParseAddr("10.1.0.2"))
+		attrs := []bgp.PathAttributeInterface{bgp.NewPathAttributeOrigin(0), nh}
+		if len(path) > 0 {
+			attrs = append(attrs, asPath(path...))
+		}
+		if _, err := feeder.srv.AddPath(apiutil.AddPathRequest{Paths: []*apiutil.Path{{Family: bgp.RF_IPv4_UC, Nlri: nlri, Attrs: attrs}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The feeder prepends its AS 65001 (private: allowed here).
+	announce("10.5.0.0/16")       // special purpose
+	announce("8.8.8.128/25")      // too long
+	announce("0.0.0.0/0")         // the default route
+	announce("9.9.9.0/24", 23456) // AS_TRANS
+	announce("1.0.0.0/24", 65000) // this router's own AS (GoBGP's loop check drops it first)
+	announce("8.8.8.0/24", 15169) // valid
+	want := Change{Prefix: netip.MustParsePrefix("8.8.8.0/24"), Nexthop: netip.MustParseAddr("10.1.0.2"), Peer: peer}
+	st.expect(want)
+	refused := func() map[string]uint64 { return node.Refused()[peer] }
+	deadline := time.Now().Add(10 * time.Second)
+	for r := refused(); r[ReasonSpecialPurpose] != 1 || r[ReasonTooLong] != 1 || r[ReasonDefaultRoute] != 1 || r[ReasonReservedASN] != 1; r = refused() {
+		if time.Now().After(deadline) {
+			t.Fatalf("refused %v, want one each of special_purpose, too_long, default_route, reserved_asn", r)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	up := node.Peers()[0].Established
+	if err := node.SetImport(t.Context(), peer, &ImportRules{PrivateASNs: true, DefaultRoute: true}); err != nil {
+		t.Fatal(err)
+	}
+	st.expect(Change{Prefix: netip.MustParsePrefix("0.0.0.0/0"), Nexthop: netip.MustParseAddr("10.1.0.2"), Peer: peer})
+	if p := node.Peers(); len(p) != 1 || p[0].State != "established" || !p[0].Established.Equal(up) {
+		t.Errorf("after SetImport the session is %+v, want it kept (established at %v)", p, up)
+	}
+	if got := slices.Sorted(func(yield func(string) bool) {
+		for k, v := range refused() {
+			if v > 0 && !yield(k) {
+				return
+			}
+		}
+	}); !slices.Contains(got, ReasonDefaultRoute) {
+		t.Errorf("the counts of refusals are kept across rule changes: %v", got)
+	}
+}
+
+// BenchmarkImportCheck is the cost of the import rules per route of the real 2026
+// table (paths of 3 to 5 ASes), against the full table's load time.
+func BenchmarkImportCheck(b *testing.B) {
+	routes, err := table.Real2026()
+	if err != nil {
+		b.Fatal(err)
+	}
+	paths := []*bgp.PathAttributeAsPath{asPath(3356, 15169), asPath(3356, 1299, 13335), asPath(3356, 174, 6939, 20940), asPath(3356, 2914, 3257, 6453, 4755)}
+	r := &ImportRules{}
+	b.ResetTimer()
+	refused := 0
+	for i := 0; i < b.N; i++ {
+		rt := routes[i%len(routes)]
+		if r.check(rt.Prefix, 3356, 65000, paths[i%len(paths)]) != "" {
+			refused++
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/route")
+	if refused > b.N/100 {
+		b.Fatalf("%d of %d real routes refused", refused, b.N)
+	}
+}
