@@ -53,14 +53,16 @@ var Reasons = []string{ReasonSpecialPurpose, ReasonTooLong, ReasonTooShort, Reas
 const nReasons = 10
 
 // specialPurpose is IANA's special-purpose address space (RFC 6890 and its
-// registries, as of 2026), and multicast and the reserved class E for IPv4; IPv6
-// outside 2000::/3 is unallocated and refused apart from this list.
+// registries, as of 2026) that is not globally reachable, with multicast and the
+// reserved class E for IPv4; IPv6 outside 2000::/3 is unallocated and refused apart
+// from this list. Special-purpose blocks that are globally reachable stay out of it:
+// Teredo (2001::/32) and AS112 (2001:4:112::/48) are routed in the 2026 table.
 var specialPurpose = func() []netip.Prefix {
 	var out []netip.Prefix
 	for _, s := range []string{
 		"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12", "192.0.0.0/24", "192.0.2.0/24",
 		"192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4",
-		"2001::/23", "2001:db8::/32", "2002::/16", "3fff::/20",
+		"2001:2::/48", "2001:10::/28", "2001:db8::/32", "3fff::/20",
 	} {
 		out = append(out, netip.MustParsePrefix(s))
 	}
