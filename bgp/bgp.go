@@ -7,7 +7,8 @@
 // events without bound in its own goroutine, so a slow consumer of Changes delays
 // only the stream, never the BGP sessions.
 //
-// Policy: import accepts (each neighbour may carry a max-prefix limit); export is
+// Policy: import checks every route an upstream announces against its ImportRules
+// (importfilter.go; a neighbour may also carry a max-prefix limit); export is
 // deny-by-default, because a router that re-announces one upstream's table to another
 // leaks routes.
 package bgp
