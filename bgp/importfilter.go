@@ -46,11 +46,9 @@ const (
 	ReasonOwnAS          = "own_as"
 )
 
-// Reasons lists every reason, for metrics.
-var Reasons = []string{ReasonSpecialPurpose, ReasonTooLong, ReasonTooShort, ReasonDefaultRoute, ReasonPrivateASN, ReasonReservedASN,
+// Reasons lists every reason, for metrics (an array: its length sizes the counters).
+var Reasons = [...]string{ReasonSpecialPurpose, ReasonTooLong, ReasonTooShort, ReasonDefaultRoute, ReasonPrivateASN, ReasonReservedASN,
 	ReasonPathTooLong, ReasonFirstAS, ReasonEmptyPath, ReasonOwnAS}
-
-const nReasons = 10
 
 // specialPurpose is IANA's special-purpose address space (RFC 6890 and its
 // registries, as of 2026) that is not globally reachable, with multicast and the
@@ -169,7 +167,7 @@ type importFilter struct {
 	mu    sync.RWMutex
 	rules map[netip.Addr]*ImportRules // upstreams with rules; others (the mesh) pass
 	// refused counts per neighbour and reason; kept across rule changes.
-	refused map[netip.Addr]*[nReasons]atomic.Uint64
+	refused map[netip.Addr]*[len(Reasons)]atomic.Uint64
 }
 
 var reasonIndex = func() map[string]int {
@@ -181,7 +179,7 @@ var reasonIndex = func() map[string]int {
 }()
 
 func newImportFilter(ownAS uint32) *importFilter {
-	return &importFilter{ownAS: ownAS, rules: map[netip.Addr]*ImportRules{}, refused: map[netip.Addr]*[nReasons]atomic.Uint64{}}
+	return &importFilter{ownAS: ownAS, rules: map[netip.Addr]*ImportRules{}, refused: map[netip.Addr]*[len(Reasons)]atomic.Uint64{}}
 }
 
 // set gives a neighbour its rules (nil: it is not filtered).
@@ -194,7 +192,7 @@ func (f *importFilter) set(a netip.Addr, r *ImportRules) {
 	}
 	f.rules[a] = r
 	if f.refused[a] == nil {
-		f.refused[a] = &[nReasons]atomic.Uint64{}
+		f.refused[a] = &[len(Reasons)]atomic.Uint64{}
 	}
 }
 

@@ -73,7 +73,7 @@ func TestReload(t *testing.T) {
 	}
 
 	var base map[string]any
-	if err := yaml.Unmarshal([]byte(sk.NodeConfig("", "", len(lab.AllRoutes())+1000, v4, v6+1)), &base); err != nil {
+	if err := yaml.Unmarshal([]byte(sk.NodeConfigYAML), &base); err != nil {
 		t.Fatal(err)
 	}
 	bgpSection := base["bgp"].(map[string]any)

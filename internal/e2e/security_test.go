@@ -102,7 +102,7 @@ func TestSessionSecurity(t *testing.T) {
 	waitUp(lab.UpstreamAddr6, "the right password again")
 
 	var c map[string]any
-	if err := yaml.Unmarshal([]byte(sk.NodeConfig("", "", len(lab.AllRoutes())+1000, len(lab.AllRoutes()), len(lab.SkeletonRoutes6)+1)), &c); err != nil {
+	if err := yaml.Unmarshal([]byte(sk.NodeConfigYAML), &c); err != nil {
 		t.Fatal(err)
 	}
 	four := c["bgp"].(map[string]any)["neighbors"].([]any)[0].(map[string]any)

@@ -23,7 +23,10 @@ const (
 // flow style): the lab's ASes are private (AS65001 upstream of AS65000) and it
 // announces documentation and benchmarking prefixes, allowed here explicitly as an
 // operator's configuration would; the other safe defaults stay on.
-const LabImport = "{private_asns: true, allow: [192.0.2.0/24, 198.18.0.0/15, 198.51.100.0/24, 203.0.113.0/24, 100.64.0.0/10, 2001:db8::/32]}"
+const LabImport = "{private_asns: true, " + labAllow + "}"
+
+// labAllow is the special-purpose space the lab announces.
+const labAllow = "allow: [192.0.2.0/24, 198.18.0.0/15, 198.51.100.0/24, 203.0.113.0/24, 100.64.0.0/10, 2001:db8::/32]"
 
 // birdConfig writes a BIRD 2 configuration: the device protocol, static protocols
 // that originate prefixes (blackhole routes) and BGP sessions. It writes as it goes,

@@ -112,6 +112,9 @@ type Skeleton struct {
 	// Secure6File holds the IPv6 session's TCP-MD5 password (SkeletonConfig.Secure6),
 	// else empty.
 	Secure6File string
+	// NodeConfigYAML is the configuration the node was started with: a test that
+	// reconfigures it starts from this.
+	NodeConfigYAML string
 }
 
 // SkeletonConfig says how to run the skeleton.
@@ -445,7 +448,7 @@ func (s *Skeleton) Birdc(args ...string) (string, error) {
 // every 250ms, so that a lab's traffic shows its decisions within seconds).
 // labImport6 is LabImport with any length: the IPv6 session carries a /64 for the
 // FIB's long-route trie.
-var labImport6 = strings.Replace(LabImport, "{", "{any_length: true, ", 1)
+const labImport6 = "{private_asns: true, any_length: true, " + labAllow + "}"
 
 func (s *Skeleton) NodeConfig(xdpMode, backend string, maxPrefixes, expected, expected6 int) string {
 	if xdpMode == "" {
@@ -490,6 +493,7 @@ bgp:
 
 func (s *Skeleton) startNode(cfg SkeletonConfig) error {
 	body := s.NodeConfig(cfg.XDPMode, cfg.FIBBackend, len(AllRoutes())+len(cfg.Table)+1000, len(AllRoutes())+len(cfg.Table), len(SkeletonRoutes6)+1+len(cfg.Table6))
+	s.NodeConfigYAML = body
 	conf := filepath.Join(s.Dir, "node.yaml")
 	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
 		return err
