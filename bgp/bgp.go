@@ -9,8 +9,9 @@
 //
 // Policy: import checks every route an upstream announces against its ImportRules
 // (importfilter.go; a neighbour may also carry a max-prefix limit); export is
-// deny-by-default, because a router that re-announces one upstream's table to another
-// leaks routes.
+// deny-by-default: an upstream gets only the fleet's prefixes its Export lists
+// (export.go), because a router that re-announces one upstream's table to another
+// leaks routes; the fleet's mesh gets the rest (mesh.go).
 package bgp
 
 import (
@@ -58,6 +59,9 @@ type Neighbor struct {
 	// Import, when set, are the rules its announcements must pass (importfilter.go);
 	// nil: every route is taken.
 	Import *ImportRules
+	// Export, when set, is what it is sent of the prefixes this node originates
+	// (export.go); nil: nothing.
+	Export *Export
 }
 
 // Family is an address family a session carries.
@@ -88,7 +92,10 @@ type Config struct {
 	// MeshAddress is the address this node's iBGP mesh sessions start from (its
 	// address on the link between the fleet's nodes); invalid: no mesh.
 	MeshAddress netip.Addr
-	Logger      *slog.Logger
+	// Originated are the prefixes the node may announce upstream (Announce): the
+	// only ones an Export may list, and refused from upstreams (SetOriginated).
+	Originated []netip.Prefix
+	Logger     *slog.Logger
 }
 
 // Change is one best-path change for a prefix (IPv4 or IPv6).
@@ -102,6 +109,10 @@ type Change struct {
 	// Peer is the neighbour the best path came from (a link-local next hop is on the
 	// link towards it).
 	Peer netip.Addr
+	// Internal says the path's AS path is empty: the route was originated inside
+	// this AS (by an iBGP neighbour such as the operator's core, or a fleet node),
+	// not learned from another network.
+	Internal bool
 }
 
 // Event is one item of the stream from Events, in the order GoBGP emitted it.
@@ -170,6 +181,14 @@ type Speaker struct {
 	originated map[netip.Prefix]netip.Addr
 	// importFilter checks what upstreams announce (their ImportRules).
 	importFilter *importFilter
+	// announced are the prefixes Announce holds, exports each neighbour's Export,
+	// drained SetDrained's state (export.go). exportMu orders replacements of the
+	// export policy, exportGen names the one in force.
+	announced map[netip.Prefix]bool
+	exports   map[netip.Addr]*Export
+	drained   bool
+	exportMu  sync.Mutex
+	exportGen int
 }
 
 // adjIn counts a neighbour's prefixes and enforces its max-prefix limit. GoBGP counts
@@ -254,6 +273,11 @@ func (c Config) Validate() error {
 				errs = append(errs, fmt.Errorf("bgp.neighbors[%d].families: %q: use %s or %s", i, f, IPv4Unicast, IPv6Unicast))
 			}
 		}
+		if n.Export != nil {
+			if err := n.Export.Validate(c.Originated); err != nil {
+				errs = append(errs, fmt.Errorf("bgp.neighbors[%d]: %w", i, err))
+			}
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -292,9 +316,12 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 	s := &Speaker{srv: srv, log: log, events: make(chan Event, 64), done: make(chan struct{}), cancel: cancel,
 		peers: map[netip.Addr]*PeerStatus{}, adjIn: map[netip.Addr]*adjIn{}, loads: map[netip.Addr]*Load{},
 		eors: map[netip.Addr]map[bgp.Family]bool{}, asn: cfg.ASN, meshLocal: cfg.MeshAddress,
-		mesh: map[netip.Addr]bool{}, originated: map[netip.Prefix]netip.Addr{}, importFilter: imf}
+		mesh: map[netip.Addr]bool{}, originated: map[netip.Prefix]netip.Addr{}, importFilter: imf,
+		announced: map[netip.Prefix]bool{}, exports: map[netip.Addr]*Export{}}
 
-	// Export deny-by-default: only the fleet's own mesh gets routes (mesh.go).
+	// Export deny-by-default: upstreams get what their Export allows of the
+	// originated prefixes (export.go), the mesh the rest (mesh.go).
+	s.importFilter.setOwn(cfg.Originated)
 	if err := s.setupExport(ctx); err != nil {
 		s.Stop()
 		return nil, err
@@ -350,8 +377,17 @@ func (s *Speaker) AddNeighbor(ctx context.Context, n Neighbor) error {
 	if n.TTLSecurity {
 		p.TtlSecurity = &api.TtlSecurity{Enabled: true, TtlMin: 255}
 	}
-	// The rules first: the session's first route must meet them.
+	// The rules first: the session's first route must meet them, and its first
+	// update carry what it may be sent.
 	s.importFilter.set(n.Address, n.Import)
+	if n.Export != nil {
+		s.mu.Lock()
+		s.exports[n.Address] = n.Export
+		s.mu.Unlock()
+		if err := s.applyExport(ctx); err != nil {
+			return err
+		}
+	}
 	if err := s.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: p}); err != nil {
 		s.importFilter.set(n.Address, nil)
 		return fmt.Errorf("bgp: add neighbour %s AS%d: %w", n.Address, n.ASN, err)
@@ -431,8 +467,15 @@ func (s *Speaker) RemoveNeighbor(ctx context.Context, a netip.Addr) error {
 	delete(s.loads, a)
 	delete(s.eors, a)
 	delete(s.adjIn, a)
+	_, exported := s.exports[a]
+	delete(s.exports, a)
 	s.mu.Unlock()
 	s.importFilter.set(a, nil)
+	if exported {
+		if err := s.applyExport(ctx); err != nil {
+			return err
+		}
+	}
 	s.log.Info("removed BGP neighbour", "neighbor", a)
 	return nil
 }
@@ -641,12 +684,26 @@ func toChange(p *apiutil.Path) (Change, bool) {
 		return Change{}, false
 	}
 	c := Change{Prefix: nlri.Prefix.Masked(), Peer: p.PeerAddress}
+	if isAnnounced(p) {
+		// This node's own announcement (Announce) became the best path: the FIB holds
+		// no route of it (its traffic follows a shorter or longer route), and a route
+		// another path gave it before is withdrawn.
+		c.Withdraw = true
+		return c, true
+	}
 	if p.Withdrawal {
 		c.Withdraw = true
 		return c, true
 	}
+	c.Internal = true
 	for _, a := range p.Attrs {
 		switch a := a.(type) {
+		case *bgp.PathAttributeAsPath:
+			for _, seg := range a.Value {
+				if len(seg.GetAS()) > 0 {
+					c.Internal = false
+				}
+			}
 		case *bgp.PathAttributeNextHop:
 			c.Nexthop = a.Value
 		case *bgp.PathAttributeMpReachNLRI:

@@ -414,11 +414,22 @@ func TestToChangeIPv6(t *testing.T) {
 		if c.ll != "" {
 			mp.LinkLocalNexthop = netip.MustParseAddr(c.ll)
 		}
-		got, ok := toChange(&apiutil.Path{Family: bgp.RF_IPv6_UC, Nlri: nlri, Attrs: []bgp.PathAttributeInterface{bgp.NewPathAttributeOrigin(0), mp}})
+		got, ok := toChange(&apiutil.Path{Family: bgp.RF_IPv6_UC, Nlri: nlri, Attrs: []bgp.PathAttributeInterface{bgp.NewPathAttributeOrigin(0), mp, asPath(65001)}})
 		c.want.Prefix = netip.MustParsePrefix("2001:db8:1::/48")
 		if !ok || got != c.want {
 			t.Errorf("next hops %s, %q: change %+v (%v), want %+v", c.global, c.ll, got, ok, c.want)
 		}
+		// Without an AS path: a route from inside the AS.
+		c.want.Internal = true
+		if got, ok := toChange(&apiutil.Path{Family: bgp.RF_IPv6_UC, Nlri: nlri, Attrs: []bgp.PathAttributeInterface{bgp.NewPathAttributeOrigin(0), mp}}); !ok || got != c.want {
+			t.Errorf("next hops %s, %q, no AS path: change %+v (%v), want %+v", c.global, c.ll, got, ok, c.want)
+		}
+	}
+	// This node's own announcement (an unspecified next hop): the FIB holds no route
+	// of it.
+	own, _ := announcePath(netip.MustParsePrefix("2001:db8:1::/48"))
+	if got, ok := toChange(own); !ok || !got.Withdraw {
+		t.Errorf("own announcement: change %+v (%v), want a withdrawal", got, ok)
 	}
 	if _, ok := toChange(&apiutil.Path{Family: bgp.RF_IPv6_UC, Nlri: nlri, Attrs: []bgp.PathAttributeInterface{bgp.NewPathAttributeOrigin(0)}}); ok {
 		t.Error("a path without a next hop became a change")

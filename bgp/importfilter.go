@@ -2,6 +2,7 @@ package bgp
 
 import (
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -44,11 +45,12 @@ const (
 	ReasonFirstAS        = "first_as_not_neighbor"
 	ReasonEmptyPath      = "empty_path"
 	ReasonOwnAS          = "own_as"
+	ReasonOwnPrefix      = "own_prefix"
 )
 
 // Reasons lists every reason, for metrics (an array: its length sizes the counters).
 var Reasons = [...]string{ReasonSpecialPurpose, ReasonTooLong, ReasonTooShort, ReasonDefaultRoute, ReasonPrivateASN, ReasonReservedASN,
-	ReasonPathTooLong, ReasonFirstAS, ReasonEmptyPath, ReasonOwnAS}
+	ReasonPathTooLong, ReasonFirstAS, ReasonEmptyPath, ReasonOwnAS, ReasonOwnPrefix}
 
 // specialPurpose is IANA's special-purpose address space (RFC 6890 and its
 // registries, as of 2026) that is not globally reachable, with multicast and the
@@ -168,6 +170,21 @@ type importFilter struct {
 	rules map[netip.Addr]*ImportRules // upstreams with rules; others (the mesh) pass
 	// refused counts per neighbour and reason; kept across rule changes.
 	refused map[netip.Addr]*[len(Reasons)]atomic.Uint64
+	// own are the prefixes this node originates (SetOriginated): an upstream's route
+	// inside one is refused.
+	own atomic.Pointer[[]netip.Prefix]
+}
+
+func (f *importFilter) setOwn(ps []netip.Prefix) {
+	c := slices.Clone(ps)
+	f.own.Store(&c)
+}
+
+func (f *importFilter) ownPrefixes() []netip.Prefix {
+	if p := f.own.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 var reasonIndex = func() map[string]int {
@@ -217,6 +234,12 @@ func (f *importFilter) accept(peer netip.Addr, peerAS uint32, _ bgp.Family, nlri
 		}
 	}
 	why := r.check(p, peerAS, f.ownAS, path)
+	for _, o := range f.ownPrefixes() {
+		if o.Bits() <= p.Bits() && o.Contains(p.Addr()) {
+			why = ReasonOwnPrefix // before any other: the most telling
+			break
+		}
+	}
 	if why == "" {
 		return true
 	}

@@ -17,10 +17,10 @@ import (
 // Routes learned over the mesh are not sent on to other mesh peers (a full mesh
 // needs no reflection) nor to upstreams.
 //
-// Export stays deny-by-default: the only export statement accepts towards the
-// neighbours in the mesh's neighbour set. GoBGP's neighbour condition matches every
-// neighbour while its set is empty, so the set always holds a placeholder that can
-// never be a peer.
+// Export stays deny-by-default: after the upstreams' statements (export.go), the
+// mesh's accepts towards the neighbours in the mesh's neighbour set. GoBGP's
+// neighbour condition matches every neighbour while its set is empty, so the set
+// always holds a placeholder that can never be a peer.
 const (
 	meshSet         = "fibfleet-mesh"
 	meshPolicy      = "fibfleet-export-to-mesh"
@@ -40,31 +40,44 @@ type MeshPeer struct {
 	Port uint16
 }
 
-// setupExport installs the export policy: accept towards the mesh, reject the rest.
+// setupExport installs the export policy: the upstreams' exports (none yet,
+// export.go), accept towards the mesh, reject the rest. The mesh's statement comes
+// in two forms, for a node in service and for a drained one.
 func (s *Speaker) setupExport(ctx context.Context) error {
 	err := s.srv.AddDefinedSet(ctx, &api.AddDefinedSetRequest{DefinedSet: &api.DefinedSet{
 		DefinedType: api.DefinedType_DEFINED_TYPE_NEIGHBOR, Name: meshSet, List: []string{meshPlaceholder}}})
 	if err != nil {
 		return fmt.Errorf("bgp: define the mesh's neighbour set: %w", err)
 	}
-	err = s.srv.AddPolicy(ctx, &api.AddPolicyRequest{Policy: &api.Policy{Name: meshPolicy, Statements: []*api.Statement{{
-		Name:       meshPolicy + "-accept",
-		Conditions: &api.Conditions{NeighborSet: &api.MatchSet{Type: api.MatchSet_TYPE_ANY, Name: meshSet}},
-		Actions:    &api.Actions{RouteAction: api.RouteAction_ROUTE_ACTION_ACCEPT},
-	}}}})
-	if err != nil {
-		return fmt.Errorf("bgp: add the mesh's export policy: %w", err)
+	for _, drained := range []bool{false, true} {
+		actions := &api.Actions{RouteAction: api.RouteAction_ROUTE_ACTION_ACCEPT}
+		if drained {
+			// RFC 8326: the others prefer any other path; local preference 0 does it
+			// where GRACEFUL_SHUTDOWN is not acted on.
+			actions.LocalPref = &api.LocalPrefAction{Value: 0}
+			actions.Community = &api.CommunityAction{Type: api.CommunityAction_TYPE_ADD, Communities: []string{GracefulShutdown}}
+		}
+		name := meshPolicyName(drained)
+		err = s.srv.AddPolicy(ctx, &api.AddPolicyRequest{Policy: &api.Policy{Name: name, Statements: []*api.Statement{{
+			Name:       name + "-accept",
+			Conditions: &api.Conditions{NeighborSet: &api.MatchSet{Type: api.MatchSet_TYPE_ANY, Name: meshSet}},
+			Actions:    actions,
+		}}}})
+		if err != nil {
+			return fmt.Errorf("bgp: add the mesh's export policy: %w", err)
+		}
 	}
-	err = s.srv.SetPolicyAssignment(ctx, &api.SetPolicyAssignmentRequest{Assignment: &api.PolicyAssignment{
-		Name:          "global",
-		Direction:     api.PolicyDirection_POLICY_DIRECTION_EXPORT,
-		Policies:      []*api.Policy{{Name: meshPolicy}},
-		DefaultAction: api.RouteAction_ROUTE_ACTION_REJECT,
-	}})
-	if err != nil {
-		return fmt.Errorf("bgp: set the export policy: %w", err)
+	return s.applyExport(ctx)
+}
+
+// GracefulShutdown is the well-known community a drained node adds (RFC 8326).
+const GracefulShutdown = "65535:0"
+
+func meshPolicyName(drained bool) string {
+	if drained {
+		return meshPolicy + "-drained"
 	}
-	return nil
+	return meshPolicy
 }
 
 func hostPrefix(a netip.Addr) string { return netip.PrefixFrom(a, a.BitLen()).String() }

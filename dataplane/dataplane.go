@@ -228,6 +228,33 @@ func (d *Dataplane) Attach(ifname string, mode Mode) error {
 	return nil
 }
 
+// Attachment is the program's XDP link on one interface.
+type Attachment struct {
+	// LinkID is the kernel's id of the bpf_link (`bpftool link show id N`).
+	LinkID uint32
+	// Attached is false once the link no longer holds the interface: it was
+	// detached from outside (`bpftool link detach`) or the interface went away.
+	Attached bool
+}
+
+// Attachments reports each interface Attach was given, as the kernel sees its link
+// now: a link detached from outside stays open in this process but forwards nothing.
+func (d *Dataplane) Attachments() map[string]Attachment {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make(map[string]Attachment, len(d.links))
+	for name, l := range d.links {
+		info, err := l.Info()
+		if err != nil {
+			out[name] = Attachment{}
+			continue
+		}
+		x := info.XDP()
+		out[name] = Attachment{LinkID: uint32(info.ID), Attached: x != nil && x.Ifindex != 0}
+	}
+	return out
+}
+
 // Detach removes the program from an interface.
 func (d *Dataplane) Detach(ifname string) error {
 	d.mu.Lock()

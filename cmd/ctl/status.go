@@ -48,6 +48,11 @@ type statusRow struct {
 	// not applied); ConfigError says why.
 	Config      string `json:"config"`
 	ConfigError string `json:"config_error,omitempty"`
+	// PolicyHash identifies the node's routing policy; PolicyAgrees whether it is
+	// the one most nodes run. Drained: the node announces with GRACEFUL_SHUTDOWN.
+	PolicyHash   string `json:"policy_hash"`
+	PolicyAgrees bool   `json:"policy_agrees"`
+	Drained      bool   `json:"drained"`
 }
 
 func newStatus(g *globals) *cobra.Command {
@@ -59,8 +64,9 @@ its API says: BGP sessions up of all, routes per family, FIB digest and whether 
 nodes have the same, the cache's mode, size and hit rate per family, packets per second,
 the frames its egress drivers did not take of those it forwarded (TXDROP), the flush
 epoch applied, whether its last configuration reload was refused or failed (CONFIG:
-the reason is in -o json and the node's log); and whether the fleet's gossip has it
-alive.`,
+the reason is in -o json and the node's log), its routing policy's hash and whether
+most nodes run the same (POLICY; "drained" when it announces with GRACEFUL_SHUTDOWN);
+and whether the fleet's gossip has it alive.`,
 		Example: "  ctl status\n  ctl status -o json",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -71,27 +77,40 @@ alive.`,
 				return err
 			}
 			return g.render(rows, func(w io.Writer) {
-				fmt.Fprintln(w, "NODE\tALIVE\tSESSIONS\tROUTES v4/v6\tDIGEST\tCACHE\tENTRIES v4/v6\tHIT v4/v6\tPPS\tTXDROP\tEPOCH\tCONFIG\tETCD")
+				fmt.Fprintln(w, "NODE\tALIVE\tSESSIONS\tROUTES v4/v6\tDIGEST\tCACHE\tENTRIES v4/v6\tHIT v4/v6\tPPS\tTXDROP\tEPOCH\tCONFIG\tPOLICY\tETCD")
 				for _, r := range rows {
 					if !r.Reachable {
-						fmt.Fprintf(w, "%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t%s\n", r.Node, r.Alive, unreachable(r))
+						fmt.Fprintf(w, "%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t%s\n", r.Node, r.Alive, unreachable(r))
 						continue
 					}
-					agree := "="
-					if !r.DigestAgrees {
-						agree = "≠"
+					agree := map[bool]string{true: "=", false: "≠"}
+					policy := r.PolicyHash + " " + agree[r.PolicyAgrees]
+					if r.Drained {
+						policy += " drained"
 					}
 					epoch := strconv.Itoa(int(r.Epoch))
 					if r.NodeEpoch > 0 {
 						epoch += fmt.Sprintf("+%d", r.NodeEpoch)
 					}
-					fmt.Fprintf(w, "%s\t%s\t%d/%d\t%d/%d\t%s %s\t%s (%s)\t%d/%d\t%.0f%%/%.0f%%\t%.0f\t%d\t%s\t%s\t%s\n", r.Node, r.Alive, r.SessionsUp, r.SessionsTotal,
-						r.Routes[0], r.Routes[1], short(r.Digest), agree, r.CacheMode, r.PolicySource, r.CacheEntries[0], r.CacheEntries[1],
-						100*r.HitRate[0], 100*r.HitRate[1], r.PPS, r.TxDropped, epoch, r.Config, map[bool]string{true: "ok", false: "away"}[r.Etcd])
+					fmt.Fprintf(w, "%s\t%s\t%d/%d\t%d/%d\t%s %s\t%s (%s)\t%d/%d\t%.0f%%/%.0f%%\t%.0f\t%d\t%s\t%s\t%s\t%s\n", r.Node, r.Alive, r.SessionsUp, r.SessionsTotal,
+						r.Routes[0], r.Routes[1], short(r.Digest), agree[r.DigestAgrees], r.CacheMode, r.PolicySource, r.CacheEntries[0], r.CacheEntries[1],
+						100*r.HitRate[0], 100*r.HitRate[1], r.PPS, r.TxDropped, epoch, r.Config, policy, map[bool]string{true: "ok", false: "away"}[r.Etcd])
 				}
 			})
 		},
 	}
+}
+
+// mostCommon is the value counted most (the least of those tied, so that every
+// ctl agrees).
+func mostCommon(counts map[string]int) string {
+	top, best := "", 0
+	for v, c := range counts {
+		if c > best || c == best && v < top {
+			top, best = v, c
+		}
+	}
+	return top
 }
 
 func unreachable(r statusRow) string {
@@ -148,7 +167,7 @@ func fleetStatus(ctx context.Context, g *globals) ([]statusRow, error) {
 	wg.Wait()
 	// Gossip's verdict on each node: the state most reachable nodes' views give it.
 	votes := map[string]map[cluster.MemberState]int{}
-	digests := map[string]int{}
+	digests, policies := map[string]int{}, map[string]int{}
 	for _, st := range sts {
 		if st == nil {
 			continue
@@ -160,13 +179,9 @@ func fleetStatus(ctx context.Context, g *globals) ([]statusRow, error) {
 			votes[m.Name][m.State]++
 		}
 		digests[st.Digests[0]+"/"+st.Digests[1]]++
+		policies[st.Config.PolicyHash]++
 	}
-	majority, best := "", 0
-	for d, c := range digests {
-		if c > best || c == best && d < majority {
-			majority, best = d, c
-		}
-	}
+	majority, majorityPolicy := mostCommon(digests), mostCommon(policies)
 	for i, st := range sts {
 		r := &rows[i]
 		top := 0
@@ -186,6 +201,7 @@ func fleetStatus(ctx context.Context, g *globals) ([]statusRow, error) {
 		}
 		r.Digest = st.Digests[0] + "/" + st.Digests[1]
 		r.DigestAgrees = r.Digest == majority
+		r.PolicyHash, r.PolicyAgrees, r.Drained = st.Config.PolicyHash, st.Config.PolicyHash == majorityPolicy, st.Config.Drained
 		for _, ss := range st.Sessions {
 			r.SessionsTotal++
 			if ss.State == "established" {

@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,10 +13,12 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/fibfleet/fibfleet/announce"
 	"github.com/fibfleet/fibfleet/bgp"
 	"github.com/fibfleet/fibfleet/cache"
 	"github.com/fibfleet/fibfleet/cluster"
@@ -148,6 +153,43 @@ type BGPConfig struct {
 	ListenPort      int32            `yaml:"listen_port"`
 	GRPCAddress     string           `yaml:"grpc_address"`
 	Neighbors       []NeighborConfig `yaml:"neighbors"`
+	// Originate are the fleet's prefixes: what the node may announce upstream (each
+	// neighbour's export says which it gets).
+	Originate OriginateConfig `yaml:"originate"`
+}
+
+// OriginateConfig are the prefixes the fleet announces to its upstreams (package
+// announce decides when).
+type OriginateConfig struct {
+	// HoldDown is how long a prefix stays announced after the node stopped being
+	// able to carry its traffic (default 30s): a reload, or one upstream's reset,
+	// must not withdraw the fleet's prefixes from the Internet.
+	HoldDown time.Duration  `yaml:"hold_down"`
+	Prefixes []OriginPrefix `yaml:"prefixes"`
+}
+
+// OriginPrefix is one originated prefix and what its traffic reaches.
+type OriginPrefix struct {
+	Prefix string `yaml:"prefix"`
+	// Reaches: "route" (announced while a route from inside the AS, such as the
+	// operator's core over iBGP, covers it or lies within it) or "local" (a
+	// destination on this node itself: announced while the node forwards).
+	Reaches string `yaml:"reaches"`
+}
+
+// ExportConfig is what a neighbour is sent of the originated prefixes: nothing
+// unless prefixes lists some (export is deny-by-default).
+type ExportConfig struct {
+	// Prefixes are originated prefixes (bgp.originate) the neighbour gets.
+	Prefixes []string `yaml:"prefixes"`
+	// Communities ("65000:100", RFC 1997) and LargeCommunities ("65000:1:2", RFC
+	// 8092) are added to them.
+	Communities      []string `yaml:"communities"`
+	LargeCommunities []string `yaml:"large_communities"`
+	// Prepend repeats the fleet's AS that many more times (0-10).
+	Prepend uint8 `yaml:"prepend"`
+	// MED, when set, is sent as the multi-exit discriminator.
+	MED *uint32 `yaml:"med"`
 }
 
 // NeighborConfig is one upstream peer.
@@ -176,6 +218,8 @@ type NeighborConfig struct {
 	// Import are the rules the neighbour's routes must pass (safe by default for an
 	// eBGP neighbour; see ImportConfig).
 	Import ImportConfig `yaml:"import"`
+	// Export is what the neighbour is sent of the fleet's prefixes.
+	Export ExportConfig `yaml:"export"`
 
 	// password is password_file's content, read with the configuration (or why it
 	// could not be): the running configuration keeps the password it was started
@@ -226,6 +270,82 @@ func (c ImportConfig) rules(ebgp bool, at string) (*bgp.ImportRules, []error) {
 		return nil, errs
 	}
 	return r, errs
+}
+
+// policyHash identifies the routing policy: bgp.originate, and each neighbour's
+// import and export with whether it is eBGP, as a set with the neighbours'
+// addresses left out, so that nodes whose upstreams differ only in address (every
+// fleet) agree, and a node whose file overrides a rule does not.
+func (c Config) policyHash() string {
+	var parts []string
+	for _, n := range c.BGP.Neighbors {
+		b, _ := json.Marshal(struct {
+			Import ImportConfig
+			Export ExportConfig
+			EBGP   bool
+		}{n.Import, n.Export, n.ASN != c.BGP.ASN})
+		parts = append(parts, string(b))
+	}
+	slices.Sort(parts)
+	parts = slices.Compact(parts)
+	o, _ := json.Marshal(c.BGP.Originate)
+	h := sha256.Sum256([]byte(string(o) + "\n" + strings.Join(parts, "\n")))
+	return hex.EncodeToString(h[:6])
+}
+
+// prefixes are the originated prefixes for package announce, or what is wrong.
+func (c OriginateConfig) prefixes() ([]announce.Prefix, []error) {
+	var out []announce.Prefix
+	var errs []error
+	if c.HoldDown < 0 {
+		errs = append(errs, fmt.Errorf("bgp.originate.hold_down %v: use a positive duration (default 30s)", c.HoldDown))
+	}
+	seen := map[netip.Prefix]bool{}
+	for i, o := range c.Prefixes {
+		at := fmt.Sprintf("bgp.originate.prefixes[%d]", i)
+		p, err := netip.ParsePrefix(o.Prefix)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s.prefix %q: write a prefix such as 192.0.2.0/24", at, o.Prefix))
+			continue
+		}
+		if p != p.Masked() {
+			errs = append(errs, fmt.Errorf("%s.prefix %s has host bits set: write %s", at, p, p.Masked()))
+			continue
+		}
+		if seen[p] {
+			errs = append(errs, fmt.Errorf("%s.prefix %s is listed twice", at, p))
+		}
+		seen[p] = true
+		switch o.Reaches {
+		case "route", "local":
+		default:
+			errs = append(errs, fmt.Errorf("%s.reaches %q: say what its traffic reaches: route (a route from inside the AS covers it) or local (this node)", at, o.Reaches))
+		}
+		out = append(out, announce.Prefix{Prefix: p, Local: o.Reaches == "local"})
+	}
+	return out, errs
+}
+
+// export is the bgp package's export (nil: nothing is sent), or what is wrong;
+// whether the prefixes are originated is checked with the whole configuration.
+func (c ExportConfig) export(at string) (*bgp.Export, []error) {
+	var errs []error
+	e := &bgp.Export{Communities: c.Communities, LargeCommunities: c.LargeCommunities, Prepend: c.Prepend}
+	if c.MED != nil {
+		e.MED, e.HasMED = *c.MED, true
+	}
+	for _, s := range c.Prefixes {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s.prefixes %q: write a prefix such as 192.0.2.0/24", at, s))
+			continue
+		}
+		e.Prefixes = append(e.Prefixes, p.Masked())
+	}
+	if len(c.Prefixes) == 0 {
+		return nil, errs
+	}
+	return e, errs
 }
 
 // FIBConfig sizes the FIB.
@@ -517,9 +637,16 @@ func (c Config) bgpConfig() (bgp.Config, error) {
 		}
 		rules, rerrs := n.Import.rules(n.ASN != c.BGP.ASN, fmt.Sprintf("bgp.neighbors[%d].import", i))
 		errs = append(errs, rerrs...)
+		export, eerrs := n.Export.export(fmt.Sprintf("bgp.neighbors[%d].export", i))
+		errs = append(errs, eerrs...)
 		out.Neighbors = append(out.Neighbors, bgp.Neighbor{Address: a, ASN: n.ASN, Port: n.Port, MaxPrefixes: n.MaxPrefixes, ExpectedPrefixes: n.ExpectedPrefixes,
 			Passive: n.Passive, MultihopTTL: n.MultihopTTL, Families: fams, Password: password, TTLSecurity: n.TTLSecurity, MaxPrefixRestart: n.MaxPrefixRestart,
-			Import: rules})
+			Import: rules, Export: export})
+	}
+	origins, oerrs := c.BGP.Originate.prefixes()
+	errs = append(errs, oerrs...)
+	for _, o := range origins {
+		out.Originated = append(out.Originated, o.Prefix)
 	}
 	if len(errs) == 0 {
 		if err := out.Validate(); err != nil {

@@ -192,6 +192,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, level *slog.LevelVar
 		}
 	}
 	pts := newPorts(cfg.Interfaces, cmp.Or(cfg.XDPMode, string(dataplane.ModeNative)), log)
+	pts.attachments = dp.Attachments
 	if pts.xmit, err = dataplane.OpenXmitMonitor(); err != nil {
 		log.Warn("frames the egress drivers do not take cannot be counted; forwarded may then not mean sent", "err", err)
 	} else {
@@ -219,7 +220,6 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, level *slog.LevelVar
 	go fl.runMesh(ctx)
 	go fl.repair(ctx)
 	rl := newReloader(args, cfg, log, level, speaker, fl.setConfigPolicy)
-	go rl.run(ctx, cfg.dir, hup)
 	defer func() {
 		// Bounded: with a full table GoBGP's StopBgp can take minutes (it withdraws
 		// every path first). The sessions close with the process anyway, and detaching
@@ -234,12 +234,16 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, level *slog.LevelVar
 	}()
 
 	m := newMetrics(dp, table, speaker, ksync, dcache, fl, pts, rl)
+	orig := newOriginator(cfg, speaker, dp.Attachments, m.load.doneWith, log)
+	m.origin, rl.origin = orig, orig
+	go orig.run(ctx)
+	go rl.run(ctx, cfg.dir, hup)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var ready atomic.Bool
 	rt := &rates{dp: dp}
 	go rt.run(ctx)
-	ns := &nodeStatus{name: cfg.NodeName, started: time.Now(), dp: dp, table: table, speaker: speaker, cache: dcache, fleet: fl, rates: rt, ports: pts, reload: rl}
+	ns := &nodeStatus{name: cfg.NodeName, started: time.Now(), dp: dp, table: table, speaker: speaker, cache: dcache, fleet: fl, rates: rt, ports: pts, reload: rl, origin: orig}
 	srv, err := newHTTPServer(cfg, httpHandler(reg, cfg.Pprof, &ready, m.readiness, table, dcache, fl, ns))
 	if err != nil {
 		return err
@@ -255,13 +259,13 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, level *slog.LevelVar
 	ready.Store(true)
 	log.Info("node running", "node", cfg.NodeName, "interfaces", cfg.Interfaces, "asn", cfg.BGP.ASN,
 		"http", cfg.HTTPAddress, "gobgp_api", cfg.BGP.GRPCAddress, "version", version)
-	return consume(ctx, speaker, table, m, dcache, newLinkZones(resolver.LinkTowards, log), log, httpErr)
+	return consume(ctx, speaker, table, m, dcache, orig, newLinkZones(resolver.LinkTowards, log), log, httpErr)
 }
 
 // consume applies best-path changes to the FIB until ctx ends, and follows each
 // neighbour's initial dump: progress with rate and ETA while it arrives, and when the
 // dataplane holds all of it.
-func consume(ctx context.Context, speaker *bgp.Speaker, table *fib.FIB, m *metrics, dcache *cacheLoop, zones *linkZones, log *slog.Logger, httpErr <-chan error) error {
+func consume(ctx context.Context, speaker *bgp.Speaker, table *fib.FIB, m *metrics, dcache *cacheLoop, orig *originator, zones *linkZones, log *slog.Logger, httpErr <-chan error) error {
 	tick := time.NewTicker(5 * time.Second)
 	defer tick.Stop()
 	for {
@@ -276,6 +280,7 @@ func consume(ctx context.Context, speaker *bgp.Speaker, table *fib.FIB, m *metri
 		case ev := <-speaker.Events():
 			if len(ev.Changes) > 0 {
 				apply(table, m, ev.Changes, zones, log)
+				orig.observe(ev.Changes)
 			}
 			if ev.EndOfRIB.IsValid() {
 				// Every change of the dump came before this event and is applied.
@@ -327,6 +332,7 @@ func httpHandler(reg *prometheus.Registry, pprofOn bool, ready *atomic.Bool, rea
 	mux.HandleFunc("GET /api/v1/status", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, ns.status()) })
 	mux.HandleFunc("GET /api/v1/fleet", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, fl.status(r.Context())) })
 	mux.HandleFunc("GET /api/v1/cache", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, dcache.status()) })
+	mux.HandleFunc("GET /api/v1/announce", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, ns.announced()) })
 	mux.HandleFunc("GET /api/v1/fib", func(w http.ResponseWriter, _ *http.Request) {
 		s := table.Stats()
 		writeJSON(w, nodeapi.FIB{Routes: s.Routes, Digest: table.Digest(), Nexthops: s.Nexthops, UnresolvedNexthops: s.UnresolvedNexthops,

@@ -27,6 +27,7 @@ type metrics struct {
 	fleet   *fleet
 	ports   *ports
 	reload  *reloader
+	origin  *originator
 
 	// announcements and withdrawals count best-path changes received from BGP.
 	announcements prometheus.Counter
@@ -58,6 +59,8 @@ type metrics struct {
 	ready                       *prometheus.Desc
 	reloads, reloadOK           *prometheus.Desc
 	refusedRoutes               *prometheus.Desc
+	advertised, originated      *prometheus.Desc
+	policyHash, drained         *prometheus.Desc
 }
 
 func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.KernelSync, c *cacheLoop, fl *fleet, p *ports, rl *reloader) *metrics {
@@ -70,7 +73,7 @@ func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.Kern
 		withdrawals:   prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Subsystem: "bgp", Name: "best_path_withdrawals_total", Help: "Best-path withdrawals received from BGP."}),
 		xdpPackets:    d("xdp", "packets_total", "Frames seen by the XDP program, by action and reason (pass reasons say why the kernel got the frame).", "action", "reason"),
 		xdpBytes:      d("xdp", "bytes_total", "Bytes seen by the XDP program, by action and reason.", "action", "reason"),
-		xdpAttached:   d("xdp", "attached", "1 for each interface the XDP program runs on, with its mode: native (in the driver) or generic (after the kernel built an skb: far slower, only when configured).", "interface", "mode", "driver"),
+		xdpAttached:   d("xdp", "attached", "1 for each interface the XDP program runs on (0 once its link was detached from outside: bpftool link detach, or the interface went), with its mode: native (in the driver) or generic (after the kernel built an skb: far slower, only when configured).", "interface", "mode", "driver"),
 		xdpEgress:     d("xdp", "egress_frames_total", "Frames the XDP program redirected to the interface, by what its driver did with them (the kernel's xdp_devmap_xmit tracepoint): sent, or dropped (freed by the kernel: counted as forwarded, never sent; a veth whose peer has neither XDP nor GRO, a full or missing XDP transmit ring).", "interface", "result"),
 		xdpDriverErrs: d("xdp", "driver_errors_total", "The egress drivers' own counters of XDP frames they failed to transmit or redirect (ethtool statistics, summed over queues; veth: tx_xdp_xmit_errors): frames counted as forwarded that never reached the wire.", "interface", "counter"),
 		routes:        d("fib", "routes", "Routes in the FIB.", "family"),
@@ -116,7 +119,11 @@ func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.Kern
 		gossipHS:      d("cluster", "gossip_health_score", "memberlist's awareness score: 0 while this node keeps up with gossip; higher when its probes go unanswered (then its verdicts on others are less reliable)."),
 		ready:         d("", "ready", "1 when the node is ready to carry traffic (GET /readyz): it holds an upstream's table and none in session is still loading."),
 		reloads:       d("config", "reloads_total", "Reloads of the configuration (SIGHUP, a change under -config-dir) by result: applied, unchanged, refused (invalid, or a change that takes a restart: nothing applied), failed (part of it could not be applied; the rest is tried at the next reload).", "result"),
-		refusedRoutes: d("bgp", "import_refused_total", "Routes an upstream announced that its import rules refused, by reason (special_purpose, too_long, too_short, default_route, private_asn, reserved_asn, path_too_long, first_as_not_neighbor, empty_path, own_as): kept out of the FIB and the mesh.", "neighbor", "reason"),
+		refusedRoutes: d("bgp", "import_refused_total", "Routes an upstream announced that its import rules refused, by reason (special_purpose, too_long, too_short, default_route, private_asn, reserved_asn, path_too_long, first_as_not_neighbor, empty_path, own_as, own_prefix: inside a prefix the fleet originates): kept out of the FIB and the mesh.", "neighbor", "reason"),
+		advertised:    d("bgp", "advertised_prefixes", "The fleet's prefixes this node announces to the neighbour now (what its export allows of those announced; 0 while the session is down).", "neighbor"),
+		originated:    d("bgp", "originated_prefix_announced", "1 while this node announces the fleet's prefix (it can forward, and its traffic has a route or is local), 0 while it does not; held down before a withdrawal.", "prefix"),
+		policyHash:    d("config", "policy_info", "The routing policy in force (the fleet's prefixes, every neighbour's import and export rules), by hash: equal on nodes that run the same policy.", "hash"),
+		drained:       d("bgp", "drained", "1 while the node announces its routes with GRACEFUL_SHUTDOWN and local preference 0 to the mesh (ctl drain)."),
 		reloadOK:      d("config", "last_reload_successful", "1 when the last reload was applied or found nothing to change (or there was none), 0 when it was refused or failed."),
 	}
 }
@@ -125,7 +132,8 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.xdpPackets, m.xdpBytes, m.xdpAttached, m.xdpDriverErrs, m.xdpEgress, m.routes, m.nexthops, m.refused, m.kernelSlots, m.groups, m.digest, m.dir, m.hash6, m.ksyncRoutes, m.ksyncPending, m.sessions, m.peerUp, m.buildOK,
 		m.loadReceived, m.loadExpected, m.loadRate, m.loadETA, m.loadDone, m.loadSeconds, m.loadLag,
 		m.cacheEntries, m.cacheLookups, m.cacheEvents, m.cacheWS, m.cacheHitRate, m.cacheCost, m.cacheRegimes, m.cacheResizes, m.cacheEpoch, m.cacheMode,
-		m.etcdUp, m.registered, m.members, m.meshPeers, m.policySource, m.flushes, m.meshResends, m.meshAlarms, m.prefixes, m.epochs, m.gossipHS, m.ready, m.reloads, m.reloadOK, m.refusedRoutes} {
+		m.etcdUp, m.registered, m.members, m.meshPeers, m.policySource, m.flushes, m.meshResends, m.meshAlarms, m.prefixes, m.epochs, m.gossipHS, m.ready, m.reloads, m.reloadOK, m.refusedRoutes,
+		m.advertised, m.originated, m.policyHash, m.drained} {
 		ch <- d
 	}
 	m.announcements.Describe(ch)
@@ -141,7 +149,21 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(m.refusedRoutes, prometheus.CounterValue, float64(n), a.String(), r)
 		}
 	}
+	for _, p := range m.speaker.Peers() {
+		if p.Mesh {
+			continue
+		}
+		adv, _ := m.speaker.Advertised(p.Address)
+		ch <- prometheus.MustNewConstMetric(m.advertised, prometheus.GaugeValue, float64(len(adv)), p.Address.String())
+	}
+	if m.origin != nil {
+		for _, st := range m.origin.d.States() {
+			ch <- prometheus.MustNewConstMetric(m.originated, prometheus.GaugeValue, b2f(st.Announced), st.Prefix.String())
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(m.drained, prometheus.GaugeValue, b2f(m.speaker.Drained()))
 	if m.reload != nil {
+		ch <- prometheus.MustNewConstMetric(m.policyHash, prometheus.GaugeValue, 1, m.reload.policyHash())
 		counts, last := m.reload.status()
 		for result, n := range counts {
 			ch <- prometheus.MustNewConstMetric(m.reloads, prometheus.CounterValue, float64(n), result)
@@ -159,7 +181,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	if m.ports != nil {
 		for _, i := range m.ports.interfaces() {
-			ch <- prometheus.MustNewConstMetric(m.xdpAttached, prometheus.GaugeValue, 1, i.Name, i.Mode, i.Driver)
+			ch <- prometheus.MustNewConstMetric(m.xdpAttached, prometheus.GaugeValue, b2f(i.Attached), i.Name, i.Mode, i.Driver)
 			if i.TxCounted {
 				ch <- prometheus.MustNewConstMetric(m.xdpEgress, prometheus.CounterValue, float64(i.TxSent), i.Name, "sent")
 				ch <- prometheus.MustNewConstMetric(m.xdpEgress, prometheus.CounterValue, float64(i.TxDropped), i.Name, "dropped")

@@ -25,6 +25,8 @@ type ports struct {
 	// xmit counts, per egress, the redirected frames its driver did not take; nil
 	// when the kernel could not attach it (logged at start).
 	xmit *dataplane.XmitMonitor
+	// attachments reports the program's XDP links (nil in tests without one).
+	attachments func() map[string]dataplane.Attachment
 }
 
 func newPorts(names []string, mode string, log *slog.Logger) *ports {
@@ -44,9 +46,13 @@ func (p *ports) interfaces() []nodeapi.Interface {
 			p.log.Debug("read the transmit-drop counter", "err", err)
 		}
 	}
+	var att map[string]dataplane.Attachment
+	if p.attachments != nil {
+		att = p.attachments()
+	}
 	out := make([]nodeapi.Interface, 0, len(p.names))
 	for _, n := range p.names {
-		i := nodeapi.Interface{Name: n, Mode: p.mode, Driver: p.drivers[n], TxCounted: xs != nil}
+		i := nodeapi.Interface{Name: n, Mode: p.mode, Driver: p.drivers[n], TxCounted: xs != nil, Attached: att[n].Attached, XDPLink: att[n].LinkID}
 		if ifc, err := net.InterfaceByName(n); err == nil {
 			if xf, err := nic.ReadXDPFeatures(ifc.Index); err == nil {
 				i.XDPFeatures = xf.String()

@@ -33,7 +33,7 @@ import (
 // liveFields are the settings a reload applies without a restart, by their path in
 // the file; every other one takes a restart.
 var liveFields = map[string]bool{
-	"log_level": true, "bgp.neighbors": true,
+	"log_level": true, "bgp.neighbors": true, "bgp.originate.hold_down": true, "bgp.originate.prefixes": true,
 	"cache.mode": true, "cache.entries_v4": true, "cache.entries_v6": true, "cache.min_entries": true, "cache.max_entries": true, "cache.target_hit_rate": true,
 }
 
@@ -72,12 +72,16 @@ type reloadPlan struct {
 	// neighbours whose max_prefixes or expected_prefixes changed, imports those
 	// whose import rules did (both live, the session kept).
 	add, remove, reset, limits, imports []bgp.Neighbor
-	cache                               *cache.Policy
-	logLevel                            string
+	// exports are neighbours whose export changed (live: a soft reset out).
+	exports []bgp.Neighbor
+	// originate is the new bgp.originate, when it changed.
+	originate *OriginateConfig
+	cache     *cache.Policy
+	logLevel  string
 }
 
 func (p reloadPlan) empty() bool {
-	return len(p.add)+len(p.remove)+len(p.reset)+len(p.limits)+len(p.imports) == 0 && p.cache == nil && p.logLevel == ""
+	return len(p.add)+len(p.remove)+len(p.reset)+len(p.limits)+len(p.imports)+len(p.exports) == 0 && p.originate == nil && p.cache == nil && p.logLevel == ""
 }
 
 // sessionChanged says whether a neighbour's session must start again for a change.
@@ -126,12 +130,19 @@ func planReload(old, cur Config) (reloadPlan, error) {
 			if !reflect.DeepEqual(o.Import, n.Import) {
 				p.imports = append(p.imports, n)
 			}
+			if !reflect.DeepEqual(o.Export, n.Export) {
+				p.exports = append(p.exports, n)
+			}
 		}
 	}
 	for _, n := range ob.Neighbors {
 		if _, gone := was[n.Address]; gone {
 			p.remove = append(p.remove, n)
 		}
+	}
+	if !reflect.DeepEqual(old.BGP.Originate, cur.BGP.Originate) {
+		o := cur.BGP.Originate
+		p.originate = &o
 	}
 	if np := cur.Cache.Policy(); np != old.Cache.Policy() {
 		p.cache = &np
@@ -148,6 +159,12 @@ type neighbors interface {
 	RemoveNeighbor(ctx context.Context, a netip.Addr) error
 	SetLimits(a netip.Addr, maxPrefixes, expected uint32, restart time.Duration) error
 	SetImport(ctx context.Context, a netip.Addr, r *bgp.ImportRules) error
+	SetExport(ctx context.Context, a netip.Addr, e *bgp.Export) error
+}
+
+// origins is what a reload changes of the fleet's prefixes (the originator).
+type origins interface {
+	configure(ctx context.Context, c OriginateConfig) error
 }
 
 // Reload results, counted in fibfleet_config_reloads_total.
@@ -169,6 +186,8 @@ type reloader struct {
 	// cachePolicy applies the configuration's cache policy (in force while etcd
 	// holds none).
 	cachePolicy func(cache.Policy) error
+	// origin applies bgp.originate (set before run).
+	origin origins
 
 	mu      sync.Mutex
 	running Config
@@ -230,6 +249,16 @@ func (r *reloader) reloadLocked(ctx context.Context) (string, error) {
 		want[netip.MustParseAddr(n.Address)] = n
 	}
 	var errs []error
+	// The fleet's prefixes first: an export may list one just added (a prefix
+	// removed is withdrawn by the originator, and no export lists it any more).
+	if plan.originate != nil {
+		if err := r.origin.configure(ctx, *plan.originate); err != nil {
+			errs = append(errs, fmt.Errorf("bgp.originate: %w", err))
+			cur.BGP.Originate = r.running.BGP.Originate
+		} else {
+			r.log.Info("the fleet's prefixes changed", "prefixes", len(plan.originate.Prefixes), "hold_down", plan.originate.HoldDown)
+		}
+	}
 	for _, n := range plan.remove {
 		if err := r.bgp.RemoveNeighbor(ctx, n.Address); err != nil {
 			errs = append(errs, err)
@@ -279,6 +308,16 @@ func (r *reloader) reloadLocked(ctx context.Context) (string, error) {
 		running[n.Address] = rn
 		r.log.Info("neighbour's import rules changed: its routes checked again (soft reset in), its session kept", "neighbor", n.Address)
 	}
+	for _, n := range plan.exports {
+		if err := r.bgp.SetExport(ctx, n.Address, n.Export); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		rn := running[n.Address]
+		rn.Export = want[n.Address].Export
+		running[n.Address] = rn
+		r.log.Info("neighbour's export changed: its updates recomputed (soft reset out), its session kept", "neighbor", n.Address)
+	}
 	next := cur
 	next.BGP.Neighbors = nil
 	for _, n := range cur.BGP.Neighbors { // in the file's order
@@ -312,7 +351,7 @@ func (r *reloader) reloadLocked(ctx context.Context) (string, error) {
 		return reloadFailed, errors.Join(errs...)
 	}
 	r.log.Info("configuration reloaded", "files", cur.files, "added", len(plan.add), "removed", len(plan.remove), "reset", len(plan.reset), "limits", len(plan.limits),
-		"import_rules", len(plan.imports))
+		"import_rules", len(plan.imports), "exports", len(plan.exports), "originate", plan.originate != nil)
 	return reloadApplied, nil
 }
 
@@ -322,6 +361,13 @@ func unjoin(err error) []error {
 		return j.Unwrap()
 	}
 	return []error{err}
+}
+
+// policyHash identifies the routing policy in force (Config.policyHash).
+func (r *reloader) policyHash() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.running.policyHash()
 }
 
 // status is the reload counts and the last outcome, for /metrics and the node API.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/netip"
@@ -117,6 +118,16 @@ func (f *fakeBGP) SetImport(_ context.Context, a netip.Addr, _ *bgp.ImportRules)
 	return nil
 }
 
+func (f *fakeBGP) SetExport(_ context.Context, a netip.Addr, e *bgp.Export) error {
+	f.ops = append(f.ops, fmt.Sprintf("export %s %d", a, len(e.Prefixes)))
+	return nil
+}
+
+func (f *fakeBGP) configure(_ context.Context, c OriginateConfig) error {
+	f.ops = append(f.ops, fmt.Sprintf("originate %d", len(c.Prefixes)))
+	return nil
+}
+
 func (f *fakeBGP) SetLimits(a netip.Addr, maxPrefixes, _ uint32, _ time.Duration) error {
 	f.ops = append(f.ops, "limits "+a.String())
 	return nil
@@ -144,6 +155,7 @@ func TestReloader(t *testing.T) {
 	var policies []cache.Policy
 	level := new(slog.LevelVar)
 	r := newReloader(args, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), level, b, func(p cache.Policy) error { policies = append(policies, p); return nil })
+	r.origin = b
 	ctx := context.Background()
 	step := func(what, body, wantResult string, wantOps ...string) error {
 		t.Helper()
@@ -177,8 +189,15 @@ func TestReloader(t *testing.T) {
 	delete(b.failAdd, netip.MustParseAddr("192.0.2.3"))
 	step("the refused neighbour tried again, nothing else", "", reloadApplied, "add 192.0.2.3")
 	step("then nothing to do", "", reloadUnchanged)
+	const orig = "  originate: {prefixes: [{prefix: 198.19.10.0/24, reaches: local}]}\n"
+	err = step("an export of a prefix not originated: refused", "log_level: debug\ncache: {mode: off}\n"+head+"    - {address: 192.0.2.2, asn: 64999, export: {prefixes: [198.19.10.0/24]}}\n    - {address: 192.0.2.3, asn: 64503}\n", reloadRefused)
+	if err == nil || !strings.Contains(err.Error(), "198.19.10.0/24 is not one the node originates") {
+		t.Errorf("export of a prefix not originated: %v", err)
+	}
+	step("a prefix originated and exported: the prefixes first, the export live", "log_level: debug\ncache: {mode: off}\n"+head+"    - {address: 192.0.2.2, asn: 64999, export: {prefixes: [198.19.10.0/24]}}\n    - {address: 192.0.2.3, asn: 64503}\n"+orig,
+		reloadApplied, "originate 1", "export 192.0.2.2 1")
 	counts, last := r.status()
-	if counts[reloadApplied] != 2 || counts[reloadRefused] != 2 || counts[reloadFailed] != 1 || counts[reloadUnchanged] != 2 || last.Result != reloadUnchanged {
+	if counts[reloadApplied] != 3 || counts[reloadRefused] != 3 || counts[reloadFailed] != 1 || counts[reloadUnchanged] != 2 || last.Result != reloadApplied {
 		t.Errorf("counts %v, last %+v", counts, last)
 	}
 }

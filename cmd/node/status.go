@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -76,6 +77,7 @@ type nodeStatus struct {
 	rates   *rates
 	ports   *ports
 	reload  *reloader
+	origin  *originator
 }
 
 func (n *nodeStatus) status() nodeapi.Status {
@@ -108,8 +110,10 @@ func (n *nodeStatus) status() nodeapi.Status {
 	st.Interfaces = n.ports.interfaces()
 	if n.reload != nil {
 		counts, last := n.reload.status()
-		st.Config = nodeapi.Config{Files: n.reload.files(), Reloads: counts, LastReload: last.At, LastReloadResult: last.Result, LastReloadError: last.Error}
+		st.Config = nodeapi.Config{Files: n.reload.files(), Reloads: counts, LastReload: last.At, LastReloadResult: last.Result, LastReloadError: last.Error,
+			PolicyHash: n.reload.policyHash()}
 	}
+	st.Config.Drained = n.speaker.Drained()
 	return st
 }
 
@@ -123,4 +127,29 @@ func (n *nodeStatus) lookup(a netip.Addr) (nodeapi.Lookup, error) {
 	var err error
 	out.CachedCPUs, out.StaleCPUs, err = n.dp.Cached(a)
 	return out, err
+}
+
+// announced answers GET /api/v1/announce: the fleet's prefixes as this node decides
+// them, and what each upstream is sent.
+func (n *nodeStatus) announced() nodeapi.Announce {
+	out := nodeapi.Announce{Prefixes: n.origin.d.States()}
+	peers := n.speaker.Peers()
+	slices.SortFunc(peers, func(a, b bgp.PeerStatus) int { return a.Address.Compare(b.Address) })
+	for _, p := range peers {
+		if p.Mesh {
+			continue
+		}
+		na := nodeapi.NeighborAdverts{Neighbor: p.Address, ASN: p.ASN, State: p.State, Advertised: []nodeapi.Advertisement{}}
+		adv, _ := n.speaker.Advertised(p.Address)
+		for _, a := range adv {
+			x := nodeapi.Advertisement{Prefix: a.Prefix, ASPath: a.ASPath, Communities: a.Communities, LargeCommunities: a.LargeCommunities}
+			if a.HasMED {
+				med := a.MED
+				x.MED = &med
+			}
+			na.Advertised = append(na.Advertised, x)
+		}
+		out.Neighbors = append(out.Neighbors, na)
+	}
+	return out
 }

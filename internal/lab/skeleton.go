@@ -115,6 +115,11 @@ type Skeleton struct {
 	// NodeConfigYAML is the configuration the node was started with: a test that
 	// reconfigures it starts from this.
 	NodeConfigYAML string
+	// Upstream2 runs the second upstream's BIRD (SkeletonConfig.Announce), with its
+	// control socket and log.
+	Upstream2           *Netns
+	Bird2Sock, Bird2Log string
+	announce            bool
 }
 
 // SkeletonConfig says how to run the skeleton.
@@ -153,7 +158,44 @@ type SkeletonConfig struct {
 	// ConfigDir runs the node with -config-dir: its configuration is fleet.yaml in a
 	// directory laid out as Kubernetes mounts a ConfigMap (WriteConfig swaps it).
 	ConfigDir bool
+	// Announce runs the fleet's announcements: the node originates the Origin
+	// prefixes; a second upstream (BIRD, AS65003, namespace up2 on r4) and the
+	// upstream's BIRD take what their exports allow; the second upstream's BIRD also
+	// plays the operator's core, an iBGP session (CoreAddr on a link of its own, r5,
+	// in the node's AS) announcing CoreRoute (static protocol "corenet": `Birdc2
+	// disable corenet` withdraws it); the upstream announces one of the node's own
+	// prefixes (OwnPrefixRoute) over its IPv4 session.
+	Announce bool
 }
+
+// The fleet's prefixes in the skeleton (SkeletonConfig.Announce), with what each
+// reaches, and what the node's exports send where.
+var (
+	// OriginLocal and OriginLocal6 are local destinations: announced while the node
+	// forwards.
+	OriginLocal  = netip.MustParsePrefix("198.19.10.0/24")
+	OriginLocal6 = netip.MustParsePrefix("2001:db8:f00::/48")
+	// OriginRouted lies inside CoreRoute: announced while the core announces it.
+	OriginRouted = netip.MustParsePrefix("198.19.20.0/24")
+	// OriginUnrouted has no route from inside the AS: never announced.
+	OriginUnrouted = netip.MustParsePrefix("100.64.200.0/24")
+	// CoreRoute is what the core (iBGP) announces, next hop sink2.
+	CoreRoute = netip.MustParsePrefix("198.19.0.0/16")
+	// OwnPrefixRoute is OriginLocal as the upstream announces it (next hop sink1):
+	// the node refuses it (own_prefix).
+	OwnPrefixRoute = OriginLocal
+)
+
+// Addresses of the announcement topology.
+const (
+	CoreAddr       = "10.15.0.2"
+	RouterCoreAddr = "10.15.0.1"
+	Upstream2Addr  = "10.14.0.2"
+	RouterUp2Addr  = "10.14.0.1"
+	Upstream2ASN   = 65003
+	// AnnounceHoldDown is the node's bgp.originate.hold_down in the skeleton.
+	AnnounceHoldDown = 20 * time.Second
+)
 
 // StartSkeleton builds the topology and starts BIRD and the node. On error, the caller
 // still owns the returned lab (when non-nil) and must Close it.
@@ -284,6 +326,12 @@ func (s *Skeleton) build(cfg SkeletonConfig) error {
 	} else if err := SetGRO(s.Sink2, s.If("k2"), false); err != nil {
 		return err
 	}
+	if cfg.Announce {
+		s.announce = true
+		if err := s.buildAnnounce(); err != nil {
+			return err
+		}
+	}
 	if err := s.CheckIsolated(); err != nil {
 		return err
 	}
@@ -337,6 +385,9 @@ func (s *Skeleton) startBird(extra, extra6 []table.Route, secure6 string, craft 
 		}
 		c.static("crafted", crafted...)
 	}
+	if s.announce {
+		c.static("ownpfx", OwnPrefixRoute)
+	}
 	var exp6, exp4, exp8950 nexthopFilter
 	for _, r := range SkeletonRoutes6 {
 		exp6.net(r.Prefix, r.Nexthop)
@@ -349,6 +400,9 @@ func (s *Skeleton) startBird(extra, extra6 []table.Route, secure6 string, craft 
 	exp4.proto("fulltable", netip.MustParseAddr("10.11.1.2"))
 	for _, r := range CraftedRoutes[:len(crafted)] {
 		exp4.netPath(r.Prefix, netip.MustParseAddr("10.11.1.2"), r.Path)
+	}
+	if s.announce {
+		exp4.proto("ownpfx", netip.MustParseAddr("10.11.1.2"))
 	}
 	c.bgp(birdSession{name: "node6", local: UpstreamAddr6, localAS: UpstreamASN, neighbor: RouterUpAddr6, neighborAS: RouterASN,
 		password: secure6, ttlSecurity: secure6 != "", quickRetry: true, channels: []birdChannel{
@@ -365,6 +419,48 @@ func (s *Skeleton) startBird(extra, extra6 []table.Route, secure6 string, craft 
 	}
 	s.BirdSock, s.BirdLog, _, err = startBird(s.Upstream, s.Dir, "bird", c)
 	return err
+}
+
+// buildAnnounce adds the second upstream and the core's address, and sends
+// OwnPrefixRoute's packets through the router to sink1 (which takes them as its own:
+// a packet forwarded on the upstream's route would be counted).
+func (s *Skeleton) buildAnnounce() error {
+	var err error
+	if s.Upstream2, err = s.Netns("up2"); err != nil {
+		return err
+	}
+	if err := s.Link(s.Router, "r4", RouterUp2Addr+"/24", s.Upstream2, "u2", Upstream2Addr+"/24"); err != nil {
+		return err
+	}
+	// The core's session runs on a link of its own: BIRD runs one session at a time
+	// per neighbour address, so it cannot share the upstream's.
+	if err := s.Link(s.Router, "r5", RouterCoreAddr+"/24", s.Upstream2, "c0", CoreAddr+"/24"); err != nil {
+		return err
+	}
+	if _, err := s.Sink1.Exec("ip", "route", "add", "local", OwnPrefixRoute.String(), "dev", "lo"); err != nil {
+		return err
+	}
+	if _, err := s.Src.Exec("ip", "route", "add", OwnPrefixRoute.String(), "via", "10.10.0.1"); err != nil {
+		return err
+	}
+	c, err := newBirdConfig(filepath.Join(s.Dir, "bird2.conf"), Upstream2Addr)
+	if err != nil {
+		return err
+	}
+	c.bgp(birdSession{name: "node", local: Upstream2Addr, localAS: Upstream2ASN, neighbor: RouterUp2Addr, neighborAS: RouterASN, quickRetry: true,
+		channels: []birdChannel{{family: "ipv4", imp: "all", exp: "none"}}})
+	c.static("corenet", CoreRoute)
+	var core nexthopFilter
+	core.proto("corenet", netip.MustParseAddr("10.11.2.2"))
+	c.bgp(birdSession{name: "core", local: CoreAddr, localAS: RouterASN, neighbor: RouterCoreAddr, neighborAS: RouterASN, quickRetry: true,
+		channels: []birdChannel{{family: "ipv4", imp: "none", exp: core.String()}}})
+	s.Bird2Sock, s.Bird2Log, _, err = startBird(s.Upstream2, s.Dir, "bird2", c)
+	return err
+}
+
+// Birdc2 runs a birdc command against the second upstream's BIRD.
+func (s *Skeleton) Birdc2(args ...string) (string, error) {
+	return run(append([]string{"birdc", "-s", s.Bird2Sock}, args...)...)
 }
 
 // baselineASN is the AS of the baseline BIRD (birdrx), which takes the table into
@@ -457,9 +553,28 @@ func (s *Skeleton) NodeConfig(xdpMode, backend string, maxPrefixes, expected, ex
 	if backend == "" {
 		backend = "compiled"
 	}
-	secure := ""
+	secure, export4, export6, announce := "", "", "", ""
 	if s.Secure6File != "" {
 		secure = fmt.Sprintf("      password_file: %s\n      ttl_security: true\n", s.Secure6File)
+	}
+	if s.announce {
+		export4 = fmt.Sprintf("      export: {prefixes: [%s, %s, %s], communities: [\"65000:100\"], large_communities: [\"65000:1:2\"], prepend: 2, med: 50}\n",
+			OriginLocal, OriginRouted, OriginUnrouted)
+		export6 = fmt.Sprintf("      export: {prefixes: [%s]}\n", OriginLocal6)
+		announce = fmt.Sprintf(`    - address: %s
+      asn: %d
+    - address: %s
+      asn: %d
+      import: %s
+      export: {prefixes: [%s], communities: ["65000:200"]}
+  originate:
+    hold_down: %s
+    prefixes:
+      - {prefix: %s, reaches: local}
+      - {prefix: %s, reaches: local}
+      - {prefix: %s, reaches: route}
+      - {prefix: %s, reaches: route}
+`, CoreAddr, RouterASN, Upstream2Addr, Upstream2ASN, LabImport, OriginLocal, AnnounceHoldDown, OriginLocal, OriginLocal6, OriginRouted, OriginUnrouted)
 	}
 	return fmt.Sprintf(`node_name: %s
 interfaces: [%s, %s, %s, %s]
@@ -482,13 +597,13 @@ bgp:
       max_prefixes: %d
       expected_prefixes: %d
       import: %s
-    - address: %s
+%s    - address: %s
       asn: %d
       families: [ipv6-unicast, ipv4-unicast]
       expected_prefixes: %d
       import: %s
-%s`, s.NodeName, s.If("r0"), s.If("r1"), s.If("r2"), s.If("r3"), xdpMode, MetricsAddr, backend, filepath.Join(s.Dir, "etcd"), RouterASN, RouterUpAddr, GoBGPAddr, UpstreamAddr, UpstreamASN, maxPrefixes, expected, LabImport,
-		UpstreamAddr6, UpstreamASN, expected6, labImport6, secure)
+%s%s%s`, s.NodeName, s.If("r0"), s.If("r1"), s.If("r2"), s.If("r3"), xdpMode, MetricsAddr, backend, filepath.Join(s.Dir, "etcd"), RouterASN, RouterUpAddr, GoBGPAddr, UpstreamAddr, UpstreamASN, maxPrefixes, expected, LabImport,
+		export4, UpstreamAddr6, UpstreamASN, expected6, labImport6, secure, export6, announce)
 }
 
 func (s *Skeleton) startNode(cfg SkeletonConfig) error {

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/fibfleet/fibfleet/announce"
 	"github.com/fibfleet/fibfleet/cache"
 	"github.com/fibfleet/fibfleet/cluster"
 	"github.com/fibfleet/fibfleet/dcache"
@@ -55,6 +56,37 @@ type Config struct {
 	LastReload       time.Time `json:"last_reload,omitzero"`
 	LastReloadResult string    `json:"last_reload_result,omitempty"`
 	LastReloadError  string    `json:"last_reload_error,omitempty"`
+	// PolicyHash identifies the routing policy in force (the fleet's prefixes and
+	// every neighbour's import and export rules, neighbours' addresses left out):
+	// equal on nodes that run the same policy.
+	PolicyHash string `json:"policy_hash"`
+	// Drained says the node announces its routes with GRACEFUL_SHUTDOWN.
+	Drained bool `json:"drained"`
+}
+
+// Announce is GET /api/v1/announce: the fleet's prefixes as this node decides them,
+// and what each neighbour is sent of them (what the node tracks as sent, not a walk
+// of GoBGP's Adj-RIB-Out).
+type Announce struct {
+	Prefixes  []announce.State  `json:"prefixes"`
+	Neighbors []NeighborAdverts `json:"neighbors"`
+}
+
+// NeighborAdverts is what one neighbour is sent.
+type NeighborAdverts struct {
+	Neighbor   netip.Addr      `json:"neighbor"`
+	ASN        uint32          `json:"asn"`
+	State      string          `json:"state"`
+	Advertised []Advertisement `json:"advertised"`
+}
+
+// Advertisement is one prefix as a neighbour receives it.
+type Advertisement struct {
+	Prefix           netip.Prefix `json:"prefix"`
+	ASPath           []uint32     `json:"as_path"`
+	Communities      []string     `json:"communities,omitempty"`
+	LargeCommunities []string     `json:"large_communities,omitempty"`
+	MED              *uint32      `json:"med,omitempty"`
 }
 
 // Interface is one port of the XDP program.
@@ -63,6 +95,12 @@ type Interface struct {
 	// Mode is how the program is attached: native or generic.
 	Mode   string `json:"mode"`
 	Driver string `json:"driver"`
+	// Attached is false once the program's link was detached from outside
+	// (`bpftool link detach id XDPLink`) or the interface went: the node then
+	// forwards nothing there, and stops announcing the fleet's prefixes after
+	// their hold-down.
+	Attached bool   `json:"attached"`
+	XDPLink  uint32 `json:"xdp_link"`
 	// XDPFeatures are what the driver can do with XDP now, as the kernel reports
 	// them (Linux 6.3 and later; empty before): a port lacking ndo-xmit drops the
 	// frames redirected to it.
