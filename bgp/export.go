@@ -224,7 +224,7 @@ func (s *Speaker) SetExport(ctx context.Context, a netip.Addr, e *Export) error 
 
 // SetDrained takes the node out of service, or back (RFC 8326): drained, every
 // route it sends carries GRACEFUL_SHUTDOWN, and its routes to the mesh local
-// preference 0, so that upstreams and the fleet's other nodes move traffic away
+// preference 1, so that upstreams and the fleet's other nodes move traffic away
 // before maintenance, without a session going down. Every session's updates are
 // recomputed (a soft reset out).
 func (s *Speaker) SetDrained(ctx context.Context, drained bool) error {

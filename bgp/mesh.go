@@ -52,9 +52,10 @@ func (s *Speaker) setupExport(ctx context.Context) error {
 	for _, drained := range []bool{false, true} {
 		actions := &api.Actions{RouteAction: api.RouteAction_ROUTE_ACTION_ACCEPT}
 		if drained {
-			// RFC 8326: the others prefer any other path; local preference 0 does it
-			// where GRACEFUL_SHUTDOWN is not acted on.
-			actions.LocalPref = &api.LocalPrefAction{Value: 0}
+			// RFC 8326: the others prefer any other path. GoBGP does not act on
+			// GRACEFUL_SHUTDOWN, so the mesh gets the lowest local preference GoBGP's
+			// API can set (it takes 0 for "unset"): 1, below every default 100.
+			actions.LocalPref = &api.LocalPrefAction{Value: drainedLocalPref}
 			actions.Community = &api.CommunityAction{Type: api.CommunityAction_TYPE_ADD, Communities: []string{GracefulShutdown}}
 		}
 		name := meshPolicyName(drained)
@@ -70,8 +71,12 @@ func (s *Speaker) setupExport(ctx context.Context) error {
 	return s.applyExport(ctx)
 }
 
-// GracefulShutdown is the well-known community a drained node adds (RFC 8326).
-const GracefulShutdown = "65535:0"
+// GracefulShutdown is the well-known community a drained node adds (RFC 8326), and
+// drainedLocalPref the local preference it gives its routes in the mesh.
+const (
+	GracefulShutdown        = "65535:0"
+	drainedLocalPref uint32 = 1
+)
 
 func meshPolicyName(drained bool) string {
 	if drained {

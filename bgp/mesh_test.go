@@ -2,7 +2,9 @@ package bgp
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -134,6 +136,44 @@ func TestMesh(t *testing.T) {
 		}
 		if got != 0 {
 			t.Errorf("B's upstream received %d %s prefixes, want none (export is deny-by-default but for the mesh)", got, f)
+		}
+	}
+
+	// A drained: B holds A's routes with local preference 1 and GRACEFUL_SHUTDOWN,
+	// and gets them back as before once A is undrained.
+	meshAttrs := func() string {
+		out := "none"
+		err := b.srv.ListPath(apiutil.ListPathRequest{TableType: api.TableType_TABLE_TYPE_GLOBAL, Family: bgp.RF_IPv4_UC,
+			Prefixes: []*apiutil.LookupPrefix{{Prefix: "198.51.100.0/24"}}}, func(_ bgp.NLRI, paths []*apiutil.Path) {
+			for _, p := range paths {
+				lp, gs := uint32(100), false
+				for _, at := range p.Attrs {
+					switch at := at.(type) {
+					case *bgp.PathAttributeLocalPref:
+						lp = at.Value
+					case *bgp.PathAttributeCommunities:
+						gs = slices.Contains(at.Value, 0xffff0000)
+					}
+				}
+				out = fmt.Sprintf("local_pref=%d graceful_shutdown=%v", lp, gs)
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	for _, drained := range []bool{true, false} {
+		if err := a.SetDrained(ctx, drained); err != nil {
+			t.Fatal(err)
+		}
+		want := map[bool]string{true: "local_pref=1 graceful_shutdown=true", false: "local_pref=100 graceful_shutdown=false"}[drained]
+		deadline := time.Now().Add(10 * time.Second)
+		for got := meshAttrs(); got != want; got = meshAttrs() {
+			if time.Now().After(deadline) {
+				t.Fatalf("A drained=%v: B holds A's route with %s, want %s", drained, got, want)
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
 	}
 

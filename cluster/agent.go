@@ -26,6 +26,11 @@ type Applier interface {
 	Report(a *Applied)
 }
 
+// Drainer takes the node out of service and back (ctl drain, ctl undrain).
+type Drainer interface {
+	ApplyDrain(drained bool) error
+}
+
 // AgentConfig configures a node's agent.
 type AgentConfig struct {
 	Store *Store
@@ -37,7 +42,9 @@ type AgentConfig struct {
 	// Run applies it first.
 	DefaultApplied bool
 	Applier        Applier
-	Logger         *slog.Logger
+	// Drainer, when set, follows the node's drain key; nil: drains are not applied.
+	Drainer Drainer
+	Logger  *slog.Logger
 	// ReportEvery is how often the applied state is written again when it changed
 	// (cache geometry, digests, routes; default 5 s). Epochs and policies are
 	// reported as soon as they are applied.
@@ -61,6 +68,8 @@ type AgentStatus struct {
 	// Flushes counts epochs applied after the first; Resyncs, full reads of etcd.
 	Flushes uint64 `json:"flushes"`
 	Resyncs uint64 `json:"resyncs"`
+	// Drained: the node's drain key is set and applied.
+	Drained bool `json:"drained,omitempty"`
 }
 
 // Agent keeps a node in step with the fleet's keys: it reads the epoch and the
@@ -164,16 +173,21 @@ func (a *Agent) sync(ctx context.Context) (int64, error) {
 	ek, fk, nk := a.keys()
 	tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	nek := a.nodeEpochKey()
-	resp, err := a.cfg.Store.cli.Txn(tctx).Then(clientv3.OpGet(ek), clientv3.OpGet(fk), clientv3.OpGet(nk), clientv3.OpGet(nek)).Commit()
+	nek, dk := a.nodeEpochKey(), a.cfg.Store.drainKey(a.cfg.Node)
+	resp, err := a.cfg.Store.cli.Txn(tctx).Then(clientv3.OpGet(ek), clientv3.OpGet(fk), clientv3.OpGet(nk), clientv3.OpGet(nek), clientv3.OpGet(dk)).Commit()
 	if err != nil {
 		return 0, fmt.Errorf("cluster: read the fleet's epoch and policies: %w", err)
 	}
 	var epoch, own epochDoc
 	var fleet, node *Versioned
+	drained := false
 	for i, r := range resp.Responses {
 		kvs := r.GetResponseRange().Kvs
 		if len(kvs) == 0 {
+			continue
+		}
+		if i == 4 {
+			drained = true
 			continue
 		}
 		switch i {
@@ -202,6 +216,7 @@ func (a *Agent) sync(ctx context.Context) (int64, error) {
 	}
 	a.applyEpoch(epoch.Epoch, own.Epoch)
 	a.applyPolicy()
+	a.applyDrain(drained)
 	a.report(ctx, true)
 	return resp.Header.Revision, nil
 }
@@ -234,6 +249,8 @@ func (a *Agent) follow(ctx context.Context, rev int64) error {
 	// The fleet's epoch and every node's own (this node's is picked out below).
 	epochs := cli.Watch(wctx, ek, clientv3.WithPrefix(), clientv3.WithRev(rev+1))
 	policies := cli.Watch(wctx, fk, clientv3.WithPrefix(), clientv3.WithRev(rev+1))
+	dk := a.cfg.Store.drainKey(a.cfg.Node)
+	drains := cli.Watch(wctx, dk, clientv3.WithRev(rev+1))
 	check := time.NewTicker(a.cfg.CheckEvery)
 	defer check.Stop()
 	report := time.NewTicker(a.cfg.ReportEvery)
@@ -283,6 +300,14 @@ func (a *Agent) follow(ctx context.Context, rev int64) error {
 				changed = true
 			}
 			if changed {
+				a.report(ctx, true)
+			}
+		case resp, ok := <-drains:
+			if !ok || resp.Err() != nil {
+				return watchErr(resp, ok)
+			}
+			if n := len(resp.Events); n > 0 {
+				a.applyDrain(resp.Events[n-1].Type == clientv3.EventTypePut)
 				a.report(ctx, true)
 			}
 		case resp, ok := <-policies:
@@ -350,6 +375,28 @@ func (a *Agent) applyEpoch(fleet, own uint32) {
 	}
 }
 
+// applyDrain drains the node or puts it back when that differs from what is
+// applied; without a Drainer it does nothing.
+func (a *Agent) applyDrain(drained bool) {
+	if a.cfg.Drainer == nil {
+		return
+	}
+	a.mu.Lock()
+	same := a.status.Drained == drained
+	a.mu.Unlock()
+	if same {
+		return
+	}
+	if err := a.cfg.Drainer.ApplyDrain(drained); err != nil {
+		a.log.Error("apply the node's drain", "drained", drained, "err", err)
+		return
+	}
+	a.mu.Lock()
+	a.status.Drained = drained
+	a.mu.Unlock()
+	a.log.Info("drain applied", "drained", drained)
+}
+
 // SetDefault replaces the config file's policy (the node's configuration was
 // reloaded): applied at once unless etcd holds the fleet's or the node's, and
 // reported.
@@ -400,7 +447,7 @@ func (a *Agent) applyPolicy() {
 // else only when it changed.
 func (a *Agent) report(ctx context.Context, now bool) {
 	a.mu.Lock()
-	st := Applied{Node: a.cfg.Node, Epoch: a.status.Epoch, NodeEpoch: a.status.NodeEpoch}
+	st := Applied{Node: a.cfg.Node, Epoch: a.status.Epoch, NodeEpoch: a.status.NodeEpoch, Drained: a.status.Drained}
 	st.SetPolicy(a.status.Policy, a.status.PolicySource, a.status.PolicyRevision)
 	last := a.reported
 	a.mu.Unlock()

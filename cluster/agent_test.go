@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -229,4 +230,72 @@ func TestAgentLeavesTheNodesOwnDefault(t *testing.T) {
 		_, policies := rec.Calls()
 		return slices.Equal(policies, []cache.Policy{fleet})
 	})
+}
+
+// drainer records the drains an agent applies.
+type drainer struct {
+	mu    sync.Mutex
+	calls []bool
+}
+
+func (d *drainer) ApplyDrain(drained bool) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.calls = append(d.calls, drained)
+	return nil
+}
+
+func (d *drainer) Calls() []bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.calls)
+}
+
+// TestAgentDrain: a drain written for the node is applied once and reported, another
+// node's changes nothing, an undrain puts it back; a node that starts while drained
+// starts drained (maintenance outlasts a restart).
+func TestAgentDrain(t *testing.T) {
+	s, _ := clustertest.Store(t)
+	c := ctx(t)
+	start := func(d *drainer) {
+		a, err := cluster.NewAgent(cluster.AgentConfig{Store: s, Node: "r1", Default: cache.Policy{Mode: cache.Off}, Applier: &clustertest.Applier{}, Drainer: d,
+			ReportEvery: 100 * time.Millisecond, CheckEvery: 200 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { a.Run(cx); close(done) }()
+		t.Cleanup(func() { cancel(); <-done })
+	}
+	reported := func(want bool) func() bool {
+		return func() bool {
+			st, err := s.AppliedStates(c)
+			return err == nil && st["r1"].Drained == want && st["r1"].Node == "r1"
+		}
+	}
+	d := &drainer{}
+	start(d)
+	testutil.Eventually(t, "r1 reported in service", reported(false))
+	if err := s.Drain(c, "r2", true, "other"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Drain(c, "r1", true, "maintenance"); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "r1 reported drained", reported(true))
+	if got, err := s.Drained(c); err != nil || got["r1"] != "maintenance" || got["r2"] != "other" || len(got) != 2 {
+		t.Errorf("drained nodes %v (%v)", got, err)
+	}
+	d2 := &drainer{}
+	start(d2) // r1 starting again while drained (the first agent still runs: same key)
+	testutil.Eventually(t, "a node starting while drained starts drained", func() bool { return slices.Equal(d2.Calls(), []bool{true}) })
+	if err := s.Drain(c, "r1", false, ""); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "r1 reported back in service", reported(false))
+	testutil.Eventually(t, "the undrain applied", func() bool { return slices.Equal(d.Calls(), []bool{true, false}) })
+	if err := s.Drain(c, "bad name!", true, ""); err == nil {
+		t.Error("a drain of an invalid node name was accepted")
+	}
 }

@@ -231,6 +231,55 @@ func (s *Store) NodeEpoch(ctx context.Context, node string) (uint32, int64, erro
 	return d.Epoch, rev, err
 }
 
+// drainDoc is a node's drain as stored: present while it is drained.
+type drainDoc struct {
+	Schema int       `json:"schema"`
+	Reason string    `json:"reason,omitempty"`
+	Since  time.Time `json:"since"`
+}
+
+func (s *Store) drainKey(node string) string { return s.prefix + "drain/nodes/" + node }
+
+// Drain takes a node out of service (drained) or puts it back: the node announces
+// its routes with GRACEFUL_SHUTDOWN and lower preference while the key exists.
+// It stays drained across restarts until undrained.
+func (s *Store) Drain(ctx context.Context, node string, drained bool, reason string) error {
+	if err := checkNode(node); err != nil {
+		return err
+	}
+	if !drained {
+		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if _, err := s.cli.Delete(tctx, s.drainKey(node)); err != nil {
+			return fmt.Errorf("cluster: undrain %s: %w", node, err)
+		}
+		return nil
+	}
+	tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err := s.put(tctx, s.drainKey(node), drainDoc{Schema: Schema, Reason: reason, Since: time.Now().UTC()}, AnyRevision)
+	return err
+}
+
+// Drained lists the drained nodes with the reason given.
+func (s *Store) Drained(ctx context.Context) (map[string]string, error) {
+	tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	resp, err := s.cli.Get(tctx, s.prefix+"drain/nodes/", clientv3.WithPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("cluster: read the drained nodes: %w", err)
+	}
+	out := map[string]string{}
+	for _, kv := range resp.Kvs {
+		var d drainDoc
+		if err := decode(kv.Value, &d, string(kv.Key)); err != nil {
+			return nil, err
+		}
+		out[strings.TrimPrefix(string(kv.Key), s.prefix+"drain/nodes/")] = d.Reason
+	}
+	return out, nil
+}
+
 // bump increments an epoch key with compare-and-swap, retried on conflict.
 func (s *Store) bump(ctx context.Context, key string) (uint32, error) {
 	for {
@@ -470,12 +519,14 @@ type Applied struct {
 	NodeEpoch    uint32 `json:"node_epoch"`
 	PolicySource string `json:"policy_source"` // node, fleet or config
 	// PolicyRevision is the etcd revision of the policy key applied (0: the config's).
-	PolicyRevision int64   `json:"policy_revision"`
-	Mode           string  `json:"mode"`
-	FixedEntries   [2]int  `json:"fixed_entries,omitempty"`
-	MinEntries     int     `json:"min_entries,omitempty"`
-	MaxEntries     int     `json:"max_entries,omitempty"`
-	TargetHitRate  float64 `json:"target_hit_rate,omitempty"`
+	PolicyRevision int64 `json:"policy_revision"`
+	// Drained: the node announces with GRACEFUL_SHUTDOWN (ctl drain).
+	Drained       bool    `json:"drained,omitempty"`
+	Mode          string  `json:"mode"`
+	FixedEntries  [2]int  `json:"fixed_entries,omitempty"`
+	MinEntries    int     `json:"min_entries,omitempty"`
+	MaxEntries    int     `json:"max_entries,omitempty"`
+	TargetHitRate float64 `json:"target_hit_rate,omitempty"`
 	// Entries is the cache's size in force per family (IPv4, IPv6; 0: off).
 	Entries [2]int    `json:"entries"`
 	Digests [2]string `json:"digests"`

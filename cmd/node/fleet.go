@@ -46,6 +46,24 @@ type fleet struct {
 	// the prefixes the mesh carried (the alarm and the last resort).
 	mesh  *mesh.Reconciler
 	watch *mesh.Watch
+	// drained is the drain etcd holds for the node, applied to the speaker once it
+	// is attached.
+	drained bool
+}
+
+// ApplyDrain takes the node out of service or back (cluster.Drainer): its speaker
+// announces with GRACEFUL_SHUTDOWN while drained.
+func (f *fleet) ApplyDrain(drained bool) error {
+	f.mu.Lock()
+	f.drained = drained
+	s := f.speaker
+	f.mu.Unlock()
+	if s == nil {
+		return nil // attach applies it
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return s.SetDrained(ctx, drained)
 }
 
 // nodeApplier applies the fleet's decisions to this node's dataplane and cache.
@@ -165,7 +183,7 @@ func (f *fleet) connect(ctx context.Context) {
 	def := f.cfg.Cache.Policy() // a reload may have changed it
 	f.mu.Unlock()
 	agent, err := cluster.NewAgent(cluster.AgentConfig{Store: store, Node: f.cfg.NodeName, Default: def, DefaultApplied: true,
-		Applier: f.app, Logger: f.log})
+		Applier: f.app, Drainer: f, Logger: f.log})
 	if err != nil {
 		f.log.Error("fleet agent", "err", err)
 		cli.Close()
@@ -247,7 +265,13 @@ func (f *fleet) join(ctx context.Context) {
 func (f *fleet) attach(s *bgp.Speaker, k *fib.NexthopResolver) {
 	f.mu.Lock()
 	f.speaker = s
+	drained := f.drained
 	f.mu.Unlock()
+	if drained {
+		if err := s.SetDrained(context.Background(), true); err != nil {
+			f.log.Error("drain the node, as etcd says", "err", err)
+		}
+	}
 	f.announce(s, k)
 }
 

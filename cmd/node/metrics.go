@@ -123,7 +123,7 @@ func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.Kern
 		advertised:    d("bgp", "advertised_prefixes", "The fleet's prefixes this node announces to the neighbour now (what its export allows of those announced; 0 while the session is down).", "neighbor"),
 		originated:    d("bgp", "originated_prefix_announced", "1 while this node announces the fleet's prefix (it can forward, and its traffic has a route or is local), 0 while it does not; held down before a withdrawal.", "prefix"),
 		policyHash:    d("config", "policy_info", "The routing policy in force (the fleet's prefixes, every neighbour's import and export rules), by hash: equal on nodes that run the same policy.", "hash"),
-		drained:       d("bgp", "drained", "1 while the node announces its routes with GRACEFUL_SHUTDOWN and local preference 0 to the mesh (ctl drain)."),
+		drained:       d("bgp", "drained", "1 while the node announces its routes with GRACEFUL_SHUTDOWN and local preference 1 to the mesh (ctl drain)."),
 		reloadOK:      d("config", "last_reload_successful", "1 when the last reload was applied or found nothing to change (or there was none), 0 when it was refused or failed."),
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -235,6 +236,58 @@ func TestAnnounce(t *testing.T) {
 	for _, s := range status(t, sk).Sessions {
 		if s.Neighbor.String() == lab.Upstream2Addr && !s.Established.Equal(up2Since) {
 			t.Errorf("up2's session started again (%v, was %v): an export change must keep it", s.Established, up2Since)
+		}
+	}
+
+	// ctl drain: every announcement carries GRACEFUL_SHUTDOWN, every session kept;
+	// ctl status says so; ctl undrain takes it off.
+	ctlBin := build(t, "github.com/fibfleet/fibfleet/cmd/ctl", "ctl")
+	etcd := "unix://" + filepath.Join(sk.Dir, "etcd", "etcd.sock")
+	ctl := func(args ...string) string {
+		t.Helper()
+		out, err := sk.Router.Exec(append([]string{ctlBin, "--etcd", etcd, "--timeout", "20s"}, args...)...)
+		if err != nil {
+			t.Fatalf("ctl %v: %v\n%s", args, err, out)
+		}
+		return out
+	}
+	if out := ctl("drain", sk.NodeName, "--reason", "test"); !strings.Contains(out, "drained: applied") {
+		t.Errorf("ctl drain said %q", out)
+	}
+	gshut := func(attrs string) string {
+		path, comm, _ := strings.Cut(attrs, " comm=")
+		if comm == "" {
+			return path + " comm=(65535,0)"
+		}
+		return path + " comm=" + comm + " (65535,0)"
+	}
+	drainedWant := map[string]map[string]string{}
+	for k, v := range changed {
+		drainedWant[k] = map[string]string{}
+		for p, a := range v {
+			if strings.Contains(a, "large=") { // BIRD lists communities before large ones
+				head, large, _ := strings.Cut(a, " large=")
+				drainedWant[k][p] = gshut(head) + " large=" + large
+			} else {
+				drainedWant[k][p] = gshut(a)
+			}
+		}
+	}
+	waitHolds("every announcement with GRACEFUL_SHUTDOWN", drainedWant, 30*time.Second)
+	var rows []struct {
+		Node         string `json:"node"`
+		PolicyHash   string `json:"policy_hash"`
+		PolicyAgrees bool   `json:"policy_agrees"`
+		Drained      bool   `json:"drained"`
+	}
+	if err := json.Unmarshal([]byte(ctl("status", "-o", "json")), &rows); err != nil || len(rows) != 1 || !rows[0].Drained || len(rows[0].PolicyHash) != 12 || !rows[0].PolicyAgrees {
+		t.Errorf("ctl status: %+v (%v): want the node drained, with its policy hash", rows, err)
+	}
+	ctl("undrain", sk.NodeName)
+	waitHolds("GRACEFUL_SHUTDOWN gone after undrain", changed, 30*time.Second)
+	for _, s := range status(t, sk).Sessions {
+		if s.Neighbor.String() == lab.Upstream2Addr && !s.Established.Equal(up2Since) {
+			t.Errorf("up2's session started again (%v, was %v): a drain must keep it", s.Established, up2Since)
 		}
 	}
 
