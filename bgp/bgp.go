@@ -554,12 +554,15 @@ func (s *Speaker) onUpdate(paths []*apiutil.Path, _ time.Time) {
 		if l := s.loads[p.PeerAddress]; l != nil && !p.Withdrawal {
 			l.Received++
 		}
-		a := s.adjIn[p.PeerAddress]
-		if a == nil {
-			continue
-		}
 		nlri, ok := p.Nlri.(*bgp.IPAddrPrefix)
 		if !ok {
+			continue
+		}
+		if p.Withdrawal {
+			s.importFilter.withdrawn(p.PeerAddress, nlri.Prefix)
+		}
+		a := s.adjIn[p.PeerAddress]
+		if a == nil {
 			continue
 		}
 		if !a.apply(nlri.Prefix, p.Withdrawal) {

@@ -168,8 +168,10 @@ type importFilter struct {
 	ownAS uint32
 	mu    sync.RWMutex
 	rules map[netip.Addr]*ImportRules // upstreams with rules; others (the mesh) pass
-	// refused counts per neighbour and reason; kept across rule changes.
+	// refused counts per neighbour and reason; kept across rule changes. held are
+	// the prefixes refused now.
 	refused map[netip.Addr]*[len(Reasons)]atomic.Uint64
+	held    map[netip.Addr]*refusedSet
 	// own are the prefixes this node originates (SetOriginated): an upstream's route
 	// inside one is refused.
 	own atomic.Pointer[[]netip.Prefix]
@@ -196,7 +198,8 @@ var reasonIndex = func() map[string]int {
 }()
 
 func newImportFilter(ownAS uint32) *importFilter {
-	return &importFilter{ownAS: ownAS, rules: map[netip.Addr]*ImportRules{}, refused: map[netip.Addr]*[len(Reasons)]atomic.Uint64{}}
+	return &importFilter{ownAS: ownAS, rules: map[netip.Addr]*ImportRules{}, refused: map[netip.Addr]*[len(Reasons)]atomic.Uint64{},
+		held: map[netip.Addr]*refusedSet{}}
 }
 
 // set gives a neighbour its rules (nil: it is not filtered).
@@ -205,27 +208,66 @@ func (f *importFilter) set(a netip.Addr, r *ImportRules) {
 	defer f.mu.Unlock()
 	if r == nil {
 		delete(f.rules, a)
+		delete(f.held, a)
 		return
 	}
 	f.rules[a] = r
 	if f.refused[a] == nil {
 		f.refused[a] = &[len(Reasons)]atomic.Uint64{}
 	}
+	if f.held[a] == nil {
+		f.held[a] = &refusedSet{m: map[[17]byte]struct{}{}}
+	}
 }
 
 func (f *importFilter) accept(peer netip.Addr, peerAS uint32, _ bgp.Family, nlri bgp.NLRI, attrs []bgp.PathAttributeInterface) bool {
-	f.mu.RLock()
-	r, counts := f.rules[peer], f.refused[peer]
-	f.mu.RUnlock()
-	if r == nil {
+	n, ok := nlri.(*bgp.IPAddrPrefix)
+	if !ok {
+		return true // only unicast is configured
+	}
+	why := f.reason(peer, peerAS, n.Prefix, attrs)
+	if why == "" {
+		f.mu.RLock()
+		held := f.held[peer]
+		f.mu.RUnlock()
+		if held != nil {
+			held.forget(n.Prefix)
+		}
 		return true
 	}
-	var p netip.Prefix
-	switch n := nlri.(type) {
-	case *bgp.IPAddrPrefix:
-		p = n.Prefix
-	default:
-		return true // only unicast is configured
+	f.mu.RLock()
+	counts, held := f.refused[peer], f.held[peer]
+	f.mu.RUnlock()
+	if counts != nil && held != nil { // else the neighbour was removed meanwhile
+		counts[reasonIndex[why]].Add(1)
+		held.add(n.Prefix)
+	}
+	return false
+}
+
+// withdrawn forgets a prefix the neighbour withdrew.
+func (f *importFilter) withdrawn(peer netip.Addr, p netip.Prefix) {
+	f.mu.RLock()
+	held := f.held[peer]
+	f.mu.RUnlock()
+	if held != nil {
+		held.forget(p)
+	}
+}
+
+// reason says why the neighbour's rules refuse a route ("" when they accept it, or
+// the neighbour has none).
+func (f *importFilter) reason(peer netip.Addr, peerAS uint32, p netip.Prefix, attrs []bgp.PathAttributeInterface) string {
+	f.mu.RLock()
+	r := f.rules[peer]
+	f.mu.RUnlock()
+	if r == nil {
+		return ""
+	}
+	for _, o := range f.ownPrefixes() {
+		if o.Bits() <= p.Bits() && o.Contains(p.Addr()) {
+			return ReasonOwnPrefix // before any other: the most telling
+		}
 	}
 	var path *bgp.PathAttributeAsPath
 	for _, a := range attrs {
@@ -233,18 +275,34 @@ func (f *importFilter) accept(peer netip.Addr, peerAS uint32, _ bgp.Family, nlri
 			path = ap
 		}
 	}
-	why := r.check(p, peerAS, f.ownAS, path)
-	for _, o := range f.ownPrefixes() {
-		if o.Bits() <= p.Bits() && o.Contains(p.Addr()) {
-			why = ReasonOwnPrefix // before any other: the most telling
-			break
-		}
-	}
-	if why == "" {
-		return true
-	}
-	counts[reasonIndex[why]].Add(1)
-	return false
+	return r.check(p, peerAS, f.ownAS, path)
+}
+
+// refusedSet is the prefixes of a neighbour its rules refuse now: a prefix
+// leaves it when the neighbour withdraws it or sends it again acceptably. Refused
+// routes are few (bogons, leaks), so a set is cheap where counting accepted ones
+// would cost another full table.
+type refusedSet struct {
+	mu sync.Mutex
+	m  map[[17]byte]struct{}
+}
+
+func (r *refusedSet) add(p netip.Prefix) {
+	r.mu.Lock()
+	r.m[prefixKey(p)] = struct{}{}
+	r.mu.Unlock()
+}
+
+func (r *refusedSet) forget(p netip.Prefix) {
+	r.mu.Lock()
+	delete(r.m, prefixKey(p))
+	r.mu.Unlock()
+}
+
+func (r *refusedSet) len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.m)
 }
 
 // Refused returns, per upstream with import rules, the routes refused by reason since
@@ -260,6 +318,19 @@ func (s *Speaker) Refused() map[netip.Addr]map[string]uint64 {
 			m[r] = c[i].Load()
 		}
 		out[a] = m
+	}
+	return out
+}
+
+// RefusedNow counts, per upstream with import rules, the prefixes its rules refuse
+// now (announced, refused, not withdrawn since).
+func (s *Speaker) RefusedNow() map[netip.Addr]int {
+	f := s.importFilter
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := make(map[netip.Addr]int, len(f.held))
+	for a, h := range f.held {
+		out[a] = h.len()
 	}
 	return out
 }

@@ -118,11 +118,40 @@ func TestImportRules(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// What the node holds for a destination: the accepted path, best; a refused one
+	// with its reason (from the neighbour's Adj-RIB-In).
+	paths, err := node.Paths("8.8.8.1")
+	if err != nil || len(paths) != 1 || !paths[0].Best || paths[0].Refused != "" || !slices.Equal(paths[0].ASPath, []uint32{65001, 15169}) || paths[0].Neighbor != peer {
+		t.Errorf("Paths(8.8.8.1) = %+v, %v: want the accepted path, best, from %s", paths, err, peer)
+	}
+	paths, err = node.Paths("10.5.0.0/16")
+	if err != nil || len(paths) != 1 || paths[0].Best || paths[0].Refused != ReasonSpecialPurpose {
+		t.Errorf("Paths(10.5.0.0/16) = %+v, %v: want the refused path with its reason", paths, err)
+	}
+	if n := node.RefusedNow()[peer]; n != 4 {
+		t.Errorf("refused now: %d, want 4", n)
+	}
+	nlri, _ := bgp.NewIPAddrPrefix(netip.MustParsePrefix("10.5.0.0/16"))
+	nh, _ := bgp.NewPathAttributeNextHop(netip.MustParseAddr("10.1.0.2"))
+	if err := feeder.srv.DeletePath(apiutil.DeletePathRequest{Paths: []*apiutil.Path{{Family: bgp.RF_IPv4_UC, Nlri: nlri, Attrs: []bgp.PathAttributeInterface{bgp.NewPathAttributeOrigin(0), nh}}}}); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for node.RefusedNow()[peer] != 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("refused now: %d after a refused route's withdrawal, want 3", node.RefusedNow()[peer])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
 	up := node.Peers()[0].Established
 	if err := node.SetImport(t.Context(), peer, &ImportRules{PrivateASNs: true, DefaultRoute: true}); err != nil {
 		t.Fatal(err)
 	}
 	st.expect(Change{Prefix: netip.MustParsePrefix("0.0.0.0/0"), Nexthop: netip.MustParseAddr("10.1.0.2"), Peer: peer})
+	if n := node.RefusedNow()[peer]; n != 2 {
+		t.Errorf("refused now after the default route was allowed: %d, want 2", n)
+	}
 	if p := node.Peers(); len(p) != 1 || p[0].State != "established" || !p[0].Established.Equal(up) {
 		t.Errorf("after SetImport the session is %+v, want it kept (established at %v)", p, up)
 	}

@@ -592,6 +592,13 @@ func (f *FIB) Lookup(a netip.Addr) (netip.Prefix, netip.Addr, bool) {
 	return p, gw, ok
 }
 
+// Route returns the next hop the table holds for exactly this prefix.
+func (f *FIB) Route(p netip.Prefix) (netip.Addr, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.routes.Get(p.Masked())
+}
+
 // routeHash hashes one route (prefix and selected BGP next hop; nothing node-specific
 // such as ifindex or MACs) with FNV-1a and a final avalanche, so that the sum of the
 // hashes of a table is a good order-independent digest.

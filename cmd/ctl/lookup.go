@@ -63,6 +63,27 @@ destination (fresh: the next packet hits; stale: an entry of an old epoch or rou
 }
 
 func lookupAll(ctx context.Context, g *globals, a netip.Addr, only string) ([]lookupRow, error) {
+	answers, err := askNodes[nodeapi.Lookup](ctx, g, "/api/v1/lookup?addr="+url.QueryEscape(a.String()), only)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]lookupRow, len(answers))
+	for i, a := range answers {
+		rows[i] = lookupRow{Node: a.Node, Lookup: a.Doc, Error: a.Error}
+	}
+	return rows, nil
+}
+
+// answer is one node's reply to askNodes.
+type answer[T any] struct {
+	Node  string
+	Doc   T
+	Error string
+}
+
+// askNodes GETs path from every registered node (or only one: a name no node has is
+// a usage error naming those that are), in parallel.
+func askNodes[T any](ctx context.Context, g *globals, path, only string) ([]answer[T], error) {
 	s, cli, err := g.store(ctx)
 	if err != nil {
 		return nil, err
@@ -86,18 +107,18 @@ func lookupAll(ctx context.Context, g *globals, a netip.Addr, only string) ([]lo
 			return nil, usagef("--node %q: no node of that name is registered in fleet %q (registered: %s)", only, g.cluster, strings.Join(names, ", "))
 		}
 	}
-	rows := make([]lookupRow, len(nodes))
+	out := make([]answer[T], len(nodes))
 	var wg sync.WaitGroup
 	for i, n := range nodes {
-		rows[i].Node = n.Name
+		out[i].Node = n.Name
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := api.get(ctx, n.APIAddress, "/api/v1/lookup?addr="+url.QueryEscape(a.String()), &rows[i].Lookup); err != nil {
-				rows[i].Error = err.Error()
+			if err := api.get(ctx, n.APIAddress, path, &out[i].Doc); err != nil {
+				out[i].Error = err.Error()
 			}
 		}()
 	}
 	wg.Wait()
-	return rows, nil
+	return out, nil
 }

@@ -333,6 +333,22 @@ func httpHandler(reg *prometheus.Registry, pprofOn bool, ready *atomic.Bool, rea
 	mux.HandleFunc("GET /api/v1/fleet", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, fl.status(r.Context())) })
 	mux.HandleFunc("GET /api/v1/cache", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, dcache.status()) })
 	mux.HandleFunc("GET /api/v1/announce", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, ns.announced()) })
+	mux.HandleFunc("GET /api/v1/neighbors", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, ns.neighbors()) })
+	mux.HandleFunc("GET /api/v1/routes", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query().Get("q")
+		if _, err := netip.ParseAddr(q); err != nil {
+			if _, err := netip.ParsePrefix(q); err != nil {
+				http.Error(w, "q: give an IP address or a prefix, as in /api/v1/routes?q=192.0.2.1 or ?q=192.0.2.0/24", http.StatusBadRequest)
+				return
+			}
+		}
+		rs, err := ns.routes(q)
+		if err != nil {
+			http.Error(w, fmt.Sprintf("routes %s: %v", q, err), http.StatusInternalServerError)
+			return
+		}
+		writeJSON(w, rs)
+	})
 	mux.HandleFunc("GET /api/v1/fib", func(w http.ResponseWriter, _ *http.Request) {
 		s := table.Stats()
 		writeJSON(w, nodeapi.FIB{Routes: s.Routes, Digest: table.Digest(), Nexthops: s.Nexthops, UnresolvedNexthops: s.UnresolvedNexthops,

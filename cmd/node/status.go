@@ -153,3 +153,56 @@ func (n *nodeStatus) announced() nodeapi.Announce {
 	}
 	return out
 }
+
+// neighbors answers GET /api/v1/neighbors.
+func (n *nodeStatus) neighbors() []nodeapi.Neighbor {
+	loads := map[netip.Addr]bgp.Load{}
+	for _, l := range n.speaker.Loads() {
+		loads[l.Neighbor] = l
+	}
+	refused, now := n.speaker.Refused(), n.speaker.RefusedNow()
+	peers := n.speaker.Peers()
+	slices.SortFunc(peers, func(a, b bgp.PeerStatus) int { return a.Address.Compare(b.Address) })
+	out := make([]nodeapi.Neighbor, 0, len(peers))
+	for _, p := range peers {
+		nb := nodeapi.Neighbor{Neighbor: p.Address, ASN: p.ASN, State: p.State, Mesh: p.Mesh, Established: p.Established, Received: loads[p.Address].Prefixes}
+		held := nb.Received[0] + nb.Received[1]
+		nb.Accepted = held - min(held, uint64(now[p.Address]))
+		for r, c := range refused[p.Address] {
+			if c > 0 {
+				if nb.Refused == nil {
+					nb.Refused = map[string]uint64{}
+				}
+				nb.Refused[r] = c
+			}
+		}
+		if adv, err := n.speaker.Advertised(p.Address); err == nil {
+			nb.Advertised = len(adv)
+		}
+		out = append(out, nb)
+	}
+	return out
+}
+
+// routes answers GET /api/v1/routes.
+func (n *nodeStatus) routes(q string) (nodeapi.Routes, error) {
+	paths, err := n.speaker.Paths(q)
+	if err != nil {
+		return nodeapi.Routes{}, err
+	}
+	out := nodeapi.Routes{Query: q, Paths: []nodeapi.RoutePath{}}
+	for _, p := range paths {
+		rp := nodeapi.RoutePath{Prefix: p.Prefix, Neighbor: p.Neighbor, Best: p.Best, Refused: p.Refused, Nexthop: p.Nexthop, ASPath: p.ASPath,
+			Communities: p.Communities, LargeCommunities: p.LargeCommunities, LocalPref: p.LocalPref}
+		if p.HasMED {
+			med := p.MED
+			rp.MED = &med
+		}
+		if p.Best {
+			nh, ok := n.table.Route(p.Prefix)
+			rp.Installed = ok && nh.WithZone("") == p.Nexthop.WithZone("")
+		}
+		out.Paths = append(out.Paths, rp)
+	}
+	return out, nil
+}

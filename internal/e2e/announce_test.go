@@ -251,6 +251,66 @@ func TestAnnounce(t *testing.T) {
 		}
 		return out
 	}
+	// ctl advertised, routes and neighbors: what the node tracks.
+	var adv []struct {
+		Prefix      netip.Prefix `json:"prefix"`
+		ASPath      []uint32     `json:"as_path"`
+		Communities []string     `json:"communities"`
+	}
+	if err := json.Unmarshal([]byte(ctl("advertised", lab.Upstream2Addr, "-o", "json")), &adv); err != nil || len(adv) != 1 || adv[0].Prefix != lab.OriginLocal ||
+		!slices.Equal(adv[0].ASPath, []uint32{lab.RouterASN}) || !slices.Equal(adv[0].Communities, []string{"65000:200", "65000:201"}) {
+		t.Errorf("ctl advertised %s: %+v (%v)", lab.Upstream2Addr, adv, err)
+	}
+	type routeRow struct {
+		Prefix    netip.Prefix `json:"prefix"`
+		Neighbor  netip.Addr   `json:"neighbor"`
+		Best      bool         `json:"best"`
+		Installed bool         `json:"installed"`
+		Refused   string       `json:"refused"`
+	}
+	var routes []routeRow
+	if err := json.Unmarshal([]byte(ctl("routes", "198.19.10.7", "-o", "json")), &routes); err != nil {
+		t.Fatal(err)
+	}
+	refusedSeen := false
+	for _, r := range routes {
+		if r.Neighbor.String() == lab.UpstreamAddr && r.Refused == "own_prefix" && r.Prefix == lab.OriginLocal {
+			refusedSeen = true
+		}
+		if r.Installed {
+			t.Errorf("ctl routes 198.19.10.7: %+v installed; the FIB must hold no route of the fleet's own prefix", r)
+		}
+	}
+	if !refusedSeen {
+		t.Errorf("ctl routes 198.19.10.7: %+v, want the upstream's path refused (own_prefix)", routes)
+	}
+	routes = nil
+	if err := json.Unmarshal([]byte(ctl("routes", "1.1.1.1", "-o", "json")), &routes); err != nil || len(routes) != 1 || !routes[0].Best || !routes[0].Installed ||
+		routes[0].Prefix != netip.MustParsePrefix("1.1.1.0/24") {
+		t.Errorf("ctl routes 1.1.1.1: %+v (%v): want the upstream's path, best and installed", routes, err)
+	}
+	var nbs []struct {
+		Neighbor   netip.Addr        `json:"neighbor"`
+		Received   [2]uint64         `json:"received"`
+		Accepted   uint64            `json:"accepted"`
+		Refused    map[string]uint64 `json:"refused"`
+		Advertised int               `json:"advertised"`
+	}
+	if err := json.Unmarshal([]byte(ctl("neighbors", "-o", "json")), &nbs); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nbs {
+		if n.Neighbor.String() == lab.UpstreamAddr {
+			// Refusals count since the node started: two sessions, the reset above.
+			if want := uint64(len(lab.AllRoutes()) + 1); n.Received[0] != want || n.Accepted != want-1 || n.Refused["own_prefix"] != 2 || n.Advertised != 2 {
+				t.Errorf("ctl neighbors, %s: %+v: want %d received, %d accepted, the own prefix refused once per session (2), 2 advertised", lab.UpstreamAddr, n, want, want-1)
+			}
+		}
+	}
+	if len(nbs) != 4 {
+		t.Errorf("ctl neighbors: %d sessions, want 4 (the upstream's two, the core, the second upstream)", len(nbs))
+	}
+
 	if out := ctl("drain", sk.NodeName, "--reason", "test"); !strings.Contains(out, "drained: applied") {
 		t.Errorf("ctl drain said %q", out)
 	}

@@ -80,6 +80,52 @@ type NeighborAdverts struct {
 	Advertised []Advertisement `json:"advertised"`
 }
 
+// Neighbor is one BGP session, what it sent and what it is sent (GET
+// /api/v1/neighbors, `ctl neighbors`).
+type Neighbor struct {
+	Neighbor netip.Addr `json:"neighbor"`
+	ASN      uint32     `json:"asn"`
+	State    string     `json:"state"`
+	Mesh     bool       `json:"mesh"`
+	// Established is when the session came up (zero while down).
+	Established time.Time `json:"established,omitzero"`
+	// Received are the prefixes it holds announced now, before the import rules
+	// (IPv4, IPv6; mesh peers are not counted); Accepted those its rules take.
+	Received [2]uint64 `json:"received"`
+	Accepted uint64    `json:"accepted"`
+	// Refused counts the routes its import rules refused, by reason, since the node
+	// started.
+	Refused map[string]uint64 `json:"refused,omitempty"`
+	// Advertised counts the fleet's prefixes it is sent now.
+	Advertised int `json:"advertised"`
+}
+
+// Routes is GET /api/v1/routes?q=<address|prefix>: every path the node holds
+// towards a destination (an address's longest match, or a prefix exactly), which
+// is best, and whether the FIB has it; and the paths an upstream sent that its
+// import rules refused, with why.
+type Routes struct {
+	Query string      `json:"query"`
+	Paths []RoutePath `json:"paths"`
+}
+
+// RoutePath is one path of Routes.
+type RoutePath struct {
+	Prefix netip.Prefix `json:"prefix"`
+	// Neighbor sent it (absent: the node's own).
+	Neighbor netip.Addr `json:"neighbor,omitzero"`
+	Best     bool       `json:"best"`
+	// Installed: the FIB holds this prefix with this path's next hop.
+	Installed        bool       `json:"installed"`
+	Refused          string     `json:"refused,omitempty"`
+	Nexthop          netip.Addr `json:"nexthop,omitzero"`
+	ASPath           []uint32   `json:"as_path"`
+	Communities      []string   `json:"communities,omitempty"`
+	LargeCommunities []string   `json:"large_communities,omitempty"`
+	LocalPref        uint32     `json:"local_pref"`
+	MED              *uint32    `json:"med,omitempty"`
+}
+
 // Advertisement is one prefix as a neighbour receives it.
 type Advertisement struct {
 	Prefix           netip.Prefix `json:"prefix"`
