@@ -62,6 +62,9 @@ type Neighbor struct {
 	// Export, when set, is what it is sent of the prefixes this node originates
 	// (export.go); nil: nothing.
 	Export *Export
+	// ImportActions, when set, change what its accepted routes carry (local
+	// preference, communities; importpolicy.go).
+	ImportActions *ImportActions
 }
 
 // Family is an address family a session carries.
@@ -189,6 +192,11 @@ type Speaker struct {
 	drained   bool
 	exportMu  sync.Mutex
 	exportGen int
+	// importActions are each neighbour's ImportActions, importGen the generation of
+	// the import policy in force and importHad whether it exists (importpolicy.go).
+	importActions map[netip.Addr]*ImportActions
+	importGen     int
+	importHad     bool
 }
 
 // adjIn counts a neighbour's prefixes and enforces its max-prefix limit. GoBGP counts
@@ -278,6 +286,11 @@ func (c Config) Validate() error {
 				errs = append(errs, fmt.Errorf("bgp.neighbors[%d]: %w", i, err))
 			}
 		}
+		if n.ImportActions != nil {
+			if err := n.ImportActions.Validate(); err != nil {
+				errs = append(errs, fmt.Errorf("bgp.neighbors[%d].import: %w", i, err))
+			}
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -317,7 +330,7 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 		peers: map[netip.Addr]*PeerStatus{}, adjIn: map[netip.Addr]*adjIn{}, loads: map[netip.Addr]*Load{},
 		eors: map[netip.Addr]map[bgp.Family]bool{}, asn: cfg.ASN, meshLocal: cfg.MeshAddress,
 		mesh: map[netip.Addr]bool{}, originated: map[netip.Prefix]netip.Addr{}, importFilter: imf,
-		announced: map[netip.Prefix]bool{}, exports: map[netip.Addr]*Export{}}
+		announced: map[netip.Prefix]bool{}, exports: map[netip.Addr]*Export{}, importActions: map[netip.Addr]*ImportActions{}}
 
 	// Export deny-by-default: upstreams get what their Export allows of the
 	// originated prefixes (export.go), the mesh the rest (mesh.go).
@@ -388,6 +401,14 @@ func (s *Speaker) AddNeighbor(ctx context.Context, n Neighbor) error {
 			return err
 		}
 	}
+	if !n.ImportActions.empty() {
+		s.mu.Lock()
+		s.importActions[n.Address] = n.ImportActions
+		s.mu.Unlock()
+		if err := s.applyImport(ctx); err != nil {
+			return err
+		}
+	}
 	if err := s.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: p}); err != nil {
 		s.importFilter.set(n.Address, nil)
 		return fmt.Errorf("bgp: add neighbour %s AS%d: %w", n.Address, n.ASN, err)
@@ -409,15 +430,28 @@ func (s *Speaker) AddNeighbor(ctx context.Context, n Neighbor) error {
 	return nil
 }
 
-// SetImport replaces a neighbour's import rules, live: the routes it holds are
-// checked again (a soft reset in: GoBGP runs its Adj-RIB-In through import again),
-// and the session stays up.
-func (s *Speaker) SetImport(ctx context.Context, a netip.Addr, r *ImportRules) error {
+// SetImport replaces a neighbour's import rules and actions, live: the routes it
+// holds are checked again (a soft reset in: GoBGP runs its Adj-RIB-In through import
+// again), and the session stays up.
+func (s *Speaker) SetImport(ctx context.Context, a netip.Addr, r *ImportRules, act *ImportActions) error {
 	s.mu.Lock()
 	_, known := s.peers[a]
+	was := s.importActions[a]
+	if known {
+		if act.empty() {
+			delete(s.importActions, a)
+		} else {
+			s.importActions[a] = act
+		}
+	}
 	s.mu.Unlock()
 	if !known {
 		return fmt.Errorf("bgp: %s is not a configured neighbour", a)
+	}
+	if !was.empty() || !act.empty() {
+		if err := s.applyImport(ctx); err != nil {
+			return err
+		}
 	}
 	s.importFilter.set(a, r)
 	if err := s.srv.ResetPeer(ctx, &api.ResetPeerRequest{Address: a.String(), Soft: true, Direction: api.ResetPeerRequest_DIRECTION_IN}); err != nil {
@@ -469,10 +503,17 @@ func (s *Speaker) RemoveNeighbor(ctx context.Context, a netip.Addr) error {
 	delete(s.adjIn, a)
 	_, exported := s.exports[a]
 	delete(s.exports, a)
+	_, acted := s.importActions[a]
+	delete(s.importActions, a)
 	s.mu.Unlock()
 	s.importFilter.set(a, nil)
 	if exported {
 		if err := s.applyExport(ctx); err != nil {
+			return err
+		}
+	}
+	if acted {
+		if err := s.applyImport(ctx); err != nil {
 			return err
 		}
 	}

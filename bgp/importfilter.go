@@ -31,6 +31,29 @@ type ImportRules struct {
 	// AnyFirstAS accepts a path whose first AS is not the neighbour's (a route server
 	// that does not prepend itself).
 	AnyFirstAS bool
+	// Prefixes, when set, is the neighbour's prefix list: only routes inside one of
+	// its entries, no longer than the entry's MaxLength, pass (a customer's or a
+	// peer's registered prefixes).
+	Prefixes []PrefixRange
+	// OriginASNs, when set, is the only origin ASes accepted (the path's last AS);
+	// DenyASNs are ASes no accepted path may contain. Both are range checks on the
+	// path, not regular expressions.
+	OriginASNs, DenyASNs []uint32
+}
+
+// PrefixRange is a prefix list entry: the prefix and the routes within it up to
+// MaxLength bits (0: the prefix's own length only).
+type PrefixRange struct {
+	Prefix    netip.Prefix
+	MaxLength int
+}
+
+func (r PrefixRange) contains(p netip.Prefix) bool {
+	max := r.MaxLength
+	if max == 0 {
+		max = r.Prefix.Bits()
+	}
+	return r.Prefix.Addr().Is4() == p.Addr().Is4() && r.Prefix.Bits() <= p.Bits() && p.Bits() <= max && r.Prefix.Contains(p.Addr())
 }
 
 // Reasons a route is refused, as counted in metrics.
@@ -46,11 +69,14 @@ const (
 	ReasonEmptyPath      = "empty_path"
 	ReasonOwnAS          = "own_as"
 	ReasonOwnPrefix      = "own_prefix"
+	ReasonPrefixList     = "prefix_list"
+	ReasonOriginAS       = "origin_as"
+	ReasonDeniedAS       = "denied_asn"
 )
 
 // Reasons lists every reason, for metrics (an array: its length sizes the counters).
 var Reasons = [...]string{ReasonSpecialPurpose, ReasonTooLong, ReasonTooShort, ReasonDefaultRoute, ReasonPrivateASN, ReasonReservedASN,
-	ReasonPathTooLong, ReasonFirstAS, ReasonEmptyPath, ReasonOwnAS, ReasonOwnPrefix}
+	ReasonPathTooLong, ReasonFirstAS, ReasonEmptyPath, ReasonOwnAS, ReasonOwnPrefix, ReasonPrefixList, ReasonOriginAS, ReasonDeniedAS}
 
 // specialPurpose is IANA's special-purpose address space (RFC 6890 and its
 // registries, as of 2026) that is not globally reachable, with multicast and the
@@ -97,6 +123,9 @@ func (r *ImportRules) check(p netip.Prefix, peerAS, ownAS uint32, path *bgp.Path
 			}
 		}
 	}
+	if len(r.Prefixes) > 0 && !slices.ContainsFunc(r.Prefixes, func(e PrefixRange) bool { return e.contains(p) }) {
+		return ReasonPrefixList
+	}
 	if !r.AnyLength {
 		lo, hi := 8, 24
 		if p.Addr().Is6() {
@@ -113,12 +142,15 @@ func (r *ImportRules) check(p netip.Prefix, peerAS, ownAS uint32, path *bgp.Path
 }
 
 func (r *ImportRules) checkPath(peerAS, ownAS uint32, path *bgp.PathAttributeAsPath) string {
-	n, first := 0, uint32(0)
+	n, first, last := 0, uint32(0), uint32(0)
 	if path != nil {
 		for i, param := range path.Value {
 			ases := param.GetAS()
 			if i == 0 && param.GetType() == bgp.BGP_ASPATH_ATTR_TYPE_SEQ && len(ases) > 0 {
 				first = ases[0]
+			}
+			if i == len(path.Value)-1 && param.GetType() == bgp.BGP_ASPATH_ATTR_TYPE_SEQ && len(ases) > 0 {
+				last = ases[len(ases)-1] // an AS_SET at the end has no single origin
 			}
 			if param.GetType() == bgp.BGP_ASPATH_ATTR_TYPE_SET {
 				n++
@@ -133,6 +165,8 @@ func (r *ImportRules) checkPath(peerAS, ownAS uint32, path *bgp.PathAttributeAsP
 					return ReasonReservedASN
 				case privateASN(as) && !r.PrivateASNs:
 					return ReasonPrivateASN
+				case len(r.DenyASNs) > 0 && slices.Contains(r.DenyASNs, as):
+					return ReasonDeniedAS
 				}
 			}
 		}
@@ -148,6 +182,8 @@ func (r *ImportRules) checkPath(peerAS, ownAS uint32, path *bgp.PathAttributeAsP
 		return ReasonPathTooLong
 	case !r.AnyFirstAS && first != peerAS:
 		return ReasonFirstAS
+	case len(r.OriginASNs) > 0 && !slices.Contains(r.OriginASNs, last):
+		return ReasonOriginAS
 	}
 	return ""
 }

@@ -27,6 +27,8 @@ func TestImportRulesCheck(t *testing.T) {
 		long[i] = 3356
 	}
 	safe := &ImportRules{}
+	customer := &ImportRules{Prefixes: []PrefixRange{{Prefix: netip.MustParsePrefix("8.8.4.0/22"), MaxLength: 24}, {Prefix: netip.MustParsePrefix("9.9.9.0/24"), MaxLength: 25}},
+		OriginASNs: []uint32{15169, 396982}, DenyASNs: []uint32{174}}
 	lab := &ImportRules{PrivateASNs: true, AnyLength: true, Allow: []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24"), netip.MustParsePrefix("2001:db8::/32")}}
 	for _, c := range []struct {
 		rules  *ImportRules
@@ -73,6 +75,19 @@ func TestImportRulesCheck(t *testing.T) {
 		{&ImportRules{DefaultRoute: true}, "0.0.0.0/0", asPath(3356), ""},
 		{&ImportRules{AnyFirstAS: true}, "8.8.4.0/24", asPath(174, 15169), ""},
 		{&ImportRules{MaxPathLength: 2}, "8.8.4.0/24", asPath(3356, 174, 15169), ReasonPathTooLong},
+		// A customer's prefix list and origin ASes; ASes denied anywhere in the path.
+		{customer, "8.8.4.0/22", asPath(3356, 15169), ""},
+		{customer, "8.8.5.0/24", asPath(3356, 15169), ""},
+		{customer, "8.8.5.0/24", asPath(3356, 396982), ""},
+		{customer, "9.9.9.0/24", asPath(3356, 15169), ""},
+		{customer, "9.9.9.0/25", asPath(3356, 15169), ReasonTooLong}, // the list allows it; the length rule does not
+		{customer, "9.9.8.0/24", asPath(3356, 15169), ReasonPrefixList},
+		{customer, "9.9.9.128/25", asPath(3356, 15169), ReasonTooLong},
+		{customer, "8.8.0.0/16", asPath(3356, 15169), ReasonPrefixList},
+		{customer, "2001:4860::/32", asPath(3356, 15169), ReasonPrefixList},
+		{customer, "8.8.4.0/24", asPath(3356, 13335), ReasonOriginAS},
+		{customer, "8.8.4.0/24", asPath(3356, 174, 15169), ReasonDeniedAS},
+		{&ImportRules{OriginASNs: []uint32{15169}}, "8.8.4.0/24", asPath(3356), ReasonOriginAS},
 	} {
 		if got := c.rules.check(netip.MustParsePrefix(c.prefix), 3356, 65000, c.path); got != c.want {
 			t.Errorf("%s via %v: %q, want %q", c.prefix, c.path, got, c.want)
@@ -145,12 +160,26 @@ func TestImportRules(t *testing.T) {
 	}
 
 	up := node.Peers()[0].Established
-	if err := node.SetImport(t.Context(), peer, &ImportRules{PrivateASNs: true, DefaultRoute: true}); err != nil {
+	if err := node.SetImport(t.Context(), peer, &ImportRules{PrivateASNs: true, DefaultRoute: true},
+		&ImportActions{LocalPref: 200, Communities: []string{"65000:3356"}, LargeCommunities: []string{"65000:1:3356"}}); err != nil {
 		t.Fatal(err)
 	}
 	st.expect(Change{Prefix: netip.MustParsePrefix("0.0.0.0/0"), Nexthop: netip.MustParseAddr("10.1.0.2"), Peer: peer})
 	if n := node.RefusedNow()[peer]; n != 2 {
 		t.Errorf("refused now after the default route was allowed: %d, want 2", n)
+	}
+	// The import actions: every accepted route carries them.
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		paths, err := node.Paths("8.8.8.1")
+		if err == nil && len(paths) == 1 && paths[0].LocalPref == 200 && slices.Equal(paths[0].Communities, []string{"65000:3356"}) &&
+			slices.Equal(paths[0].LargeCommunities, []string{"65000:1:3356"}) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Paths(8.8.8.1) = %+v, %v: want local preference 200 and the import's communities", paths, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	if p := node.Peers(); len(p) != 1 || p[0].State != "established" || !p[0].Established.Equal(up) {
 		t.Errorf("after SetImport the session is %+v, want it kept (established at %v)", p, up)

@@ -244,6 +244,49 @@ type ImportConfig struct {
 	PrivateASNs   bool     `yaml:"private_asns"`
 	MaxPathLength int      `yaml:"max_path_length"`
 	AnyFirstAS    bool     `yaml:"any_first_as"`
+	// PrefixList, when set, is the only space the neighbour may announce: entries
+	// "198.51.100.0/22" (that prefix) or "198.51.100.0/22 le 24" (it and its
+	// subnets up to /24).
+	PrefixList []string `yaml:"prefix_list"`
+	// OriginASNs, when set, are the only origin ASes accepted; DenyASNs, ASes no
+	// accepted path contains.
+	OriginASNs []uint32 `yaml:"origin_asns"`
+	DenyASNs   []uint32 `yaml:"deny_asns"`
+	// LocalPref, when set, replaces the accepted routes' local preference;
+	// Communities and LargeCommunities are added to them (also with the filter off).
+	LocalPref        uint32   `yaml:"local_pref"`
+	Communities      []string `yaml:"communities"`
+	LargeCommunities []string `yaml:"large_communities"`
+}
+
+// actions are the bgp package's import actions (nil: none).
+func (c ImportConfig) actions() *bgp.ImportActions {
+	if c.LocalPref == 0 && len(c.Communities) == 0 && len(c.LargeCommunities) == 0 {
+		return nil
+	}
+	return &bgp.ImportActions{LocalPref: c.LocalPref, Communities: c.Communities, LargeCommunities: c.LargeCommunities}
+}
+
+// parsePrefixRange reads a prefix list entry: "prefix" or "prefix le N".
+func parsePrefixRange(s string) (bgp.PrefixRange, error) {
+	f := strings.Fields(s)
+	bad := fmt.Errorf("%q: write a prefix (198.51.100.0/22) or a prefix and the longest length taken (198.51.100.0/22 le 24)", s)
+	if len(f) != 1 && (len(f) != 3 || f[1] != "le") {
+		return bgp.PrefixRange{}, bad
+	}
+	p, err := netip.ParsePrefix(f[0])
+	if err != nil {
+		return bgp.PrefixRange{}, bad
+	}
+	r := bgp.PrefixRange{Prefix: p.Masked()}
+	if len(f) == 3 {
+		n, err := strconv.Atoi(f[2])
+		if err != nil || n < p.Bits() || n > p.Addr().BitLen() {
+			return bgp.PrefixRange{}, fmt.Errorf("%q: the length after le must be from %d to %d", s, p.Bits(), p.Addr().BitLen())
+		}
+		r.MaxLength = n
+	}
+	return r, nil
 }
 
 // rules are the bgp package's rules (nil: not filtered), or what is wrong.
@@ -254,7 +297,16 @@ func (c ImportConfig) rules(ebgp bool, at string) (*bgp.ImportRules, []error) {
 	default:
 		errs = append(errs, fmt.Errorf("%s.filter %q: use on, off, or leave it out (on for eBGP neighbours)", at, c.Filter))
 	}
-	r := &bgp.ImportRules{DefaultRoute: c.DefaultRoute, AnyLength: c.AnyLength, PrivateASNs: c.PrivateASNs, MaxPathLength: c.MaxPathLength, AnyFirstAS: c.AnyFirstAS}
+	r := &bgp.ImportRules{DefaultRoute: c.DefaultRoute, AnyLength: c.AnyLength, PrivateASNs: c.PrivateASNs, MaxPathLength: c.MaxPathLength, AnyFirstAS: c.AnyFirstAS,
+		OriginASNs: c.OriginASNs, DenyASNs: c.DenyASNs}
+	for _, e := range c.PrefixList {
+		pr, err := parsePrefixRange(e)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s.prefix_list %w", at, err))
+			continue
+		}
+		r.Prefixes = append(r.Prefixes, pr)
+	}
 	for _, a := range c.Allow {
 		p, err := netip.ParsePrefix(a)
 		if err != nil {
@@ -267,6 +319,9 @@ func (c ImportConfig) rules(ebgp bool, at string) (*bgp.ImportRules, []error) {
 		errs = append(errs, fmt.Errorf("%s.max_path_length %d: use 1 to 255 (0: the default, 100)", at, c.MaxPathLength))
 	}
 	if c.Filter == "off" || c.Filter == "" && !ebgp {
+		if len(c.PrefixList)+len(c.OriginASNs)+len(c.DenyASNs) > 0 {
+			errs = append(errs, fmt.Errorf("%s: prefix_list, origin_asns and deny_asns are import rules, and the filter is off for this neighbour: set filter: on", at))
+		}
 		return nil, errs
 	}
 	return r, errs
@@ -618,10 +673,12 @@ func (c Config) bgpConfig() (bgp.Config, error) {
 		}
 		out.RouterID = rid
 	}
+	badAddress := false
 	for i, n := range c.BGP.Neighbors {
 		a, err := netip.ParseAddr(n.Address)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("bgp.neighbors[%d].address %q is not an IP address", i, n.Address))
+			badAddress = true
 			continue
 		}
 		var fams []bgp.Family
@@ -641,14 +698,16 @@ func (c Config) bgpConfig() (bgp.Config, error) {
 		errs = append(errs, eerrs...)
 		out.Neighbors = append(out.Neighbors, bgp.Neighbor{Address: a, ASN: n.ASN, Port: n.Port, MaxPrefixes: n.MaxPrefixes, ExpectedPrefixes: n.ExpectedPrefixes,
 			Passive: n.Passive, MultihopTTL: n.MultihopTTL, Families: fams, Password: password, TTLSecurity: n.TTLSecurity, MaxPrefixRestart: n.MaxPrefixRestart,
-			Import: rules, Export: export})
+			Import: rules, Export: export, ImportActions: n.Import.actions()})
 	}
 	origins, oerrs := c.BGP.Originate.prefixes()
 	errs = append(errs, oerrs...)
 	for _, o := range origins {
 		out.Originated = append(out.Originated, o.Prefix)
 	}
-	if len(errs) == 0 {
+	// The speaker's own checks too (every error at once), unless a neighbour was left
+	// out: its indices would then not be the file's.
+	if !badAddress {
 		if err := out.Validate(); err != nil {
 			errs = append(errs, err)
 		}

@@ -134,3 +134,71 @@ func TestConfigDir(t *testing.T) {
 		t.Errorf("an empty directory: %v, want an error naming fleet.yaml", err)
 	}
 }
+
+// TestConfigPolicyErrors: the routing policy's mistakes, all named at once: the
+// fleet's prefixes (bad, with host bits, twice, without reaches), exports (a prefix
+// not originated, bad communities, too many prepends), prefix lists, import rules on
+// a neighbour whose filter is off, bad import communities; and a good one read whole.
+func TestConfigPolicyErrors(t *testing.T) {
+	p := writeConfig(t, `
+interfaces: [eth0]
+bgp:
+  asn: 65000
+  router_id: 192.0.2.1
+  originate:
+    hold_down: -1s
+    prefixes:
+      - {prefix: 203.0.113.0/24, reaches: route}
+      - {prefix: 203.0.113.1/24, reaches: local}
+      - {prefix: 203.0.113.0/24, reaches: route}
+      - {prefix: nonsense, reaches: local}
+      - {prefix: 198.51.100.0/24}
+  neighbors:
+    - address: 192.0.2.2
+      asn: 64512
+      export: {prefixes: [192.0.2.0/24], communities: ["1:2:3"], large_communities: ["1:2"], prepend: 11}
+      import: {prefix_list: ["10.0.0.0/8 le 4", "x"], communities: ["65536:1"]}
+    - address: 192.0.2.3
+      asn: 65000
+      import: {origin_asns: [15169]}
+`)
+	_, err := loadConfig([]string{"-config", p})
+	if err == nil {
+		t.Fatal("a bad routing policy was accepted")
+	}
+	for _, want := range []string{"bgp.originate.hold_down -1s", "bgp.originate.prefixes[1].prefix 203.0.113.1/24 has host bits set: write 203.0.113.0/24",
+		"bgp.originate.prefixes[2].prefix 203.0.113.0/24 is listed twice", `bgp.originate.prefixes[3].prefix "nonsense"`, `bgp.originate.prefixes[4].reaches ""`,
+		"export prefix 192.0.2.0/24 is not one the node originates", `community "1:2:3"`, `large community "1:2"`, "prepend 11",
+		`bgp.neighbors[0].import.prefix_list "10.0.0.0/8 le 4": the length after le must be from 8 to 32`, `bgp.neighbors[0].import.prefix_list "x"`,
+		`bgp.neighbors[0].import: community "65536:1"`, "bgp.neighbors[1].import: prefix_list, origin_asns and deny_asns are import rules, and the filter is off"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not mention %q:\n%v", want, err)
+		}
+	}
+
+	good := writeConfig(t, `
+interfaces: [eth0]
+bgp:
+  asn: 65000
+  router_id: 192.0.2.1
+  originate: {prefixes: [{prefix: 203.0.113.0/24, reaches: route}]}
+  neighbors:
+    - address: 192.0.2.2
+      asn: 64512
+      export: {prefixes: [203.0.113.0/24], med: 0}
+      import: {prefix_list: ["8.8.4.0/22 le 24"], origin_asns: [15169], local_pref: 150, communities: ["65000:1"]}
+`)
+	cfg, err := loadConfig([]string{"-config", good})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := cfg.bgpConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := b.Neighbors[0]
+	if n.Export == nil || !n.Export.HasMED || n.Export.MED != 0 || n.Import == nil || len(n.Import.Prefixes) != 1 || n.Import.Prefixes[0].MaxLength != 24 ||
+		n.ImportActions == nil || n.ImportActions.LocalPref != 150 || len(b.Originated) != 1 {
+		t.Errorf("read %+v, export %+v, import %+v, actions %+v", b, n.Export, n.Import, n.ImportActions)
+	}
+}

@@ -127,7 +127,7 @@ func planReload(old, cur Config) (reloadPlan, error) {
 			if o.MaxPrefixes != n.MaxPrefixes || o.ExpectedPrefixes != n.ExpectedPrefixes || o.MaxPrefixRestart != n.MaxPrefixRestart {
 				p.limits = append(p.limits, n)
 			}
-			if !reflect.DeepEqual(o.Import, n.Import) {
+			if !reflect.DeepEqual(o.Import, n.Import) || !reflect.DeepEqual(o.ImportActions, n.ImportActions) {
 				p.imports = append(p.imports, n)
 			}
 			if !reflect.DeepEqual(o.Export, n.Export) {
@@ -158,7 +158,7 @@ type neighbors interface {
 	AddNeighbor(ctx context.Context, n bgp.Neighbor) error
 	RemoveNeighbor(ctx context.Context, a netip.Addr) error
 	SetLimits(a netip.Addr, maxPrefixes, expected uint32, restart time.Duration) error
-	SetImport(ctx context.Context, a netip.Addr, r *bgp.ImportRules) error
+	SetImport(ctx context.Context, a netip.Addr, r *bgp.ImportRules, act *bgp.ImportActions) error
 	SetExport(ctx context.Context, a netip.Addr, e *bgp.Export) error
 }
 
@@ -299,7 +299,7 @@ func (r *reloader) reloadLocked(ctx context.Context) (string, error) {
 		r.log.Info("neighbour's limits changed, its session kept", "neighbor", n.Address, "max_prefixes", n.MaxPrefixes, "expected_prefixes", n.ExpectedPrefixes)
 	}
 	for _, n := range plan.imports {
-		if err := r.bgp.SetImport(ctx, n.Address, n.Import); err != nil {
+		if err := r.bgp.SetImport(ctx, n.Address, n.Import, n.ImportActions); err != nil {
 			errs = append(errs, err)
 			continue
 		}

@@ -113,7 +113,7 @@ func (f *fakeBGP) RemoveNeighbor(_ context.Context, a netip.Addr) error {
 	return nil
 }
 
-func (f *fakeBGP) SetImport(_ context.Context, a netip.Addr, _ *bgp.ImportRules) error {
+func (f *fakeBGP) SetImport(_ context.Context, a netip.Addr, _ *bgp.ImportRules, _ *bgp.ImportActions) error {
 	f.ops = append(f.ops, "import "+a.String())
 	return nil
 }
