@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/netip"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -185,5 +187,168 @@ func TestReload(t *testing.T) {
 	waitReloads("unchanged", unchanged+1)
 	if m, _ := sk.Metrics(); m["fibfleet_config_last_reload_successful"] != 1 {
 		t.Errorf("the running configuration written again: last_reload_successful %v, want 1", m["fibfleet_config_last_reload_successful"])
+	}
+}
+
+// TestReloadSessions: one configuration change (a ConfigMap swap) with a neighbour
+// added, one removed, one whose TCP-MD5 password changed, one whose import policy
+// alone changed and one unchanged: only the added and the changed one start a new
+// session; the policy change reaches the dataplane (a prefix the new prefix list
+// leaves out is no longer forwarded) with that session's uptime unchanged; an
+// invalid file before it changes nothing.
+func TestReloadSessions(t *testing.T) {
+	ctx := context.Background()
+	sk := startSkeleton(t, lab.SkeletonConfig{Announce: true, ConfigDir: true, Secure6: "s3cret"})
+	sessionsErr := func() (map[string]nodeapi.Session, error) {
+		b, err := sk.Get("/api/v1/status")
+		var st nodeapi.Status
+		if err == nil {
+			err = json.Unmarshal(b, &st)
+		}
+		out := map[string]nodeapi.Session{}
+		for _, s := range st.Sessions {
+			out[s.Neighbor.String()] = s
+		}
+		return out, err
+	}
+	sessions := func() map[string]nodeapi.Session {
+		t.Helper()
+		out, err := sessionsErr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	lookupErr := func(a string) (nodeapi.Lookup, error) {
+		b, err := sk.Get("/api/v1/lookup?addr=" + a)
+		var l nodeapi.Lookup
+		if err == nil {
+			err = json.Unmarshal(b, &l)
+		}
+		return l, err
+	}
+	all := []string{lab.UpstreamAddr, lab.UpstreamAddr6, lab.CoreAddr, lab.Upstream2Addr}
+	var before map[string]nodeapi.Session
+	err := lab.WaitFor(ctx, 60*time.Second, "every session established and 9.9.9.0/24 forwarded", func() (bool, error) {
+		var err error
+		if before, err = sessionsErr(); err != nil {
+			return false, err
+		}
+		for _, a := range all {
+			if before[a].State != "established" {
+				return false, nil
+			}
+		}
+		l, err := lookupErr("9.9.9.9")
+		return l.Found, err
+	})
+	if err != nil {
+		t.Fatalf("%v: %+v", err, before)
+	}
+	reloads := func(result string) float64 {
+		m, _ := sk.Metrics()
+		return m[fmt.Sprintf(`fibfleet_config_reloads_total{result=%q}`, result)]
+	}
+
+	// An invalid file: refused, nothing changed.
+	if err := sk.WriteConfig(sk.NodeConfigYAML + "bgp: [\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.WaitFor(ctx, 20*time.Second, "the invalid file refused", func() (bool, error) { return reloads("refused") == 1, nil }); err != nil {
+		t.Fatal(err)
+	}
+	for a, s := range sessions() {
+		if !s.Established.Equal(before[a].Established) {
+			t.Errorf("an invalid file restarted the session with %s", a)
+		}
+	}
+
+	// The change: the core removed, the extra upstream added, the IPv6 session's
+	// password changed (BIRD's too), the IPv4 upstream's prefix list now leaving
+	// 9.9.9.0/24 out, the second upstream unchanged.
+	body := sk.NodeConfigYAML
+	core := fmt.Sprintf("    - address: %s\n      asn: %d\n", lab.CoreAddr, lab.RouterASN)
+	extra := fmt.Sprintf("    - address: %s\n      asn: %d\n      import: %s\n", lab.ExtraAddr, lab.ExtraASN, lab.LabImport)
+	list := `, prefix_list: ["198.51.100.0/24", "203.0.113.0/24", "1.1.1.0/24", "100.64.1.0/24", "192.0.2.0/24"]}`
+	policy := strings.TrimSuffix(lab.LabImport, "}") + list
+	next := strings.Replace(strings.Replace(body, core, extra, 1), "import: "+lab.LabImport, "import: "+policy, 1)
+	if next == body || !strings.Contains(next, lab.ExtraAddr) || !strings.Contains(next, "prefix_list") {
+		t.Fatalf("the skeleton's configuration does not have the shape this test edits:\n%s", body)
+	}
+	if err := os.WriteFile(sk.Secure6File, []byte("n3w\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(sk.Dir, "bird.conf")
+	bc, err := os.ReadFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(conf, []byte(strings.Replace(string(bc), `password "s3cret"`, `password "n3w"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := sk.Birdc("configure"); err != nil {
+		t.Fatalf("birdc configure: %v: %s", err, out)
+	}
+	if err := sk.WriteConfig(next); err != nil {
+		t.Fatal(err)
+	}
+	var after map[string]nodeapi.Session
+	err = lab.WaitFor(ctx, 90*time.Second, "the extra upstream up, the core gone, the IPv6 session back with its new password", func() (bool, error) {
+		var err error
+		if after, err = sessionsErr(); err != nil {
+			return false, err
+		}
+		_, coreThere := after[lab.CoreAddr]
+		v6 := after[lab.UpstreamAddr6]
+		return !coreThere && after[lab.ExtraAddr].State == "established" && v6.State == "established" && v6.Established.After(before[lab.UpstreamAddr6].Established), nil
+	})
+	if err != nil {
+		t.Fatalf("%v: %+v", err, after)
+	}
+	for _, a := range []string{lab.UpstreamAddr, lab.Upstream2Addr} {
+		if !after[a].Established.Equal(before[a].Established) {
+			t.Errorf("the session with %s started again (%v, was %v): only the added and the changed ones may", a, after[a].Established, before[a].Established)
+		}
+	}
+	if reloads("applied") != 1 {
+		t.Errorf("applied reloads: %v, want 1", reloads("applied"))
+	}
+	// The policy in the dataplane: 9.9.9.0/24 gone, the extra upstream's route in;
+	// packets to the first no longer forwarded.
+	err = lab.WaitFor(ctx, 20*time.Second, "9.9.9.0/24 out of the FIB, 198.18.77.0/24 in", func() (bool, error) {
+		gone, err := lookupErr("9.9.9.9")
+		if err != nil {
+			return false, err
+		}
+		in, err := lookupErr("198.18.77.1")
+		return !gone.Found && in.Found, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink2, err := sk.Listen(sk.Sink2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink1, err := sk.Listen(sk.Sink1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst, extraDst := netip.MustParseAddr("9.9.9.9"), netip.MustParseAddr("198.18.77.1")
+	if err := sk.Send(dst, 20); err != nil {
+		t.Fatal(err)
+	}
+	if err := sk.Send(extraDst, 20); err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.WaitFor(ctx, 10*time.Second, "the extra upstream's destination forwarded", func() (bool, error) { return sink1.Count(extraDst) == 20, nil }); err != nil {
+		t.Error(err)
+	}
+	if n := sink2.Count(dst); n != 0 {
+		t.Errorf("%d packets to %s forwarded after the prefix list left it out", n, dst)
+	}
+	m, _ := sk.Metrics()
+	if v := m[fmt.Sprintf(`fibfleet_bgp_import_refused_total{neighbor="%s",reason="prefix_list"}`, lab.UpstreamAddr)]; v < 1 {
+		t.Errorf("prefix_list refusals from %s: %v, want at least 1", lab.UpstreamAddr, v)
 	}
 }

@@ -164,7 +164,8 @@ type SkeletonConfig struct {
 	// plays the operator's core, an iBGP session (CoreAddr on a link of its own, r5,
 	// in the node's AS) announcing CoreRoute (static protocol "corenet": `Birdc2
 	// disable corenet` withdraws it); the upstream announces one of the node's own
-	// prefixes (OwnPrefixRoute) over its IPv4 session.
+	// prefixes (OwnPrefixRoute) over its IPv4 session. A third upstream (ExtraAddr,
+	// AS ExtraASN) waits on its own link for a reload to add it.
 	Announce bool
 }
 
@@ -184,6 +185,9 @@ var (
 	// OwnPrefixRoute is OriginLocal as the upstream announces it (next hop sink1):
 	// the node refuses it (own_prefix).
 	OwnPrefixRoute = OriginLocal
+	// ExtraRoute is what a third upstream, not in the node's configuration (ExtraAddr,
+	// on a link of its own, r6), announces once a reload adds it; next hop sink1.
+	ExtraRoute = netip.MustParsePrefix("198.18.77.0/24")
 )
 
 // Addresses of the announcement topology.
@@ -193,6 +197,11 @@ const (
 	Upstream2Addr  = "10.14.0.2"
 	RouterUp2Addr  = "10.14.0.1"
 	Upstream2ASN   = 65003
+	// ExtraAddr is the third upstream (AS ExtraASN, run by the second upstream's BIRD)
+	// that no configuration names at first.
+	ExtraAddr       = "10.16.0.2"
+	RouterExtraAddr = "10.16.0.1"
+	ExtraASN        = 65004
 	// AnnounceHoldDown is the node's bgp.originate.hold_down in the skeleton.
 	AnnounceHoldDown = 20 * time.Second
 )
@@ -437,6 +446,15 @@ func (s *Skeleton) buildAnnounce() error {
 	if err := s.Link(s.Router, "r5", RouterCoreAddr+"/24", s.Upstream2, "c0", CoreAddr+"/24"); err != nil {
 		return err
 	}
+	if err := s.Link(s.Router, "r6", RouterExtraAddr+"/24", s.Upstream2, "x0", ExtraAddr+"/24"); err != nil {
+		return err
+	}
+	if _, err := s.Sink1.Exec("ip", "route", "add", "local", ExtraRoute.String(), "dev", "lo"); err != nil {
+		return err
+	}
+	if _, err := s.Src.Exec("ip", "route", "add", ExtraRoute.String(), "via", "10.10.0.1"); err != nil {
+		return err
+	}
 	if _, err := s.Sink1.Exec("ip", "route", "add", "local", OwnPrefixRoute.String(), "dev", "lo"); err != nil {
 		return err
 	}
@@ -454,6 +472,11 @@ func (s *Skeleton) buildAnnounce() error {
 	core.proto("corenet", netip.MustParseAddr("10.11.2.2"))
 	c.bgp(birdSession{name: "core", local: CoreAddr, localAS: RouterASN, neighbor: RouterCoreAddr, neighborAS: RouterASN, quickRetry: true,
 		channels: []birdChannel{{family: "ipv4", imp: "none", exp: core.String()}}})
+	c.static("extranet", ExtraRoute)
+	var extra nexthopFilter
+	extra.proto("extranet", netip.MustParseAddr("10.11.1.2"))
+	c.bgp(birdSession{name: "extra", local: ExtraAddr, localAS: ExtraASN, neighbor: RouterExtraAddr, neighborAS: RouterASN, quickRetry: true,
+		channels: []birdChannel{{family: "ipv4", imp: "none", exp: extra.String()}}})
 	s.Bird2Sock, s.Bird2Log, _, err = startBird(s.Upstream2, s.Dir, "bird2", c)
 	return err
 }
