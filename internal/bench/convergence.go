@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fibfleet/fibfleet/internal/lab"
+	"github.com/fibfleet/fibfleet/internal/nodeapi"
 	"github.com/fibfleet/fibfleet/internal/table"
 )
 
@@ -50,12 +52,19 @@ func LabTable(all []table.Route) []table.Route {
 	return out
 }
 
-// MeasureConvergence builds the skeleton lab with BIRD announcing routes, times the
-// node, calls check (if any) while the lab is up, then times the BIRD baseline. The
-// lab is removed before it returns; an error carries the tail of the node's log.
-func MeasureConvergence(ctx context.Context, nodeBin, dir string, routes []table.Route, check func(*lab.Skeleton) error) (c Convergence, err error) {
-	c.Routes = len(routes)
-	sk, err := lab.StartSkeleton(lab.SkeletonConfig{NodeBinary: nodeBin, Dir: dir, Table: routes})
+// ConvergenceOptions vary a convergence run.
+type ConvergenceOptions struct {
+	// ImportFilter "off" loads the table without the import rules (the A/B
+	// baseline); "" with the lab's.
+	ImportFilter string
+	// NoBird skips the BIRD baseline.
+	NoBird bool
+}
+
+// withSkeleton starts the skeleton with BIRD announcing routes, waits for BIRD to
+// start, runs fn and removes the lab; an error carries the tail of the node's log.
+func withSkeleton(ctx context.Context, cfg lab.SkeletonConfig, fn func(*lab.Skeleton) error) (err error) {
+	sk, err := lab.StartSkeleton(cfg)
 	if sk != nil {
 		defer func() {
 			if err != nil {
@@ -67,19 +76,34 @@ func MeasureConvergence(ctx context.Context, nodeBin, dir string, routes []table
 		}()
 	}
 	if err != nil {
-		return c, err
+		return err
 	}
 	// BIRD parses a 40 MB config first.
 	if err := lab.WaitFor(ctx, 2*time.Minute, "BIRD to start", func() (bool, error) {
 		_, err := sk.Birdc("show", "status")
 		return err == nil, err
 	}); err != nil {
-		return c, err
+		return err
 	}
+	return fn(sk)
+}
+
+// MeasureConvergence builds the skeleton lab with BIRD announcing routes, times the
+// node, calls check (if any) while the lab is up, then times the BIRD baseline. The
+// lab is removed before it returns; an error carries the tail of the node's log.
+func MeasureConvergence(ctx context.Context, nodeBin, dir string, routes []table.Route, opts ConvergenceOptions, check func(*lab.Skeleton) error) (c Convergence, err error) {
+	c.Routes = len(routes)
+	err = withSkeleton(ctx, lab.SkeletonConfig{NodeBinary: nodeBin, Dir: dir, Table: routes, ImportFilter: opts.ImportFilter}, func(sk *lab.Skeleton) error {
+		return c.measure(ctx, sk, routes, opts, check)
+	})
+	return c, err
+}
+
+func (c *Convergence) measure(ctx context.Context, sk *lab.Skeleton, routes []table.Route, opts ConvergenceOptions, check func(*lab.Skeleton) error) error {
 	total := float64(len(routes) + lab.Routes4())
 	var established, fibDone time.Time
 	secs := func(v float64) time.Duration { return time.Duration(v * float64(time.Second)) }
-	err = lab.WaitFor(ctx, 5*time.Minute, "the node's FIB and kernel sync", func() (bool, error) {
+	err := lab.WaitFor(ctx, 5*time.Minute, "the node's FIB and kernel sync", func() (bool, error) {
 		m, err := sk.Metrics()
 		if err != nil {
 			return false, err
@@ -106,17 +130,20 @@ func MeasureConvergence(ctx context.Context, nodeBin, dir string, routes []table
 		return false, nil
 	})
 	if err != nil {
-		return c, err
+		return err
 	}
 	c.NodeRSS = PeakRSS(sk.NodePID)
 	if check != nil {
 		if err := check(sk); err != nil {
-			return c, err
+			return err
 		}
+	}
+	if opts.NoBird {
+		return nil
 	}
 
 	if _, err := sk.Birdc("enable", "baseline"); err != nil {
-		return c, err
+		return err
 	}
 	var rxEst time.Time
 	err = lab.WaitFor(ctx, 5*time.Minute, "BIRD to load the table into its kernel table", func() (bool, error) {
@@ -141,7 +168,7 @@ func MeasureConvergence(ctx context.Context, nodeBin, dir string, routes []table
 		return false, nil
 	})
 	c.BirdRSS = PeakRSS(sk.BirdRxPID)
-	return c, err
+	return err
 }
 
 func birdc(sock string, args ...string) (string, error) {
@@ -184,4 +211,87 @@ func PeakRSS(pid int) string {
 		}
 	}
 	return "unknown"
+}
+
+// PolicyChange is how long a policy change on a loaded table took to reach the
+// dataplane: an import rule that refuses the upstream's whole table (deny_asns: its
+// AS), then the rule taken back.
+type PolicyChange struct {
+	Routes int
+	// Refuse: from the new configuration written to the FIB holding none of the
+	// upstream's IPv4 routes; Accept: from the old one written back to the FIB
+	// holding them all again. Both go through a reload, a soft reset in (GoBGP runs
+	// the neighbour's Adj-RIB-In through import again) and the FIB.
+	Refuse, Accept time.Duration
+	// Kept says the session stayed up throughout (its established time unchanged).
+	Kept bool
+}
+
+// MeasurePolicyChange loads routes from BIRD into the node (run with -config-dir),
+// then changes its IPv4 upstream's import policy and back, as an operator would,
+// through a ConfigMap-style swap.
+func MeasurePolicyChange(ctx context.Context, nodeBin, dir string, routes []table.Route) (pc PolicyChange, err error) {
+	pc.Routes = len(routes)
+	err = withSkeleton(ctx, lab.SkeletonConfig{NodeBinary: nodeBin, Dir: dir, Table: routes, ConfigDir: true}, func(sk *lab.Skeleton) error {
+		total := float64(len(routes) + lab.Routes4())
+		fib := func() (float64, error) {
+			m, err := sk.Metrics()
+			return m[`fibfleet_fib_routes{family="ipv4"}`], err
+		}
+		if err := lab.WaitFor(ctx, 5*time.Minute, "the table in the FIB", func() (bool, error) {
+			n, err := fib()
+			return n == total, err
+		}); err != nil {
+			return err
+		}
+		up, err := established(sk)
+		if err != nil {
+			return err
+		}
+		// The upstream's routes all carry its AS: denying it refuses them all; the
+		// IPv4 route of the lab's IPv6 session stays.
+		deny := strings.Replace(sk.NodeConfigYAML, "import: "+lab.LabImport, "import: "+strings.TrimSuffix(lab.LabImport, "}")+fmt.Sprintf(", deny_asns: [%d]}", lab.UpstreamASN), 1)
+		if deny == sk.NodeConfigYAML {
+			return errors.New("bench: the skeleton's configuration has no import rules to change")
+		}
+		step := func(body string, want float64) (time.Duration, error) {
+			start := time.Now()
+			if err := sk.WriteConfig(body); err != nil {
+				return 0, err
+			}
+			err := lab.WaitFor(ctx, 5*time.Minute, fmt.Sprintf("%v IPv4 routes in the FIB", want), func() (bool, error) {
+				n, err := fib()
+				return n == want, err
+			})
+			return time.Since(start), err
+		}
+		if pc.Refuse, err = step(deny, 1); err != nil {
+			return err
+		}
+		if pc.Accept, err = step(sk.NodeConfigYAML, total); err != nil {
+			return err
+		}
+		after, err := established(sk)
+		pc.Kept = err == nil && after.Equal(up)
+		return err
+	})
+	return pc, err
+}
+
+// established is when the IPv4 upstream's session came up, from the node's API.
+func established(sk *lab.Skeleton) (time.Time, error) {
+	b, err := sk.Get("/api/v1/status")
+	if err != nil {
+		return time.Time{}, err
+	}
+	var st nodeapi.Status
+	if err := json.Unmarshal(b, &st); err != nil {
+		return time.Time{}, err
+	}
+	for _, s := range st.Sessions {
+		if s.Neighbor.String() == lab.UpstreamAddr && s.State == "established" {
+			return s.Established, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("bench: no established session with %s", lab.UpstreamAddr)
 }

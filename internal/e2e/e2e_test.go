@@ -47,7 +47,7 @@ func TestMain(m *testing.M) {
 }
 
 // build compiles a command once per test run.
-func build(t *testing.T, pkg, name string) string {
+func build(t testing.TB, pkg, name string) string {
 	t.Helper()
 	binMu.Lock()
 	defer binMu.Unlock()

@@ -95,6 +95,33 @@ func TestFleet(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	t.Run("routes n1's import rules refuse reach no node", func(t *testing.T) {
+		m, err := n1.Metrics()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, reason := range []string{"special_purpose", "too_long"} {
+			if v := m[fmt.Sprintf(`fibfleet_bgp_import_refused_total{neighbor="%s",reason="%s"}`, lab.UpstreamAddr, reason)]; v != 1 {
+				t.Errorf("n1 refused %v routes as %s, want 1", v, reason)
+			}
+		}
+		for _, n := range fl.Nodes {
+			for _, p := range lab.FleetRefused {
+				b, err := n.Get("/api/v1/lookup?addr=" + p.Addr().Next().String())
+				var l nodeapi.Lookup
+				if err == nil {
+					err = json.Unmarshal(b, &l)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if l.Found && l.Prefix == p {
+					t.Errorf("%s holds the refused route %s: %+v", n.Name, p, l)
+				}
+			}
+		}
+	})
+
 	sink, err := fl.Listen()
 	if err != nil {
 		t.Fatal(err)

@@ -64,7 +64,7 @@ func TestFullTableBGP(t *testing.T) {
 		t.Logf("every one of the %d table prefixes answers nexthop %d in the dataplane", len(routes), out[0])
 		return nil
 	}
-	c, err := bench.MeasureConvergence(context.Background(), build(t, "github.com/fibfleet/fibfleet/cmd/node", "fibfleet-node"), t.TempDir(), routes, check)
+	c, err := bench.MeasureConvergence(context.Background(), build(t, "github.com/fibfleet/fibfleet/cmd/node", "fibfleet-node"), t.TempDir(), routes, bench.ConvergenceOptions{}, check)
 	if err != nil {
 		t.Fatal(err)
 	}

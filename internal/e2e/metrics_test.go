@@ -67,8 +67,9 @@ func testMetrics(t *testing.T, fl *lab.Fleet, flushes uint32) {
 		}
 		return out
 	}
-	if got := byLabel("fibfleet_bgp_received_prefixes", "family"); got["ipv4"] != 3 || got["ipv6"] != 2 {
-		t.Errorf("n1's upstream prefixes by family %v, want BIRD's ipv4 3, ipv6 2", got)
+	// Received counts before the import rules: the refused routes too.
+	if got := byLabel("fibfleet_bgp_received_prefixes", "family"); got["ipv4"] != float64(3+len(lab.FleetRefused)) || got["ipv6"] != 2 {
+		t.Errorf("n1's upstream prefixes by family %v, want BIRD's ipv4 %d (3 and the refused ones), ipv6 2", got, 3+len(lab.FleetRefused))
 	}
 	ep := byLabel("fibfleet_cluster_epoch", "scope")
 	if ep["fleet"] < float64(flushes) || byLabel("fibfleet_cache_epoch", "")[""] != ep["fleet"]+ep["node"] {

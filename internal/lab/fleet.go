@@ -45,6 +45,11 @@ var FleetRoutes = []netip.Prefix{
 	netip.MustParsePrefix("2001:db8:100::/48"), netip.MustParsePrefix("2620:fe::/48"),
 }
 
+// FleetRefused are routes the upstream's BIRD announces to n1 beside FleetRoutes that
+// the lab's import rules refuse (special-purpose space, too long): they must reach no
+// node's FIB, n1's nor, over the mesh, any other's.
+var FleetRefused = []netip.Prefix{netip.MustParsePrefix("10.20.0.0/16"), netip.MustParsePrefix("198.51.100.128/25")}
+
 // FleetConfig says how to build a fleet.
 type FleetConfig struct {
 	NodeBinary, EtcdBinary string
@@ -484,6 +489,7 @@ func (f *Fleet) startBird() error {
 	}
 	c.static("own4", own4...)
 	c.static("own6", own6...)
+	c.static("refused4", FleetRefused...)
 	if len(t4) > 0 {
 		c.static("table4", t4...)
 	}

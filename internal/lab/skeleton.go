@@ -120,6 +120,7 @@ type Skeleton struct {
 	Upstream2           *Netns
 	Bird2Sock, Bird2Log string
 	announce            bool
+	importFilter        string
 }
 
 // SkeletonConfig says how to run the skeleton.
@@ -167,6 +168,9 @@ type SkeletonConfig struct {
 	// prefixes (OwnPrefixRoute) over its IPv4 session. A third upstream (ExtraAddr,
 	// AS ExtraASN) waits on its own link for a reload to add it.
 	Announce bool
+	// ImportFilter "off" runs the IPv4 upstream without import rules (the A/B
+	// baseline of their cost); "" gives it the lab's rules (LabImport).
+	ImportFilter string
 }
 
 // The fleet's prefixes in the skeleton (SkeletonConfig.Announce), with what each
@@ -213,7 +217,7 @@ func StartSkeleton(cfg SkeletonConfig) (*Skeleton, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Skeleton{Lab: l, Dir: cfg.Dir, NodeName: l.Prefix + "-rtr"}
+	s := &Skeleton{Lab: l, Dir: cfg.Dir, NodeName: l.Prefix + "-rtr", importFilter: cfg.ImportFilter}
 	if err := s.build(cfg); err != nil {
 		return s, err
 	}
@@ -576,7 +580,10 @@ func (s *Skeleton) NodeConfig(xdpMode, backend string, maxPrefixes, expected, ex
 	if backend == "" {
 		backend = "compiled"
 	}
-	secure, export4, export6, announce := "", "", "", ""
+	secure, export4, export6, announce, import4 := "", "", "", "", LabImport
+	if s.importFilter != "" {
+		import4 = "{filter: " + s.importFilter + "}"
+	}
 	if s.Secure6File != "" {
 		secure = fmt.Sprintf("      password_file: %s\n      ttl_security: true\n", s.Secure6File)
 	}
@@ -625,7 +632,7 @@ bgp:
       families: [ipv6-unicast, ipv4-unicast]
       expected_prefixes: %d
       import: %s
-%s%s%s`, s.NodeName, s.If("r0"), s.If("r1"), s.If("r2"), s.If("r3"), xdpMode, MetricsAddr, backend, filepath.Join(s.Dir, "etcd"), RouterASN, RouterUpAddr, GoBGPAddr, UpstreamAddr, UpstreamASN, maxPrefixes, expected, LabImport,
+%s%s%s`, s.NodeName, s.If("r0"), s.If("r1"), s.If("r2"), s.If("r3"), xdpMode, MetricsAddr, backend, filepath.Join(s.Dir, "etcd"), RouterASN, RouterUpAddr, GoBGPAddr, UpstreamAddr, UpstreamASN, maxPrefixes, expected, import4,
 		export4, UpstreamAddr6, UpstreamASN, expected6, labImport6, secure, export6, announce)
 }
 

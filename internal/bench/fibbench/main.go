@@ -6,7 +6,9 @@
 //	go run ./internal/bench/fibbench -png docs/fib-lookup.png
 //
 // The other measurements of docs/BENCHMARKS.md: -pps (forwarding through veth),
-// -convergence (full-table BGP against BIRD 2), -flush (fleet flush propagation),
+// -convergence (full-table BGP against BIRD 2), -import-ab (full-table loads with the
+// import rules and without), -policy (a policy change on a full table reaching the
+// dataplane), -flush (fleet flush propagation),
 // -detect (failure detection of a crashed member), -v6 (the IPv6 FIB against the trie
 // candidates, bpf_fib_lookup and the LPM trie), -cache (the destination cache over
 // flows and floods, off vs fixed vs auto, in front of every FIB of both families).
@@ -52,10 +54,16 @@ func main() {
 	crashes := flag.Int("crashes", 15, "crashes per profile (with -detect)")
 	kill := flag.Bool("kill", false, "SIGKILL a real node of a three-node fleet (namespaces, etcd, BIRD) and time its death and unpeering by the others, instead")
 	kills := flag.Int("kills", 10, "kills (with -kill)")
+	importAB := flag.Bool("import-ab", false, "measure full-table convergence with the lab's import rules and without, interleaved (-runs pairs), instead")
+	policy := flag.Bool("policy", false, "measure a policy change on a full table (refuse the upstream's routes, then accept them again) reaching the dataplane (-runs times), instead")
 	cacheModes := flag.Bool("cache", false, "measure the destination cache (floods; off vs fixed 512 vs auto over flows to D destinations) in front of each FIB instead; -png takes a %s for the FIB's name")
 	flag.Parse()
 	var err error
-	if *kill {
+	if *importAB {
+		err = runImportAB(*runs)
+	} else if *policy {
+		err = runPolicy(*runs)
+	} else if *kill {
 		err = runKill(*kills)
 	} else if *flush {
 		err = runFlush(*flushes)
@@ -304,21 +312,101 @@ func barChart(res []bench.Result, series []string, label func(bench.Result) stri
 	return p.Save(6*vg.Inch, 4*vg.Inch, path)
 }
 
-func runConvergence(runs int) error {
+// fullTableLab is the 2026 table less the lab's prefixes, a working directory and
+// the node binary built into it (cleanup removes both).
+func fullTableLab() (routes []table.Route, dir, node string, cleanup func(), err error) {
 	all, err := table.Real2026()
 	if err != nil {
-		return err
+		return nil, "", "", nil, err
 	}
-	routes := bench.LabTable(all)
-	dir, err := os.MkdirTemp("", "fibbench-")
+	if dir, err = os.MkdirTemp("", "fibbench-"); err != nil {
+		return nil, "", "", nil, err
+	}
+	cleanup = func() { os.RemoveAll(dir) }
+	node = dir + "/fibfleet-node"
+	if out, err := exec.Command("go", "build", "-o", node, "./cmd/node").CombinedOutput(); err != nil {
+		cleanup()
+		return nil, "", "", nil, fmt.Errorf("go build ./cmd/node (run from the repository root): %w\n%s", err, out)
+	}
+	return bench.LabTable(all), dir, node, cleanup, nil
+}
+
+// settle is the pause after each full-table lab before the next run.
+const settle = 30 * time.Second
+
+// runImportAB times full-table loads with the lab's import rules and without,
+// interleaved in alternating order, BIRD's baseline left out.
+func runImportAB(runs int) error {
+	routes, dir, node, cleanup, err := fullTableLab()
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	node := dir + "/fibfleet-node"
-	if out, err := exec.Command("go", "build", "-o", node, "./cmd/node").CombinedOutput(); err != nil {
-		return fmt.Errorf("go build ./cmd/node (run from the repository root): %w\n%s", err, out)
+	defer cleanup()
+	fmt.Printf("\n%d prefixes (2026 table less the lab's), BIRD 2 upstream, %d interleaved pairs: Established to dataplane complete, peak RSS\n\n", len(routes), runs)
+	fmt.Println("| pair | import rules off | import rules on | on / off |")
+	fmt.Println("|---|---|---|---|")
+	var off, on, ratio []float64
+	for i := 0; i < runs; i++ {
+		var pair [2]bench.Convergence
+		// Alternate which goes first, and let the machine settle after each lab: the
+		// kernel frees a torn-down namespace's million routes after it is gone, and
+		// that slows the next run.
+		order := []int{0, 1}
+		if i%2 == 1 {
+			order = []int{1, 0}
+		}
+		for _, j := range order {
+			rdir, err := os.MkdirTemp(dir, "run-")
+			if err != nil {
+				return err
+			}
+			filter := map[int]string{0: "off", 1: ""}[j]
+			if pair[j], err = bench.MeasureConvergence(context.Background(), node, rdir, routes, bench.ConvergenceOptions{ImportFilter: filter, NoBird: true}, nil); err != nil {
+				return err
+			}
+			time.Sleep(settle)
+		}
+		r := pair[1].NodeFIB.Seconds() / pair[0].NodeFIB.Seconds()
+		fmt.Printf("| %d | %.1f s, %s | %.1f s, %s | %.2fx |\n", i+1, pair[0].NodeFIB.Seconds(), pair[0].NodeRSS, pair[1].NodeFIB.Seconds(), pair[1].NodeRSS, r)
+		off, on, ratio = append(off, pair[0].NodeFIB.Seconds()), append(on, pair[1].NodeFIB.Seconds()), append(ratio, r)
 	}
+	fmt.Printf("| median | %.1f s | %.1f s | %.2fx |\n", bench.Median(off), bench.Median(on), bench.Median(ratio))
+	return nil
+}
+
+// runPolicy times a policy change on a full table reaching the dataplane.
+func runPolicy(runs int) error {
+	routes, dir, node, cleanup, err := fullTableLab()
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	fmt.Printf("\n%d prefixes (2026 table less the lab's), BIRD 2 upstream, %d runs: a ConfigMap swap that refuses the upstream's whole table (deny_asns), then takes it back\n\n", len(routes), runs)
+	fmt.Println("| run | refuse: FIB empty of it | accept: FIB whole again | session kept |")
+	fmt.Println("|---|---|---|---|")
+	var refuse, accept []float64
+	for i := 0; i < runs; i++ {
+		rdir, err := os.MkdirTemp(dir, "run-")
+		if err != nil {
+			return err
+		}
+		pc, err := bench.MeasurePolicyChange(context.Background(), node, rdir, routes)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("| %d | %.1f s | %.1f s | %v |\n", i+1, pc.Refuse.Seconds(), pc.Accept.Seconds(), pc.Kept)
+		refuse, accept = append(refuse, pc.Refuse.Seconds()), append(accept, pc.Accept.Seconds())
+	}
+	fmt.Printf("| median | %.1f s | %.1f s | |\n", bench.Median(refuse), bench.Median(accept))
+	return nil
+}
+
+func runConvergence(runs int) error {
+	routes, dir, node, cleanup, err := fullTableLab()
+	if err != nil {
+		return err
+	}
+	defer cleanup()
 	var nodeB, node_, lag, nodeK, birdI, birdK, ratio []float64
 	fmt.Printf("\n%d prefixes (2026 table less the lab's), BIRD 2 upstream, %d runs\n\n", len(routes), runs)
 	fmt.Println("| run | node End-of-RIB in GoBGP | node dataplane complete | dataplane lag | node kernel sync | node peak RSS | BIRD import | BIRD kernel | BIRD peak RSS | node dataplane / BIRD kernel |")
@@ -328,7 +416,7 @@ func runConvergence(runs int) error {
 		if err != nil {
 			return err
 		}
-		c, err := bench.MeasureConvergence(context.Background(), node, rdir, routes, nil)
+		c, err := bench.MeasureConvergence(context.Background(), node, rdir, routes, bench.ConvergenceOptions{}, nil)
 		if err != nil {
 			return err
 		}
