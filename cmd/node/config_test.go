@@ -202,3 +202,35 @@ bgp:
 		t.Errorf("read %+v, export %+v, import %+v, actions %+v", b, n.Export, n.Import, n.ImportActions)
 	}
 }
+
+// TestPolicyHash: nodes whose upstreams differ only in address (and order) run the
+// same policy; a changed rule, export or originated prefix is another policy.
+func TestPolicyHash(t *testing.T) {
+	read := func(neighbors, originate string) string {
+		t.Helper()
+		cfg, err := loadConfig([]string{"-config", writeConfig(t, "interfaces: [eth0]\nbgp:\n  asn: 65000\n  router_id: 192.0.2.1\n  neighbors:\n"+neighbors+originate)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg.policyHash()
+	}
+	const orig = "  originate: {prefixes: [{prefix: 203.0.113.0/24, reaches: route}]}\n"
+	a := read("    - {address: 192.0.2.2, asn: 64512, export: {prefixes: [203.0.113.0/24]}}\n    - {address: 10.0.0.1, asn: 65000}\n", orig)
+	for what, want := range map[string]struct {
+		neighbors, originate string
+		same                 bool
+	}{
+		"other addresses, other order": {"    - {address: 10.9.0.1, asn: 65000}\n    - {address: 198.51.100.2, asn: 64999, export: {prefixes: [203.0.113.0/24]}}\n", orig, true},
+		"an import rule":               {"    - {address: 192.0.2.2, asn: 64512, export: {prefixes: [203.0.113.0/24]}, import: {private_asns: true}}\n    - {address: 10.0.0.1, asn: 65000}\n", orig, false},
+		"an export":                    {"    - {address: 192.0.2.2, asn: 64512, export: {prefixes: [203.0.113.0/24], prepend: 1}}\n    - {address: 10.0.0.1, asn: 65000}\n", orig, false},
+		"the fleet's prefixes":         {"    - {address: 192.0.2.2, asn: 64512, export: {prefixes: [203.0.113.0/24]}}\n    - {address: 10.0.0.1, asn: 65000}\n", orig + "  # and a hold-down\n", true},
+		"a hold-down":                  {"    - {address: 192.0.2.2, asn: 64512, export: {prefixes: [203.0.113.0/24]}}\n    - {address: 10.0.0.1, asn: 65000}\n", "  originate: {hold_down: 1m, prefixes: [{prefix: 203.0.113.0/24, reaches: route}]}\n", false},
+	} {
+		if got := read(want.neighbors, want.originate); (got == a) != want.same {
+			t.Errorf("%s: hash %s against %s, want same=%v", what, got, a, want.same)
+		}
+	}
+	if len(a) != 12 {
+		t.Errorf("hash %q: want 12 hex digits", a)
+	}
+}
