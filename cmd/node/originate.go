@@ -42,7 +42,7 @@ func (o *originator) observe(changes []bgp.Change) {
 }
 
 // configure applies a reloaded bgp.originate: the decider's prefixes and hold-down,
-// and the speaker's own prefixes (refused from upstreams, kept from the mesh).
+// and the speaker's own prefixes (refused from upstreams, never sent to the mesh).
 func (o *originator) configure(ctx context.Context, c OriginateConfig) error {
 	prefixes, _ := c.prefixes() // validated
 	own := make([]netip.Prefix, len(prefixes))
@@ -70,16 +70,16 @@ func canForward(att map[string]dataplane.Attachment, peers []bgp.PeerStatus, loa
 		slices.Sort(detached)
 		return false, "XDP program detached from " + strings.Join(detached, ", ")
 	}
-	upstream := map[netip.Addr]bool{}
+	upstream, n := map[netip.Addr]bool{}, 0
 	for _, p := range peers {
-		upstream[p.Address] = !p.Mesh && p.ASN != asn
+		if upstream[p.Address] = !p.Mesh && p.ASN != asn; upstream[p.Address] {
+			n++
+		}
 	}
-	n := 0
 	for _, l := range loads {
 		if !upstream[l.Neighbor] {
 			continue
 		}
-		n++
 		if !l.Established.IsZero() && l.Received > 0 && done(l) {
 			return true, ""
 		}
@@ -88,7 +88,7 @@ func canForward(att map[string]dataplane.Attachment, peers []bgp.PeerStatus, loa
 }
 
 // step judges once and carries the decisions out.
-func (o *originator) step(ctx context.Context, now time.Time) {
+func (o *originator) step(now time.Time) {
 	ok, why := canForward(o.attachments(), o.speaker.Peers(), o.speaker.Loads(), o.done, o.asn)
 	o.d.SetCanForward(ok, why)
 	announce, withdraw, _ := o.d.Decide(now)
@@ -125,7 +125,7 @@ func (o *originator) run(ctx context.Context) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
-		o.step(ctx, time.Now())
+		o.step(time.Now())
 		select {
 		case <-ctx.Done():
 			return
