@@ -2,7 +2,10 @@ package bgp
 
 import (
 	"net/netip"
+	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -222,4 +225,64 @@ func BenchmarkImportCheck(b *testing.B) {
 	if refused > 0 {
 		b.Fatalf("%d of %d real routes refused", refused, b.N)
 	}
+}
+
+// BenchmarkASPathRules compares the AS checks of the import rules (private,
+// reserved and own ASes, the first AS, the length) as fibfleet makes them, range
+// tests on the path's numbers, with what a GoBGP import policy would run for the
+// same: AS-path conditions, which match a regular expression against the path
+// written out as text ("3356 15169"), one per AS range. Sub-benchmarks: ranges,
+// regexes; each reports ns per path.
+func BenchmarkASPathRules(b *testing.B) {
+	paths := []*bgp.PathAttributeAsPath{asPath(3356, 15169), asPath(3356, 1299, 13335), asPath(3356, 174, 6939, 20940), asPath(3356, 2914, 3257, 6453, 4755)}
+	b.Run("ranges", func(b *testing.B) {
+		r := &ImportRules{}
+		for i := 0; i < b.N; i++ {
+			if r.checkPath(3356, 65000, paths[i%len(paths)]) != "" {
+				b.Fatal("a valid path refused")
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/path")
+	})
+	b.Run("regexes", func(b *testing.B) {
+		// GoBGP's AS-path sets are regular expressions over the path as text, word
+		// boundaries written as "_" and turned into (^|[,{}() ]|$).
+		const edge = `(^|[,{}() ]|$)`
+		var res []*regexp.Regexp
+		for _, r := range []string{
+			`(6451[2-9]|645[2-9][0-9]|64[6-9][0-9]{2}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-4])`, // private, 16-bit
+			`(42[0-9]{8})`, // private, 32-bit (a superset, as one would write it)
+			`(0|23456|65535|6449[6-9]|64[5][0-1][0-9]|4294967295)`, // reserved
+			`65000`, // this router's AS
+		} {
+			res = append(res, regexp.MustCompile(edge+r+edge))
+		}
+		first := regexp.MustCompile(`^3356` + edge)
+		texts := make([]string, len(paths))
+		for i, p := range paths {
+			var sb strings.Builder
+			for _, seg := range p.Value {
+				for _, as := range seg.GetAS() {
+					if sb.Len() > 0 {
+						sb.WriteByte(' ')
+					}
+					sb.WriteString(strconv.FormatUint(uint64(as), 10))
+				}
+			}
+			texts[i] = sb.String()
+		}
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			s := texts[i%len(texts)]
+			for _, re := range res {
+				if re.MatchString(s) {
+					b.Fatalf("%q matched %s", s, re)
+				}
+			}
+			if !first.MatchString(s) {
+				b.Fatal("the first AS not matched")
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/path")
+	})
 }
