@@ -84,6 +84,21 @@ func (t *Table) Add(v VRP) {
 	})
 }
 
+// Remove deletes a VRP (absent: nothing changes).
+func (t *Table) Remove(v VRP) {
+	e := entry{v.MaxLength, v.ASN}
+	t.t.Modify(v.Prefix.Masked(), func(es []entry, ok bool) ([]entry, bool) {
+		for i, x := range es {
+			if x == e {
+				t.n--
+				es = append(es[:i:i], es[i+1:]...)
+				return es, len(es) == 0
+			}
+		}
+		return es, !ok
+	})
+}
+
 // Len is the number of distinct VRPs.
 func (t *Table) Len() int { return t.n }
 
