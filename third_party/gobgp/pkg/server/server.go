@@ -32,6 +32,7 @@ import (
 
 	"github.com/dgryski/go-farm"
 	"github.com/eapache/channels"
+	"github.com/gaissmai/bart"
 	"github.com/google/uuid"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -2860,6 +2861,41 @@ func (s *BgpServer) softResetIn(addr string, family bgp.Family) error {
 		s.propagateUpdate(peer, peer.adjRibIn.PathList(familiesForSoftreset(peer, family), true))
 	}
 	return err
+}
+
+// ReimportWithin runs the paths every neighbour announced for the given prefixes
+// and the longer ones inside them (IPv4 and IPv6 unicast) through import again, as
+// a soft reset in limited to them: an embedder whose ImportFilter now answers
+// otherwise for those prefixes (an RPKI validator's change: the routes a VRP
+// covers) re-checks exactly the routes concerned, not every neighbour's whole
+// Adj-RIB-In. Each neighbour's table is walked once, without copying it.
+func (s *BgpServer) ReimportWithin(ctx context.Context, prefixes []netip.Prefix) error {
+	var within bart.Table[struct{}]
+	for _, p := range prefixes {
+		within.Insert(p.Masked(), struct{}{})
+	}
+	take := func(nlri bgp.NLRI) bool {
+		n, ok := nlri.(*bgp.IPAddrPrefix)
+		if !ok {
+			return false
+		}
+		_, _, found := within.LookupPrefixLPM(n.Prefix)
+		return found
+	}
+	return s.mgmtOperation(func() error {
+		for _, peer := range s.neighborMap {
+			var families []bgp.Family
+			for _, f := range []bgp.Family{bgp.RF_IPv4_UC, bgp.RF_IPv6_UC} {
+				if peer.IsFamilyEnabled(f) {
+					families = append(families, f)
+				}
+			}
+			if paths := peer.adjRibIn.PathListWithin(families, true, take); len(paths) > 0 {
+				s.propagateUpdate(peer, paths)
+			}
+		}
+		return nil
+	}, true)
 }
 
 func (s *BgpServer) softResetOut(addr string, family bgp.Family, deferral bool) error {

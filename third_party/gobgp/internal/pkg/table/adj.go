@@ -183,6 +183,25 @@ func (adj *AdjRib) PathList(rfList []bgp.Family, accepted bool) []*Path {
 	return pathList
 }
 
+// PathListWithin is PathList limited to the paths whose NLRI take says to keep,
+// walking the table once without copying its destinations.
+func (adj *AdjRib) PathListWithin(rfList []bgp.Family, accepted bool, take func(bgp.NLRI) bool) []*Path {
+	var pathList []*Path
+	adj.walkActive(rfList, func(d *destination) bool {
+		if !take(d.nlri) {
+			return false
+		}
+		for _, p := range d.knownPathList {
+			if accepted && p.IsRejected() {
+				continue
+			}
+			pathList = append(pathList, p)
+		}
+		return false
+	})
+	return pathList
+}
+
 func (adj *AdjRib) Count(rfList []bgp.Family) int {
 	count := 0
 	adj.walk(rfList, func(d *destination) bool {
