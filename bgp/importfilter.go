@@ -1,11 +1,14 @@
 package bgp
 
 import (
+	"context"
+	"fmt"
 	"net/netip"
 	"slices"
 	"sync"
 	"sync/atomic"
 
+	"github.com/fibfleet/fibfleet/rpki"
 	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
 )
 
@@ -72,11 +75,12 @@ const (
 	ReasonPrefixList     = "prefix_list"
 	ReasonOriginAS       = "origin_as"
 	ReasonDeniedAS       = "denied_asn"
+	ReasonRPKIInvalid    = "rpki_invalid"
 )
 
 // Reasons lists every reason, for metrics (an array: its length sizes the counters).
 var Reasons = [...]string{ReasonSpecialPurpose, ReasonTooLong, ReasonTooShort, ReasonDefaultRoute, ReasonPrivateASN, ReasonReservedASN,
-	ReasonPathTooLong, ReasonFirstAS, ReasonEmptyPath, ReasonOwnAS, ReasonOwnPrefix, ReasonPrefixList, ReasonOriginAS, ReasonDeniedAS}
+	ReasonPathTooLong, ReasonFirstAS, ReasonEmptyPath, ReasonOwnAS, ReasonOwnPrefix, ReasonPrefixList, ReasonOriginAS, ReasonDeniedAS, ReasonRPKIInvalid}
 
 // specialPurpose is IANA's special-purpose address space (RFC 6890 and its
 // registries, as of 2026) that is not globally reachable, with multicast and the
@@ -211,6 +215,21 @@ type importFilter struct {
 	// own are the prefixes this node originates (SetOriginated): an upstream's route
 	// inside one is refused.
 	own atomic.Pointer[[]netip.Prefix]
+	// rov validates route origins (SetOriginValidation; nil: none), and states
+	// counts its answers for the routes the other rules accept.
+	rov    atomic.Pointer[originValidation]
+	states [len(rpki.States)]atomic.Uint64
+}
+
+// OriginValidator answers a route's RPKI state (rpki.Union).
+type OriginValidator interface {
+	Validate(route netip.Prefix, origin uint32) rpki.State
+}
+
+type originValidation struct {
+	v OriginValidator
+	// reject refuses invalid routes; else they are accepted, marked (counted, shown).
+	reject bool
 }
 
 func (f *importFilter) setOwn(ps []netip.Prefix) {
@@ -311,7 +330,64 @@ func (f *importFilter) reason(peer netip.Addr, peerAS uint32, p netip.Prefix, at
 			path = ap
 		}
 	}
-	return r.check(p, peerAS, f.ownAS, path)
+	if why := r.check(p, peerAS, f.ownAS, path); why != "" {
+		return why
+	}
+	if rov := f.rov.Load(); rov != nil {
+		st := rov.v.Validate(p, originAS(path))
+		f.states[st].Add(1)
+		if st == rpki.Invalid && rov.reject {
+			return ReasonRPKIInvalid
+		}
+	}
+	return ""
+}
+
+// originAS is a path's origin: its last AS, 0 (none: never valid) when the path ends
+// with an AS_SET or is empty.
+func originAS(path *bgp.PathAttributeAsPath) uint32 {
+	if path == nil || len(path.Value) == 0 {
+		return 0
+	}
+	last := path.Value[len(path.Value)-1]
+	ases := last.GetAS()
+	if last.GetType() != bgp.BGP_ASPATH_ATTR_TYPE_SEQ || len(ases) == 0 {
+		return 0
+	}
+	return ases[len(ases)-1]
+}
+
+// SetOriginValidation validates the origin of every route an upstream with import
+// rules announces from its next update on (v nil: no more), refusing invalid ones
+// when reject is set (reason rpki_invalid), else only counting them.
+func (s *Speaker) SetOriginValidation(v OriginValidator, reject bool) {
+	if v == nil {
+		s.importFilter.rov.Store(nil)
+		return
+	}
+	s.importFilter.rov.Store(&originValidation{v: v, reject: reject})
+}
+
+// OriginStates counts the RPKI states of the routes validated since the node
+// started (each announcement once, and again when a VRP change re-checks it).
+func (s *Speaker) OriginStates() map[string]uint64 {
+	out := map[string]uint64{}
+	for _, st := range rpki.States {
+		out[st.String()] = s.importFilter.states[st].Load()
+	}
+	return out
+}
+
+// ReimportWithin checks again every route the neighbours announced within the given
+// prefixes (GoBGP patch 5): what a VRP change covers.
+func (s *Speaker) ReimportWithin(ctx context.Context, prefixes []netip.Prefix) error {
+	if len(prefixes) == 0 {
+		return nil
+	}
+	if err := s.srv.ReimportWithin(ctx, prefixes); err != nil {
+		return fmt.Errorf("bgp: check again the routes within %d prefixes: %w", len(prefixes), err)
+	}
+	return nil
 }
 
 // refusedSet is the prefixes of a neighbour its rules refuse now: a prefix

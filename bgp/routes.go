@@ -28,6 +28,9 @@ type Path struct {
 	LocalPref        uint32
 	MED              uint32
 	HasMED           bool
+	// RPKI is the route's origin validation state (valid, invalid, not_found), when
+	// the node validates origins.
+	RPKI string
 }
 
 // Paths lists every path towards a destination: for an address its longest match,
@@ -43,7 +46,7 @@ func (s *Speaker) Paths(q string) ([]Path, error) {
 	err = s.srv.ListPath(apiutil.ListPathRequest{TableType: api.TableType_TABLE_TYPE_GLOBAL, Family: family, Prefixes: []*apiutil.LookupPrefix{{Prefix: q}}},
 		func(_ bgp.NLRI, paths []*apiutil.Path) {
 			for _, p := range paths {
-				out = append(out, toPath(p))
+				out = append(out, s.withRPKI(toPath(p)))
 			}
 		})
 	if err != nil {
@@ -67,7 +70,7 @@ func (s *Speaker) Paths(q string) ([]Path, error) {
 					continue
 				}
 				if why := s.importFilter.reason(up.Address, up.ASN, n.Prefix, p.Attrs); why != "" {
-					path := toPath(p)
+					path := s.withRPKI(toPath(p))
 					path.Best, path.Refused = false, why
 					out = append(out, path)
 				}
@@ -131,4 +134,18 @@ func toPath(p *apiutil.Path) Path {
 		}
 	}
 	return out
+}
+
+// withRPKI sets a path's origin validation state, when the node validates origins.
+func (s *Speaker) withRPKI(p Path) Path {
+	rov := s.importFilter.rov.Load()
+	if rov == nil || !p.Neighbor.IsValid() {
+		return p
+	}
+	origin := uint32(0)
+	if n := len(p.ASPath); n > 0 {
+		origin = p.ASPath[n-1]
+	}
+	p.RPKI = rov.v.Validate(p.Prefix, origin).String()
+	return p
 }

@@ -1,0 +1,94 @@
+package bgp
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/fibfleet/fibfleet/rpki"
+	"github.com/osrg/gobgp/v4/pkg/apiutil"
+	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
+)
+
+// TestOriginValidation: routes of an upstream with import rules validated against
+// VRPs: an invalid one (wrong origin, too long) refused with reason rpki_invalid,
+// valid and not-found ones taken; a VRP change re-checks exactly the routes it
+// covers (ReimportWithin), the session kept: a valid route turned invalid leaves, an
+// invalid one turned valid enters; in "mark" mode invalid routes are taken.
+func TestOriginValidation(t *testing.T) {
+	port := freePort(t)
+	peer := netip.MustParseAddr("127.0.0.31")
+	node := startNode(t, port, Neighbor{Address: peer, ASN: 65001, Passive: true, Import: &ImportRules{PrivateASNs: true}})
+	vrps := rpki.NewUnion()
+	vrps.Apply(rpki.Update{Source: "v1", First: true, Added: []rpki.VRP{
+		{Prefix: netip.MustParsePrefix("8.8.8.0/24"), MaxLength: 24, ASN: 15169},
+		{Prefix: netip.MustParsePrefix("1.1.1.0/24"), MaxLength: 24, ASN: 13335},
+		{Prefix: netip.MustParsePrefix("9.9.9.0/24"), MaxLength: 24, ASN: 19281},
+	}})
+	node.SetOriginValidation(vrps, true)
+	st := newStream(t, node)
+	feeder := newPeer(t, 65001, peer.String(), port)
+	announce := func(prefix string, path ...uint32) {
+		t.Helper()
+		nlri, _ := bgp.NewIPAddrPrefix(netip.MustParsePrefix(prefix))
+		nh, _ := bgp.NewPathAttributeNextHop(netip.MustParseAddr("10.1.0.2"))
+		if _, err := feeder.srv.AddPath(apiutil.AddPathRequest{Paths: []*apiutil.Path{{Family: bgp.RF_IPv4_UC, Nlri: nlri, Attrs: []bgp.PathAttributeInterface{bgp.NewPathAttributeOrigin(0), nh, asPath(path...)}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	announce("1.1.1.0/24", 13335) // valid
+	announce("9.9.9.0/24", 15169) // invalid: wrong origin
+	announce("8.8.8.0/24", 15169) // valid
+	announce("4.4.4.0/24", 3356)  // not found
+	announce("8.8.4.0/24", 15169) // not found (no VRP covers it)
+	want := func(prefix string) Change {
+		return Change{Prefix: netip.MustParsePrefix(prefix), Nexthop: netip.MustParseAddr("10.1.0.2"), Peer: peer}
+	}
+	got := map[netip.Prefix]bool{}
+	for len(got) < 4 {
+		c := st.next()
+		if c.Withdraw || c.Prefix == netip.MustParsePrefix("9.9.9.0/24") {
+			t.Fatalf("change %+v: want only the valid and not-found routes", c)
+		}
+		st.apply(c)
+		got[c.Prefix] = true
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for node.Refused()[peer][ReasonRPKIInvalid] != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("refused %v, want one rpki_invalid", node.Refused()[peer])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if paths, err := node.Paths("1.1.1.1"); err != nil || len(paths) != 1 || paths[0].RPKI != "valid" {
+		t.Errorf("Paths(1.1.1.1) = %+v, %v: want the path, valid", paths, err)
+	}
+	if paths, err := node.Paths("9.9.9.9"); err != nil || len(paths) != 1 || paths[0].Refused != ReasonRPKIInvalid || paths[0].RPKI != "invalid" {
+		t.Errorf("Paths(9.9.9.9) = %+v, %v: want the refused path, invalid", paths, err)
+	}
+	up := node.Peers()[0].Established
+
+	// The validator changes: 9.9.9.0/24 now AS15169's, 8.8.8.0/24 no longer (another AS's).
+	changed := vrps.Apply(rpki.Update{Source: "v1",
+		Added:   []rpki.VRP{{Prefix: netip.MustParsePrefix("9.9.9.0/24"), MaxLength: 24, ASN: 15169}, {Prefix: netip.MustParsePrefix("8.8.8.0/24"), MaxLength: 24, ASN: 64496}},
+		Removed: []rpki.VRP{{Prefix: netip.MustParsePrefix("8.8.8.0/24"), MaxLength: 24, ASN: 15169}}})
+	if err := node.ReimportWithin(t.Context(), changed); err != nil {
+		t.Fatal(err)
+	}
+	st.expect(Change{Prefix: netip.MustParsePrefix("8.8.8.0/24"), Withdraw: true, Peer: peer})
+	st.expect(want("9.9.9.0/24"))
+	if p := node.Peers(); !p[0].Established.Equal(up) {
+		t.Errorf("the session started again: re-validation must keep it")
+	}
+	states := node.OriginStates()
+	if states["valid"] < 3 || states["invalid"] < 2 || states["not_found"] < 2 {
+		t.Errorf("states counted %v", states)
+	}
+
+	// Mark mode: invalid routes taken (and counted).
+	node.SetOriginValidation(vrps, false)
+	if err := node.ReimportWithin(t.Context(), []netip.Prefix{netip.MustParsePrefix("8.8.8.0/24")}); err != nil {
+		t.Fatal(err)
+	}
+	st.expect(want("8.8.8.0/24"))
+}
