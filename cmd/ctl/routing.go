@@ -200,8 +200,9 @@ func newRoutes(g *globals) *cobra.Command {
 		Short: "Every path towards a destination on every node: attributes, best, installed, or why refused",
 		Long: `routes asks every node (or one) for the paths it holds towards an address (its longest
 match) or a prefix (exactly): each path's neighbour, next hop, AS path, local
-preference, MED and communities, which one is best, whether the FIB holds it, and the
-paths an upstream sent that its import rules refused, with the reason.`,
+preference, MED and communities, which one is best, whether the FIB holds it, its RPKI
+origin validation state when the node validates origins, and the paths an upstream
+sent that its import rules refused, with the reason.`,
 		Example: "  ctl routes 1.1.1.1\n  ctl routes 203.0.113.0/24 --node edge1 -o json",
 		Args:    exactArgs(1, "an IP address or a prefix"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -249,6 +250,9 @@ paths an upstream sent that its import rules refused, with the reason.`,
 						state = "best, installed"
 					case r.Best:
 						state = "best, NOT in the FIB"
+					}
+					if r.RPKI != "" {
+						state += ", rpki " + r.RPKI
 					}
 					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.Node, r.Prefix, from, r.Nexthop, asPath(r.ASPath), r.LocalPref, med,
 						orDash(append(slices.Clone(r.Communities), r.LargeCommunities...)), state)

@@ -48,6 +48,7 @@ type Config struct {
 	FIB           FIBConfig     `yaml:"fib"`
 	Cache         CacheConfig   `yaml:"cache"`
 	Cluster       ClusterConfig `yaml:"cluster"`
+	RPKI          RPKIConfig    `yaml:"rpki"`
 
 	// files are the config files read, in order, each overlaying the one before
 	// (none: defaults and flags); checkOnly stops after reading them (-check),
@@ -63,6 +64,41 @@ type HTTPTLSConfig struct {
 	Cert     string `yaml:"cert"`
 	Key      string `yaml:"key"`
 	ClientCA string `yaml:"client_ca"`
+}
+
+// RPKIConfig is route origin validation: the validators the node follows over RTR
+// (cmd/node/rpki.go) and what an invalid route becomes.
+type RPKIConfig struct {
+	// Validators are RTR servers, host:port (Routinator, rpki-client with
+	// StayRTR, ...): their VRPs together (a union) validate every route an upstream
+	// with import rules announces. None: no validation.
+	Validators []string `yaml:"validators"`
+	// Invalid: "reject" (default: refused, reason rpki_invalid) or "mark" (taken,
+	// counted and shown).
+	Invalid string `yaml:"invalid"`
+	// Refresh is how often a validator is asked for changes besides its notifies
+	// (default 60s); Expire, how long a validator's VRPs are kept once it is
+	// unreachable (default 2h, RFC 8210's default).
+	Refresh time.Duration `yaml:"refresh"`
+	Expire  time.Duration `yaml:"expire"`
+}
+
+func (c RPKIConfig) validate() []error {
+	var errs []error
+	for i, v := range c.Validators {
+		if _, _, err := net.SplitHostPort(v); err != nil {
+			errs = append(errs, fmt.Errorf("rpki.validators[%d] %q: write host:port (an RTR server, such as 192.0.2.10:8282)", i, v))
+		}
+	}
+	switch c.Invalid {
+	case "", "reject", "mark":
+	default:
+		errs = append(errs, fmt.Errorf("rpki.invalid %q: use reject (default) or mark", c.Invalid))
+	}
+	if c.Refresh < 0 || c.Expire < 0 {
+		errs = append(errs, errors.New("rpki.refresh and rpki.expire: use positive durations (defaults 60s and 2h)"))
+	}
+	return errs
 }
 
 // ClusterConfig joins the node to its fleet: etcd (the fleet's cache policy, flush
@@ -623,6 +659,7 @@ func (c Config) validate() error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, c.Cluster.validate()...)
+	errs = append(errs, c.RPKI.validate()...)
 	if (c.HTTPTLS.Cert == "") != (c.HTTPTLS.Key == "") {
 		errs = append(errs, errors.New("http_tls: give both cert and key, or neither"))
 	}

@@ -233,7 +233,9 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, level *slog.LevelVar
 		}
 	}()
 
+	rov := startOriginValidation(ctx, cfg.RPKI, speaker, log)
 	m := newMetrics(dp, table, speaker, ksync, dcache, fl, pts, rl)
+	m.rov = rov
 	orig := newOriginator(cfg, speaker, dp.Attachments, m.load.doneWith, log)
 	m.origin, rl.origin = orig, orig
 	go orig.run(ctx)

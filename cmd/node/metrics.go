@@ -28,6 +28,7 @@ type metrics struct {
 	ports   *ports
 	reload  *reloader
 	origin  *originator
+	rov     *originValidation
 
 	// announcements and withdrawals count best-path changes received from BGP.
 	announcements prometheus.Counter
@@ -61,6 +62,7 @@ type metrics struct {
 	refusedRoutes               *prometheus.Desc
 	advertised, originated      *prometheus.Desc
 	policyHash, drained         *prometheus.Desc
+	rpkiStates, rpkiUp, rpkiVRP *prometheus.Desc
 }
 
 func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.KernelSync, c *cacheLoop, fl *fleet, p *ports, rl *reloader) *metrics {
@@ -119,11 +121,14 @@ func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.Kern
 		gossipHS:      d("cluster", "gossip_health_score", "memberlist's awareness score: 0 while this node keeps up with gossip; higher when its probes go unanswered (then its verdicts on others are less reliable)."),
 		ready:         d("", "ready", "1 when the node is ready to carry traffic (GET /readyz): it holds an upstream's table and none in session is still loading."),
 		reloads:       d("config", "reloads_total", "Reloads of the configuration (SIGHUP, a change under -config-dir) by result: applied, unchanged, refused (invalid, or a change that takes a restart: nothing applied), failed (part of it could not be applied; the rest is tried at the next reload).", "result"),
-		refusedRoutes: d("bgp", "import_refused_total", "Routes an upstream announced that its import rules refused, by reason (special_purpose, too_long, too_short, default_route, private_asn, reserved_asn, path_too_long, first_as_not_neighbor, empty_path, own_as, own_prefix: inside a prefix the fleet originates, prefix_list, origin_as, denied_asn): kept out of the FIB and the mesh.", "neighbor", "reason"),
+		refusedRoutes: d("bgp", "import_refused_total", "Routes an upstream announced that its import rules refused, by reason (special_purpose, too_long, too_short, default_route, private_asn, reserved_asn, path_too_long, first_as_not_neighbor, empty_path, own_as, own_prefix: inside a prefix the fleet originates, prefix_list, origin_as, denied_asn, rpki_invalid): kept out of the FIB and the mesh.", "neighbor", "reason"),
 		advertised:    d("bgp", "advertised_prefixes", "The fleet's prefixes this node announces to the neighbour now (what its export allows of those announced; 0 while the session is down).", "neighbor"),
 		originated:    d("bgp", "originated_prefix_announced", "1 while this node announces the fleet's prefix (it can forward, and its traffic has a route or is local), 0 while it does not; held down before a withdrawal.", "prefix"),
 		policyHash:    d("config", "policy_info", "The routing policy in force (the fleet's prefixes, every neighbour's import and export rules), by hash: equal on nodes that run the same policy.", "hash"),
 		drained:       d("bgp", "drained", "1 while the node announces its routes with GRACEFUL_SHUTDOWN and local preference 1 to the mesh (ctl drain)."),
+		rpkiStates:    d("rpki", "validations_total", "Route origin validations of upstream routes by state (valid, invalid, not_found): each announcement once, and again when a VRP change re-checks it.", "state"),
+		rpkiUp:        d("rpki", "validator_up", "1 while the RTR session with the validator is up and in sync; 0 while it is away (its VRPs are kept for rpki.expire).", "validator"),
+		rpkiVRP:       d("rpki", "vrps", "VRPs the validator holds (as of its last End of Data).", "validator"),
 		reloadOK:      d("config", "last_reload_successful", "1 when the last reload was applied or found nothing to change (or there was none), 0 when it was refused or failed."),
 	}
 }
@@ -133,7 +138,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 		m.loadReceived, m.loadExpected, m.loadRate, m.loadETA, m.loadDone, m.loadSeconds, m.loadLag,
 		m.cacheEntries, m.cacheLookups, m.cacheEvents, m.cacheWS, m.cacheHitRate, m.cacheCost, m.cacheRegimes, m.cacheResizes, m.cacheEpoch, m.cacheMode,
 		m.etcdUp, m.registered, m.members, m.meshPeers, m.policySource, m.flushes, m.meshResends, m.meshAlarms, m.prefixes, m.epochs, m.gossipHS, m.ready, m.reloads, m.reloadOK, m.refusedRoutes,
-		m.advertised, m.originated, m.policyHash, m.drained} {
+		m.advertised, m.originated, m.policyHash, m.drained, m.rpkiStates, m.rpkiUp, m.rpkiVRP} {
 		ch <- d
 	}
 	m.announcements.Describe(ch)
@@ -162,6 +167,18 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(m.drained, prometheus.GaugeValue, b2f(m.speaker.Drained()))
+	for st, n := range m.speaker.OriginStates() {
+		ch <- prometheus.MustNewConstMetric(m.rpkiStates, prometheus.CounterValue, float64(n), st)
+	}
+	if m.rov != nil {
+		up, vrps := m.rov.status()
+		for v, ok := range up {
+			ch <- prometheus.MustNewConstMetric(m.rpkiUp, prometheus.GaugeValue, b2f(ok), v)
+		}
+		for v, n := range vrps {
+			ch <- prometheus.MustNewConstMetric(m.rpkiVRP, prometheus.GaugeValue, float64(n), v)
+		}
+	}
 	if m.reload != nil {
 		ch <- prometheus.MustNewConstMetric(m.policyHash, prometheus.GaugeValue, 1, m.reload.policyHash())
 		counts, last := m.reload.status()

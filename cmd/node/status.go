@@ -193,7 +193,7 @@ func (n *nodeStatus) routes(q string) (nodeapi.Routes, error) {
 	out := nodeapi.Routes{Query: q, Paths: []nodeapi.RoutePath{}}
 	for _, p := range paths {
 		rp := nodeapi.RoutePath{Prefix: p.Prefix, Neighbor: p.Neighbor, Best: p.Best, Refused: p.Refused, Nexthop: p.Nexthop, ASPath: p.ASPath,
-			Communities: p.Communities, LargeCommunities: p.LargeCommunities, LocalPref: p.LocalPref}
+			Communities: p.Communities, LargeCommunities: p.LargeCommunities, LocalPref: p.LocalPref, RPKI: p.RPKI}
 		if p.HasMED {
 			med := p.MED
 			rp.MED = &med

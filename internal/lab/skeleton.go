@@ -16,6 +16,7 @@ import (
 
 	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/internal/table"
+	"github.com/fibfleet/fibfleet/rpki"
 )
 
 // Route is a prefix the upstream announces with its BGP next hop, and the sink (1 or
@@ -121,6 +122,7 @@ type Skeleton struct {
 	Bird2Sock, Bird2Log string
 	announce            bool
 	importFilter        string
+	vrpFile             string
 }
 
 // SkeletonConfig says how to run the skeleton.
@@ -171,7 +173,14 @@ type SkeletonConfig struct {
 	// ImportFilter "off" runs the IPv4 upstream without import rules (the A/B
 	// baseline of their cost); "" gives it the lab's rules (LabImport).
 	ImportFilter string
+	// VRPs, when set, run stayrtr (an RTR server) in the upstream namespace on
+	// ValidatorAddr, serving them from a file it reads every second (WriteVRPs
+	// changes it), and the node validates route origins against it.
+	VRPs []rpki.VRP
 }
+
+// ValidatorAddr is the RTR server of SkeletonConfig.VRPs.
+const ValidatorAddr = UpstreamAddr + ":8282"
 
 // The fleet's prefixes in the skeleton (SkeletonConfig.Announce), with what each
 // reaches, and what the node's exports send where.
@@ -362,6 +371,16 @@ func (s *Skeleton) build(cfg SkeletonConfig) error {
 			return err
 		}
 	}
+	if cfg.VRPs != nil {
+		s.vrpFile = filepath.Join(s.Dir, "vrps.json")
+		if err := s.WriteVRPs(cfg.VRPs); err != nil {
+			return err
+		}
+		if _, err := s.Upstream.Start(filepath.Join(s.Dir, "stayrtr.log"), "stayrtr", "-cache", s.vrpFile, "-checktime=false", "-refresh", "1",
+			"-bind", ValidatorAddr, "-metrics.addr", "127.0.0.1:0"); err != nil {
+			return fmt.Errorf("%w (install stayrtr: apt-get install stayrtr)", err)
+		}
+	}
 	return s.startNode(cfg)
 }
 
@@ -485,6 +504,23 @@ func (s *Skeleton) buildAnnounce() error {
 	return err
 }
 
+// WriteVRPs replaces the VRPs stayrtr serves (SkeletonConfig.VRPs): it reads the file
+// again within a second and notifies the node.
+func (s *Skeleton) WriteVRPs(vrps []rpki.VRP) error {
+	if s.vrpFile == "" {
+		return errors.New("lab: the skeleton runs no validator (SkeletonConfig.VRPs)")
+	}
+	rows := make([]string, len(vrps))
+	for i, v := range vrps {
+		rows[i] = fmt.Sprintf(`{"prefix": %q, "maxLength": %d, "asn": "AS%d"}`, v.Prefix, v.MaxLength, v.ASN)
+	}
+	tmp := s.vrpFile + ".tmp"
+	if err := os.WriteFile(tmp, []byte(`{"roas": [`+strings.Join(rows, ", ")+`]}`), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, s.vrpFile)
+}
+
 // Birdc2 runs a birdc command against the second upstream's BIRD.
 func (s *Skeleton) Birdc2(args ...string) (string, error) {
 	return run(append([]string{"birdc", "-s", s.Bird2Sock}, args...)...)
@@ -580,7 +616,10 @@ func (s *Skeleton) NodeConfig(xdpMode, backend string, maxPrefixes, expected, ex
 	if backend == "" {
 		backend = "compiled"
 	}
-	secure, export4, export6, announce, import4 := "", "", "", "", LabImport
+	secure, export4, export6, announce, import4, rov := "", "", "", "", LabImport, ""
+	if s.vrpFile != "" {
+		rov = fmt.Sprintf("rpki:\n  validators: [\"%s\"]\n  refresh: 2s\n", ValidatorAddr)
+	}
 	if s.importFilter != "" {
 		import4 = "{filter: " + s.importFilter + "}"
 	}
@@ -610,7 +649,7 @@ func (s *Skeleton) NodeConfig(xdpMode, backend string, maxPrefixes, expected, ex
 interfaces: [%s, %s, %s, %s]
 xdp_mode: %s
 http_address: %s
-fib:
+%sfib:
   backend: %s
 cache:
   interval: 250ms
@@ -632,7 +671,7 @@ bgp:
       families: [ipv6-unicast, ipv4-unicast]
       expected_prefixes: %d
       import: %s
-%s%s%s`, s.NodeName, s.If("r0"), s.If("r1"), s.If("r2"), s.If("r3"), xdpMode, MetricsAddr, backend, filepath.Join(s.Dir, "etcd"), RouterASN, RouterUpAddr, GoBGPAddr, UpstreamAddr, UpstreamASN, maxPrefixes, expected, import4,
+%s%s%s`, s.NodeName, s.If("r0"), s.If("r1"), s.If("r2"), s.If("r3"), xdpMode, MetricsAddr, rov, backend, filepath.Join(s.Dir, "etcd"), RouterASN, RouterUpAddr, GoBGPAddr, UpstreamAddr, UpstreamASN, maxPrefixes, expected, import4,
 		export4, UpstreamAddr6, UpstreamASN, expected6, labImport6, secure, export6, announce)
 }
 

@@ -124,6 +124,9 @@ type RoutePath struct {
 	LargeCommunities []string   `json:"large_communities,omitempty"`
 	LocalPref        uint32     `json:"local_pref"`
 	MED              *uint32    `json:"med,omitempty"`
+	// RPKI is the route's origin validation state (valid, invalid, not_found),
+	// when the node validates origins.
+	RPKI string `json:"rpki,omitempty"`
 }
 
 // Advertisement is one prefix as a neighbour receives it.

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/fibfleet/fibfleet/bgp"
+	"github.com/fibfleet/fibfleet/rpki"
+)
+
+// originValidation follows the configured RPKI validators (package rpki's RTR
+// client, one per validator) into one union of their VRPs, which the speaker's
+// import filter validates every upstream route against. Each validator's change
+// re-checks exactly the routes the VRPs it added or removed cover (bgp's
+// ReimportWithin, GoBGP patch 5), not a soft reset of the whole table. A validator
+// that goes away keeps its VRPs for rpki.expire, then they leave the union (and the
+// routes they covered are checked again).
+//
+// Start-up: until a validator's first set arrives, routes are taken as not found
+// (BGP sessions do not wait for the validators); the first set then re-checks the
+// routes it covers that arrived before it. A local validator answers within a
+// second or two, before a full table has loaded, so that re-check is small.
+type originValidation struct {
+	union   *rpki.Union
+	speaker *bgp.Speaker
+	expire  time.Duration
+	log     *slog.Logger
+
+	mu      sync.Mutex
+	up      map[string]bool        // connected and in sync
+	updated map[string]time.Time   // last End of Data
+	expiry  map[string]*time.Timer // running while a validator is away
+}
+
+func startOriginValidation(ctx context.Context, c RPKIConfig, speaker *bgp.Speaker, log *slog.Logger) *originValidation {
+	if len(c.Validators) == 0 {
+		return nil
+	}
+	o := &originValidation{union: rpki.NewUnion(), speaker: speaker, expire: c.Expire, log: log.With("component", "rpki"),
+		up: map[string]bool{}, updated: map[string]time.Time{}, expiry: map[string]*time.Timer{}}
+	if o.expire <= 0 {
+		o.expire = 2 * time.Hour
+	}
+	speaker.SetOriginValidation(o.union, c.Invalid != "mark")
+	for _, addr := range c.Validators {
+		cl := &rpki.Client{Addr: addr, Refresh: c.Refresh, Logger: o.log}
+		go cl.Run(ctx, func(u rpki.Update) { o.update(ctx, u) }, func(error) { o.lost(ctx, addr) })
+	}
+	o.log.Info("route origin validation on", "validators", c.Validators, "invalid", map[bool]string{true: "reject", false: "mark"}[c.Invalid != "mark"])
+	return o
+}
+
+// update applies a validator's End of Data and checks again what it changed.
+func (o *originValidation) update(ctx context.Context, u rpki.Update) {
+	changed := o.union.Apply(u)
+	o.mu.Lock()
+	o.up[u.Source], o.updated[u.Source] = true, time.Now()
+	if t := o.expiry[u.Source]; t != nil {
+		t.Stop()
+		delete(o.expiry, u.Source)
+	}
+	o.mu.Unlock()
+	if u.First || len(u.Added)+len(u.Removed) > 0 {
+		o.log.Info("VRPs updated", "validator", u.Source, "first", u.First, "added", len(u.Added), "removed", len(u.Removed), "vrps", o.union.Len(),
+			"prefixes_to_check", len(changed))
+	}
+	if err := o.speaker.ReimportWithin(ctx, changed); err != nil {
+		o.log.Error("check again the routes the VRP change covers", "err", err)
+	}
+}
+
+// lost starts the validator's expiry.
+func (o *originValidation) lost(ctx context.Context, source string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.up[source] = false
+	if o.expiry[source] != nil {
+		return
+	}
+	o.expiry[source] = time.AfterFunc(o.expire, func() {
+		changed := o.union.Drop(source)
+		o.log.Warn("a validator away longer than rpki.expire: its VRPs dropped", "validator", source, "prefixes_to_check", len(changed))
+		if err := o.speaker.ReimportWithin(ctx, changed); err != nil {
+			o.log.Error("check again the routes the dropped VRPs covered", "err", err)
+		}
+	})
+}
+
+// status is each validator's state (up, and its VRPs) for metrics.
+func (o *originValidation) status() (up map[string]bool, vrps map[string]int) {
+	o.mu.Lock()
+	up = maps.Clone(o.up)
+	o.mu.Unlock()
+	return up, o.union.Sources()
+}
