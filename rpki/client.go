@@ -115,9 +115,12 @@ func (s *session) run(ctx context.Context, refresh time.Duration, update func(Up
 	if err := query(); err != nil {
 		return err
 	}
-	// Ask for changes every refresh interval, as a validator's notify may be lost.
+	// Ask for changes every refresh interval, as a validator's notify may be lost;
+	// until this connection ends.
 	tick := time.NewTicker(refresh)
 	defer tick.Stop()
+	done := make(chan struct{})
+	defer close(done)
 	errc := make(chan error, 1)
 	go func() {
 		for {
@@ -127,10 +130,10 @@ func (s *session) run(ctx context.Context, refresh time.Duration, update func(Up
 				err := query()
 				s.mu.Unlock()
 				if err != nil {
-					errc <- err
+					errc <- err // the read below fails too, on the same connection
 					return
 				}
-			case <-ctx.Done():
+			case <-done:
 				return
 			}
 		}
