@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -91,6 +92,8 @@ func (s *stayrtr) write(vrps []VRP) {
 func (s *stayrtr) start() {
 	s.t.Helper()
 	s.cmd = exec.Command("stayrtr", "-cache", s.file, "-checktime=false", "-refresh", "1", "-bind", s.addr, "-metrics.addr", "127.0.0.1:0")
+	// Gone with the test binary, even one killed by a timeout before its cleanups.
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)
 	}
