@@ -334,10 +334,26 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 
 	// Export deny-by-default: upstreams get what their Export allows of the
 	// originated prefixes (export.go), the mesh the rest (mesh.go).
+	// The configured neighbours' exports and import actions go into the first
+	// policies, so that starting N neighbours builds each policy once.
 	s.importFilter.setOwn(cfg.Originated)
+	for _, n := range cfg.Neighbors {
+		if n.Export != nil {
+			s.exports[n.Address] = n.Export
+		}
+		if !n.ImportActions.empty() {
+			s.importActions[n.Address] = n.ImportActions
+		}
+	}
 	if err := s.setupExport(ctx); err != nil {
 		s.Stop()
 		return nil, err
+	}
+	if len(s.importActions) > 0 {
+		if err := s.applyImport(ctx); err != nil {
+			s.Stop()
+			return nil, err
+		}
 	}
 	// One watcher, so GoBGP delivers best paths, updates, End-of-RIBs and peer events
 	// to the callbacks in the order it produced them.
@@ -392,19 +408,24 @@ func (s *Speaker) AddNeighbor(ctx context.Context, n Neighbor) error {
 	}
 	// The rules first: the session's first route must meet them, and its first
 	// update carry what it may be sent.
+	// (Start installed the configured neighbours' policies already.)
 	s.importFilter.set(n.Address, n.Import)
-	if n.Export != nil {
-		s.mu.Lock()
+	s.mu.Lock()
+	newExport := n.Export != nil && s.exports[n.Address] != n.Export
+	newActions := !n.ImportActions.empty() && s.importActions[n.Address] != n.ImportActions
+	if newExport {
 		s.exports[n.Address] = n.Export
-		s.mu.Unlock()
+	}
+	if newActions {
+		s.importActions[n.Address] = n.ImportActions
+	}
+	s.mu.Unlock()
+	if newExport {
 		if err := s.applyExport(ctx); err != nil {
 			return err
 		}
 	}
-	if !n.ImportActions.empty() {
-		s.mu.Lock()
-		s.importActions[n.Address] = n.ImportActions
-		s.mu.Unlock()
+	if newActions {
 		if err := s.applyImport(ctx); err != nil {
 			return err
 		}
@@ -434,19 +455,9 @@ func (s *Speaker) AddNeighbor(ctx context.Context, n Neighbor) error {
 // holds are checked again (a soft reset in: GoBGP runs its Adj-RIB-In through import
 // again), and the session stays up.
 func (s *Speaker) SetImport(ctx context.Context, a netip.Addr, r *ImportRules, act *ImportActions) error {
-	s.mu.Lock()
-	_, known := s.peers[a]
-	was := s.importActions[a]
-	if known {
-		if act.empty() {
-			delete(s.importActions, a)
-		} else {
-			s.importActions[a] = act
-		}
-	}
-	s.mu.Unlock()
-	if !known {
-		return fmt.Errorf("bgp: %s is not a configured neighbour", a)
+	was, err := setForNeighbor(s, a, s.importActions, act, act.empty())
+	if err != nil {
+		return err
 	}
 	if !was.empty() || !act.empty() {
 		if err := s.applyImport(ctx); err != nil {
@@ -458,6 +469,23 @@ func (s *Speaker) SetImport(ctx context.Context, a netip.Addr, r *ImportRules, a
 		return fmt.Errorf("bgp: check neighbour %s's routes against its new import rules (soft reset in): %w", a, err)
 	}
 	return nil
+}
+
+// setForNeighbor sets a configured neighbour's entry of m (one of the speaker's
+// per-neighbour settings) to v, or deletes it, and returns what it was.
+func setForNeighbor[V any](s *Speaker, a netip.Addr, m map[netip.Addr]V, v V, del bool) (was V, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, known := s.peers[a]; !known {
+		return was, fmt.Errorf("bgp: %s is not a configured neighbour", a)
+	}
+	was = m[a]
+	if del {
+		delete(m, a)
+	} else {
+		m[a] = v
+	}
+	return was, nil
 }
 
 // shutdownOver shuts a neighbour's session down for holding more than maxPrefixes:

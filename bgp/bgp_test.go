@@ -66,6 +66,21 @@ func (p *peer) announce(prefix, nexthop string) {
 	}
 }
 
+// announcePath is announce with AS path changes before the peer prepends its own
+// AS (none given: no AS_PATH attribute at all), next hop 10.1.0.2.
+func (p *peer) announcePath(prefix string, path ...uint32) {
+	p.t.Helper()
+	nlri, _ := bgp.NewIPAddrPrefix(netip.MustParsePrefix(prefix))
+	nh, _ := bgp.NewPathAttributeNextHop(netip.MustParseAddr("10.1.0.2"))
+	attrs := []bgp.PathAttributeInterface{bgp.NewPathAttributeOrigin(0), nh}
+	if len(path) > 0 {
+		attrs = append(attrs, asPath(path...))
+	}
+	if _, err := p.srv.AddPath(apiutil.AddPathRequest{Paths: []*apiutil.Path{{Family: bgp.RF_IPv4_UC, Nlri: nlri, Attrs: attrs}}}); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
 func (p *peer) withdraw(prefix, nexthop string) {
 	p.t.Helper()
 	nlri, _ := bgp.NewIPAddrPrefix(netip.MustParsePrefix(prefix))

@@ -200,18 +200,8 @@ func (s *Speaker) SetOriginated(ctx context.Context, prefixes []netip.Prefix) er
 // at once: the policy is replaced and the neighbour's updates recomputed (a soft
 // reset out), without resetting its session.
 func (s *Speaker) SetExport(ctx context.Context, a netip.Addr, e *Export) error {
-	s.mu.Lock()
-	_, known := s.peers[a]
-	if known {
-		if e == nil {
-			delete(s.exports, a)
-		} else {
-			s.exports[a] = e
-		}
-	}
-	s.mu.Unlock()
-	if !known {
-		return fmt.Errorf("bgp: %s is not a configured neighbour", a)
+	if _, err := setForNeighbor(s, a, s.exports, e, e == nil); err != nil {
+		return err
 	}
 	if err := s.applyExport(ctx); err != nil {
 		return err
@@ -299,8 +289,9 @@ func (s *Speaker) Advertised(a netip.Addr) ([]Advertisement, error) {
 }
 
 // exportPolicy returns the statements of the export policy for the current exports,
-// with the defined sets they use, named for generation gen.
-func (s *Speaker) exportPolicy(gen int) ([]*api.DefinedSet, *api.Policy) {
+// with the defined sets they use, named for generation gen, and whether the node
+// is drained (which mesh policy goes with it).
+func (s *Speaker) exportPolicy(gen int) ([]*api.DefinedSet, *api.Policy, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	name := fmt.Sprintf("fibfleet-export-%d", gen)
@@ -357,7 +348,7 @@ func (s *Speaker) exportPolicy(gen int) ([]*api.DefinedSet, *api.Policy) {
 			Actions:    &api.Actions{RouteAction: api.RouteAction_ROUTE_ACTION_REJECT},
 		})
 	}
-	return sets, pol
+	return sets, pol, s.drained
 }
 
 // splitFamilies splits prefixes into IPv4 (index 0) and IPv6 (1), leaving out an
@@ -391,7 +382,7 @@ func (s *Speaker) applyExport(ctx context.Context) error {
 	defer s.exportMu.Unlock()
 	old := s.exportGen
 	gen := old + 1
-	sets, pol := s.exportPolicy(gen)
+	sets, pol, drained := s.exportPolicy(gen)
 	for _, d := range sets {
 		if err := s.srv.AddDefinedSet(ctx, &api.AddDefinedSetRequest{DefinedSet: d}); err != nil {
 			return fmt.Errorf("bgp: define export set %s: %w", d.Name, err)
@@ -400,9 +391,6 @@ func (s *Speaker) applyExport(ctx context.Context) error {
 	if err := s.srv.AddPolicy(ctx, &api.AddPolicyRequest{Policy: pol}); err != nil {
 		return fmt.Errorf("bgp: add export policy: %w", err)
 	}
-	s.mu.Lock()
-	drained := s.drained
-	s.mu.Unlock()
 	policies := []*api.Policy{{Name: pol.Name}, {Name: meshPolicyName(drained)}}
 	err := s.srv.SetPolicyAssignment(ctx, &api.SetPolicyAssignmentRequest{Assignment: &api.PolicyAssignment{
 		Name:          "global",

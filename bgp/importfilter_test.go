@@ -107,18 +107,7 @@ func TestImportRules(t *testing.T) {
 	node := startNode(t, port, Neighbor{Address: peer, ASN: 65001, Passive: true, Import: &ImportRules{PrivateASNs: true}})
 	st := newStream(t, node)
 	feeder := newPeer(t, 65001, peer.String(), port)
-	announce := func(prefix string, path ...uint32) {
-		t.Helper()
-		nlri, _ := bgp.NewIPAddrPrefix(netip.MustParsePrefix(prefix))
-		nh, _ := bgp.NewPathAttributeNextHop(netip.MustParseAddr("10.1.0.2"))
-		attrs := []bgp.PathAttributeInterface{bgp.NewPathAttributeOrigin(0), nh}
-		if len(path) > 0 {
-			attrs = append(attrs, asPath(path...))
-		}
-		if _, err := feeder.srv.AddPath(apiutil.AddPathRequest{Paths: []*apiutil.Path{{Family: bgp.RF_IPv4_UC, Nlri: nlri, Attrs: attrs}}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	announce := feeder.announcePath
 	// The feeder prepends its AS 65001 (private: allowed here).
 	announce("10.5.0.0/16")       // special purpose
 	announce("8.8.8.128/25")      // too long

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/fibfleet/fibfleet/rpki"
-	"github.com/osrg/gobgp/v4/pkg/apiutil"
-	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
 )
 
 // TestOriginValidation: routes of an upstream with import rules validated against
@@ -28,14 +26,7 @@ func TestOriginValidation(t *testing.T) {
 	node.SetOriginValidation(vrps, true)
 	st := newStream(t, node)
 	feeder := newPeer(t, 65001, peer.String(), port)
-	announce := func(prefix string, path ...uint32) {
-		t.Helper()
-		nlri, _ := bgp.NewIPAddrPrefix(netip.MustParsePrefix(prefix))
-		nh, _ := bgp.NewPathAttributeNextHop(netip.MustParseAddr("10.1.0.2"))
-		if _, err := feeder.srv.AddPath(apiutil.AddPathRequest{Paths: []*apiutil.Path{{Family: bgp.RF_IPv4_UC, Nlri: nlri, Attrs: []bgp.PathAttributeInterface{bgp.NewPathAttributeOrigin(0), nh, asPath(path...)}}}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	announce := feeder.announcePath
 	announce("1.1.1.0/24", 13335) // valid
 	announce("9.9.9.0/24", 15169) // invalid: wrong origin
 	announce("8.8.8.0/24", 15169) // valid

@@ -81,6 +81,34 @@ type answer[T any] struct {
 	Error string
 }
 
+// unanswered names the nodes that did not answer, with why ("node: error").
+func unanswered[T any](answers []answer[T]) []string {
+	var out []string
+	for _, a := range answers {
+		if a.Error != "" {
+			out = append(out, a.Node+": "+a.Error)
+		}
+	}
+	return out
+}
+
+// renderAnswered renders the rows the nodes gave, a line per node that did not
+// answer, and fails naming those.
+func (g *globals) renderAnswered(rows any, failed []string, table func(w io.Writer)) error {
+	if err := g.render(rows, func(w io.Writer) {
+		table(w)
+		for _, f := range failed {
+			fmt.Fprintf(w, "(%s)\n", f)
+		}
+	}); err != nil {
+		return err
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d node(s) did not answer: %s", len(failed), strings.Join(failed, "; "))
+	}
+	return nil
+}
+
 // askNodes GETs path from every registered node (or only one: a name no node has is
 // a usage error naming those that are), in parallel.
 func askNodes[T any](ctx context.Context, g *globals, path, only string) ([]answer[T], error) {

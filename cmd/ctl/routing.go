@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"net/netip"
 	"net/url"
 	"slices"
@@ -39,17 +40,14 @@ of the fleet's prefixes the node sends it.`,
 				return err
 			}
 			var rows []neighborRow
-			var failed []string
+			failed := unanswered(answers)
 			for _, a := range answers {
-				if a.Error != "" {
-					failed = append(failed, a.Node+": "+a.Error)
-				}
 				for _, n := range a.Doc {
 					rows = append(rows, neighborRow{Node: a.Node, Neighbor: n})
 				}
 			}
 			now := time.Now()
-			if err := g.render(rows, func(w io.Writer) {
+			return g.renderAnswered(rows, failed, func(w io.Writer) {
 				fmt.Fprintln(w, "NODE\tNEIGHBOR\tASN\tSTATE\tUP\tRECEIVED v4/v6\tACCEPTED\tREFUSED\tADVERTISED")
 				for _, r := range rows {
 					up, kind, received := "-", "", fmt.Sprintf("%d/%d", r.Received[0], r.Received[1])
@@ -61,16 +59,7 @@ of the fleet's prefixes the node sends it.`,
 					}
 					fmt.Fprintf(w, "%s\t%s%s\t%d\t%s\t%s\t%s\t%d\t%s\t%d\n", r.Node, r.Neighbor.Neighbor, kind, r.ASN, r.State, up, received, r.Accepted, reasons(r.Refused), r.Advertised)
 				}
-				for _, f := range failed {
-					fmt.Fprintf(w, "(%s)\n", f)
-				}
-			}); err != nil {
-				return err
-			}
-			if len(failed) > 0 {
-				return fmt.Errorf("%d node(s) did not answer: %s", len(failed), strings.Join(failed, "; "))
-			}
-			return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&node, "node", "", "ask this node only")
@@ -82,13 +71,7 @@ func reasons(m map[string]uint64) string {
 	if len(m) == 0 {
 		return "-"
 	}
-	keys := slices.Sorted(func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	})
+	keys := slices.Sorted(maps.Keys(m))
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = fmt.Sprintf("%s=%d", k, m[k])
@@ -127,11 +110,8 @@ would run the export policy over the whole table.`,
 			}
 			rows := []advertisedRow{}
 			found := false
-			var failed []string
+			failed := unanswered(answers)
 			for _, a := range answers {
-				if a.Error != "" {
-					failed = append(failed, a.Node+": "+a.Error)
-				}
 				for _, n := range a.Doc.Neighbors {
 					if n.Neighbor != nb {
 						continue
@@ -145,7 +125,7 @@ would run the export policy over the whole table.`,
 			if !found && len(failed) == 0 {
 				return usagef("no node has %s as a neighbour (ctl neighbors lists them)", nb)
 			}
-			if err := g.render(rows, func(w io.Writer) {
+			return g.renderAnswered(rows, failed, func(w io.Writer) {
 				fmt.Fprintln(w, "NODE\tPREFIX\tAS PATH\tCOMMUNITIES\tLARGE\tMED")
 				for _, r := range rows {
 					med := "-"
@@ -154,16 +134,7 @@ would run the export policy over the whole table.`,
 					}
 					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Node, r.Prefix, asPath(r.ASPath), orDash(r.Communities), orDash(r.LargeCommunities), med)
 				}
-				for _, f := range failed {
-					fmt.Fprintf(w, "(%s)\n", f)
-				}
-			}); err != nil {
-				return err
-			}
-			if len(failed) > 0 {
-				return fmt.Errorf("%d node(s) did not answer: %s", len(failed), strings.Join(failed, "; "))
-			}
-			return nil
+			})
 		},
 	}
 	return cmd
@@ -221,16 +192,13 @@ sent that its import rules refused, with the reason.`,
 				return err
 			}
 			rows := []routeRow{}
-			var failed []string
+			failed := unanswered(answers)
 			for _, a := range answers {
-				if a.Error != "" {
-					failed = append(failed, a.Node+": "+a.Error)
-				}
 				for _, p := range a.Doc.Paths {
 					rows = append(rows, routeRow{Node: a.Node, RoutePath: p})
 				}
 			}
-			if err := g.render(rows, func(w io.Writer) {
+			return g.renderAnswered(rows, failed, func(w io.Writer) {
 				fmt.Fprintln(w, "NODE\tPREFIX\tFROM\tNEXT HOP\tAS PATH\tLOCPREF\tMED\tCOMMUNITIES\tSTATE")
 				for _, r := range rows {
 					from, med := "(this node)", "-"
@@ -260,16 +228,7 @@ sent that its import rules refused, with the reason.`,
 				if len(rows) == 0 {
 					fmt.Fprintf(w, "no node holds a path towards %s\n", q)
 				}
-				for _, f := range failed {
-					fmt.Fprintf(w, "(%s)\n", f)
-				}
-			}); err != nil {
-				return err
-			}
-			if len(failed) > 0 {
-				return fmt.Errorf("%d node(s) did not answer: %s", len(failed), strings.Join(failed, "; "))
-			}
-			return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&node, "node", "", "ask this node only")

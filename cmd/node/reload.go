@@ -288,36 +288,40 @@ func (r *reloader) reloadLocked(ctx context.Context) (string, error) {
 		running[n.Address] = want[n.Address]
 		r.log.Info("neighbour added", "neighbor", n.Address)
 	}
-	for _, n := range plan.limits {
-		if err := r.bgp.SetLimits(n.Address, n.MaxPrefixes, n.ExpectedPrefixes, n.MaxPrefixRestart); err != nil {
-			errs = append(errs, err)
-			continue
+	// Live changes of a kept neighbour: applied, then the changed settings taken
+	// into the running configuration; attrs (may be nil) adds to the log line.
+	live := func(ns []bgp.Neighbor, msg string, apply func(bgp.Neighbor) error, take func(run *NeighborConfig, want NeighborConfig), attrs func(bgp.Neighbor) []any) {
+		for _, n := range ns {
+			if err := apply(n); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			rn := running[n.Address]
+			take(&rn, want[n.Address])
+			running[n.Address] = rn
+			args := []any{"neighbor", n.Address}
+			if attrs != nil {
+				args = append(args, attrs(n)...)
+			}
+			r.log.Info(msg, args...)
 		}
-		rn := running[n.Address]
-		rn.MaxPrefixes, rn.ExpectedPrefixes, rn.MaxPrefixRestart = want[n.Address].MaxPrefixes, want[n.Address].ExpectedPrefixes, want[n.Address].MaxPrefixRestart
-		running[n.Address] = rn
-		r.log.Info("neighbour's limits changed, its session kept", "neighbor", n.Address, "max_prefixes", n.MaxPrefixes, "expected_prefixes", n.ExpectedPrefixes)
 	}
-	for _, n := range plan.imports {
-		if err := r.bgp.SetImport(ctx, n.Address, n.Import, n.ImportActions); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		rn := running[n.Address]
-		rn.Import = want[n.Address].Import
-		running[n.Address] = rn
-		r.log.Info("neighbour's import rules changed: its routes checked again (soft reset in), its session kept", "neighbor", n.Address)
-	}
-	for _, n := range plan.exports {
-		if err := r.bgp.SetExport(ctx, n.Address, n.Export); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		rn := running[n.Address]
-		rn.Export = want[n.Address].Export
-		running[n.Address] = rn
-		r.log.Info("neighbour's export changed: its updates recomputed (soft reset out), its session kept", "neighbor", n.Address)
-	}
+	live(plan.limits, "neighbour's limits changed, its session kept",
+		func(n bgp.Neighbor) error {
+			return r.bgp.SetLimits(n.Address, n.MaxPrefixes, n.ExpectedPrefixes, n.MaxPrefixRestart)
+		},
+		func(run *NeighborConfig, w NeighborConfig) {
+			run.MaxPrefixes, run.ExpectedPrefixes, run.MaxPrefixRestart = w.MaxPrefixes, w.ExpectedPrefixes, w.MaxPrefixRestart
+		},
+		func(n bgp.Neighbor) []any {
+			return []any{"max_prefixes", n.MaxPrefixes, "expected_prefixes", n.ExpectedPrefixes}
+		})
+	live(plan.imports, "neighbour's import rules changed: its routes checked again (soft reset in), its session kept",
+		func(n bgp.Neighbor) error { return r.bgp.SetImport(ctx, n.Address, n.Import, n.ImportActions) },
+		func(run *NeighborConfig, w NeighborConfig) { run.Import = w.Import }, nil)
+	live(plan.exports, "neighbour's export changed: its updates recomputed (soft reset out), its session kept",
+		func(n bgp.Neighbor) error { return r.bgp.SetExport(ctx, n.Address, n.Export) },
+		func(run *NeighborConfig, w NeighborConfig) { run.Export = w.Export }, nil)
 	next := cur
 	next.BGP.Neighbors = nil
 	for _, n := range cur.BGP.Neighbors { // in the file's order

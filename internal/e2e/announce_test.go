@@ -116,11 +116,7 @@ func TestAnnounce(t *testing.T) {
 
 	announce := func() nodeapi.Announce {
 		t.Helper()
-		b, err := sk.Get("/api/v1/announce")
-		var a nodeapi.Announce
-		if err == nil {
-			err = json.Unmarshal(b, &a)
-		}
+		a, err := apiGet[nodeapi.Announce](sk.Get, "/api/v1/announce")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -386,11 +382,7 @@ func TestAnnounce(t *testing.T) {
 // status reads the node's /api/v1/status.
 func status(t *testing.T, sk *lab.Skeleton) nodeapi.Status {
 	t.Helper()
-	b, err := sk.Get("/api/v1/status")
-	var st nodeapi.Status
-	if err == nil {
-		err = json.Unmarshal(b, &st)
-	}
+	st, err := apiGet[nodeapi.Status](sk.Get, "/api/v1/status")
 	if err != nil {
 		t.Fatal(err)
 	}

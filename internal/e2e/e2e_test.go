@@ -62,6 +62,17 @@ func build(t testing.TB, pkg, name string) string {
 	return out
 }
 
+// apiGet reads one document of a node's API (get is the skeleton's or a fleet
+// node's Get).
+func apiGet[T any](get func(string) ([]byte, error), path string) (T, error) {
+	var v T
+	b, err := get(path)
+	if err == nil {
+		err = json.Unmarshal(b, &v)
+	}
+	return v, err
+}
+
 // startSkeleton starts the walking skeleton (lab.StartSkeleton) for a test: cfg's Dir
 // and NodeBinary default to a temporary directory and the node built for this run.
 // It fails the test if the skeleton does not start; at the end it tears it down,

@@ -107,11 +107,7 @@ func TestFleet(t *testing.T) {
 		}
 		for _, n := range fl.Nodes {
 			for _, p := range lab.FleetRefused {
-				b, err := n.Get("/api/v1/lookup?addr=" + p.Addr().Next().String())
-				var l nodeapi.Lookup
-				if err == nil {
-					err = json.Unmarshal(b, &l)
-				}
+				l, err := apiGet[nodeapi.Lookup](n.Get, "/api/v1/lookup?addr="+p.Addr().Next().String())
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"testing"
@@ -58,11 +57,7 @@ func TestImportRules(t *testing.T) {
 		if r.Prefix.Bits() == 0 {
 			dst = netip.MustParseAddr("4.4.4.4")
 		}
-		b, err := sk.Get("/api/v1/lookup?addr=" + dst.String())
-		var l nodeapi.Lookup
-		if err == nil {
-			err = json.Unmarshal(b, &l)
-		}
+		l, err := apiGet[nodeapi.Lookup](sk.Get, "/api/v1/lookup?addr="+dst.String())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -26,14 +26,7 @@ func TestReload(t *testing.T) {
 	ctx := context.Background()
 	sk := startSkeleton(t, lab.SkeletonConfig{ConfigDir: true})
 	v4, v6 := len(lab.AllRoutes()), len(lab.SkeletonRoutes6)
-	getStatus := func() (nodeapi.Status, error) {
-		b, err := sk.Get("/api/v1/status")
-		var st nodeapi.Status
-		if err == nil {
-			err = json.Unmarshal(b, &st)
-		}
-		return st, err
-	}
+	getStatus := func() (nodeapi.Status, error) { return apiGet[nodeapi.Status](sk.Get, "/api/v1/status") }
 	status := func() nodeapi.Status {
 		t.Helper()
 		st, err := getStatus()
@@ -200,11 +193,7 @@ func TestReloadSessions(t *testing.T) {
 	ctx := context.Background()
 	sk := startSkeleton(t, lab.SkeletonConfig{Announce: true, ConfigDir: true, Secure6: "s3cret"})
 	sessionsErr := func() (map[string]nodeapi.Session, error) {
-		b, err := sk.Get("/api/v1/status")
-		var st nodeapi.Status
-		if err == nil {
-			err = json.Unmarshal(b, &st)
-		}
+		st, err := apiGet[nodeapi.Status](sk.Get, "/api/v1/status")
 		out := map[string]nodeapi.Session{}
 		for _, s := range st.Sessions {
 			out[s.Neighbor.String()] = s
@@ -220,12 +209,7 @@ func TestReloadSessions(t *testing.T) {
 		return out
 	}
 	lookupErr := func(a string) (nodeapi.Lookup, error) {
-		b, err := sk.Get("/api/v1/lookup?addr=" + a)
-		var l nodeapi.Lookup
-		if err == nil {
-			err = json.Unmarshal(b, &l)
-		}
-		return l, err
+		return apiGet[nodeapi.Lookup](sk.Get, "/api/v1/lookup?addr="+a)
 	}
 	all := []string{lab.UpstreamAddr, lab.UpstreamAddr6, lab.CoreAddr, lab.Upstream2Addr}
 	var before map[string]nodeapi.Session

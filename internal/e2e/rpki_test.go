@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"testing"
@@ -35,11 +34,7 @@ func TestRPKI(t *testing.T) {
 	}
 	sk := startSkeleton(t, lab.SkeletonConfig{VRPs: vrps})
 	lookup := func(a string) (bool, error) {
-		b, err := sk.Get("/api/v1/lookup?addr=" + a)
-		var l nodeapi.Lookup
-		if err == nil {
-			err = json.Unmarshal(b, &l)
-		}
+		l, err := apiGet[nodeapi.Lookup](sk.Get, "/api/v1/lookup?addr="+a)
 		return l.Found, err
 	}
 	expect := func(what string, want map[string]bool) {
@@ -74,11 +69,7 @@ func TestRPKI(t *testing.T) {
 		t.Errorf("refused rpki_invalid %v, validator up %v, VRPs %v: want 2, 1, 4", r, m["fibfleet_rpki_validator_up"+up], m["fibfleet_rpki_vrps"+up])
 	}
 	routeState := func(q string) (nodeapi.RoutePath, error) {
-		b, err := sk.Get("/api/v1/routes?q=" + q)
-		var rs nodeapi.Routes
-		if err == nil {
-			err = json.Unmarshal(b, &rs)
-		}
+		rs, err := apiGet[nodeapi.Routes](sk.Get, "/api/v1/routes?q="+q)
 		if err == nil && len(rs.Paths) != 1 {
 			err = fmt.Errorf("%d paths for %s: %+v", len(rs.Paths), q, rs.Paths)
 		}

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"strings"
 	"syscall"
@@ -26,12 +25,8 @@ func TestSessionSecurity(t *testing.T) {
 	sk := startSkeleton(t, lab.SkeletonConfig{ConfigDir: true, Secure6: password})
 	gobgp := build(t, "github.com/osrg/gobgp/v4/cmd/gobgp", "gobgp")
 	state := func(addr string) (string, error) {
-		b, err := sk.Get("/api/v1/status")
+		st, err := apiGet[nodeapi.Status](sk.Get, "/api/v1/status")
 		if err != nil {
-			return "", err
-		}
-		var st nodeapi.Status
-		if err := json.Unmarshal(b, &st); err != nil {
 			return "", err
 		}
 		for _, s := range st.Sessions {
