@@ -114,8 +114,12 @@ type Change struct {
 	Peer netip.Addr
 	// Internal says the path's AS path is empty: the route was originated inside
 	// this AS (by an iBGP neighbour such as the operator's core, or a fleet node),
-	// not learned from another network.
+	// not learned from another network. Never set for a blackhole.
 	Internal bool
+	// Blackhole says the path carries BLACKHOLE (RFC 7999): its traffic is to be
+	// dropped, whatever its next hop. The import rules let it through only from a
+	// neighbour allowed to send one (or this node's own, AddBlackhole).
+	Blackhole bool
 }
 
 // Event is one item of the stream from Events, in the order GoBGP emitted it.
@@ -188,10 +192,12 @@ type Speaker struct {
 	// drained SetDrained's state (export.go). exportMu orders replacements of the
 	// export policy, exportGen names the one in force.
 	announced map[netip.Prefix]bool
-	exports   map[netip.Addr]*Export
-	drained   bool
-	exportMu  sync.Mutex
-	exportGen int
+	// blackholes are the fleet's blackholes AddBlackhole holds (blackhole.go).
+	blackholes map[netip.Prefix]bool
+	exports    map[netip.Addr]*Export
+	drained    bool
+	exportMu   sync.Mutex
+	exportGen  int
 	// importActions are each neighbour's ImportActions, importGen the generation of
 	// the import policy in force and importHad whether it exists (importpolicy.go).
 	importActions map[netip.Addr]*ImportActions
@@ -330,7 +336,7 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 		peers: map[netip.Addr]*PeerStatus{}, adjIn: map[netip.Addr]*adjIn{}, loads: map[netip.Addr]*Load{},
 		eors: map[netip.Addr]map[bgp.Family]bool{}, asn: cfg.ASN, meshLocal: cfg.MeshAddress,
 		mesh: map[netip.Addr]bool{}, originated: map[netip.Prefix]netip.Addr{}, importFilter: imf,
-		announced: map[netip.Prefix]bool{}, exports: map[netip.Addr]*Export{}, importActions: map[netip.Addr]*ImportActions{}}
+		announced: map[netip.Prefix]bool{}, blackholes: map[netip.Prefix]bool{}, exports: map[netip.Addr]*Export{}, importActions: map[netip.Addr]*ImportActions{}}
 
 	// Export deny-by-default: upstreams get what their Export allows of the
 	// originated prefixes (export.go), the mesh the rest (mesh.go).
@@ -756,6 +762,10 @@ func toChange(p *apiutil.Path) (Change, bool) {
 		return Change{}, false
 	}
 	c := Change{Prefix: nlri.Prefix.Masked(), Peer: p.PeerAddress}
+	if !p.Withdrawal && hasBlackhole(p.Attrs) {
+		c.Blackhole = true
+		return c, true
+	}
 	if isAnnounced(p) {
 		// This node's own announcement (Announce) became the best path: the FIB holds
 		// no route of it (its traffic follows a shorter or longer route), and a route

@@ -41,6 +41,9 @@ type Export struct {
 	// MED, when HasMED, is the multi-exit discriminator sent.
 	MED    uint32
 	HasMED bool
+	// Blackholes sends the neighbour the fleet's blackholes (AddBlackhole) with
+	// BLACKHOLE and NO_EXPORT (RFC 7999), and no other communities or prepends.
+	Blackholes bool
 }
 
 // Validate reports a bad export, saying what to do; originated are the prefixes
@@ -115,9 +118,12 @@ type Advertisement struct {
 func (s *Speaker) Announce(p netip.Prefix) error {
 	p = p.Masked()
 	s.mu.Lock()
-	had := s.announced[p]
+	had, blackholed := s.announced[p], s.blackholes[p]
+	if blackholed {
+		s.announced[p] = true // the blackhole's path stands in for it until it goes
+	}
 	s.mu.Unlock()
-	if had {
+	if had || blackholed {
 		return nil
 	}
 	path, err := announcePath(p)
@@ -137,11 +143,11 @@ func (s *Speaker) Announce(p netip.Prefix) error {
 func (s *Speaker) Withdraw(p netip.Prefix) error {
 	p = p.Masked()
 	s.mu.Lock()
-	had := s.announced[p]
+	had, blackholed := s.announced[p], s.blackholes[p]
 	delete(s.announced, p)
 	s.mu.Unlock()
-	if !had {
-		return nil
+	if !had || blackholed {
+		return nil // a blackhole's path is not the announcement's to withdraw
 	}
 	path, err := announcePath(p)
 	if err != nil {
@@ -302,6 +308,32 @@ func (s *Speaker) exportPolicy(gen int) ([]*api.DefinedSet, *api.Policy, bool) {
 		addrs = append(addrs, a)
 	}
 	slices.SortFunc(addrs, netip.Addr.Compare)
+	// The fleet's blackholes first (before a statement for an originated prefix
+	// could take one): to the neighbours that want them, with NO_EXPORT; to
+	// nobody else, the mesh included.
+	bhSet := name + "-bh"
+	sets = append(sets, &api.DefinedSet{DefinedType: api.DefinedType_DEFINED_TYPE_COMMUNITY, Name: bhSet, List: []string{BlackholeCommunity}})
+	bhConds := func() *api.Conditions {
+		return &api.Conditions{CommunitySet: &api.MatchSet{Type: api.MatchSet_TYPE_ANY, Name: bhSet}, RouteType: api.Conditions_ROUTE_TYPE_LOCAL}
+	}
+	var bhNeighbors []string
+	for _, a := range addrs {
+		if s.exports[a].Blackholes {
+			bhNeighbors = append(bhNeighbors, hostPrefix(a))
+		}
+	}
+	if len(bhNeighbors) > 0 {
+		nset := name + "-bhn"
+		sets = append(sets, &api.DefinedSet{DefinedType: api.DefinedType_DEFINED_TYPE_NEIGHBOR, Name: nset, List: bhNeighbors})
+		c := bhConds()
+		c.NeighborSet = &api.MatchSet{Type: api.MatchSet_TYPE_ANY, Name: nset}
+		pol.Statements = append(pol.Statements, &api.Statement{Name: name + "-bh-send", Conditions: c, Actions: &api.Actions{
+			RouteAction: api.RouteAction_ROUTE_ACTION_ACCEPT,
+			Community:   &api.CommunityAction{Type: api.CommunityAction_TYPE_ADD, Communities: []string{NoExport}},
+		}})
+	}
+	pol.Statements = append(pol.Statements, &api.Statement{Name: name + "-bh-keep", Conditions: bhConds(),
+		Actions: &api.Actions{RouteAction: api.RouteAction_ROUTE_ACTION_REJECT}})
 	for i, a := range addrs {
 		e := s.exports[a]
 		nset := fmt.Sprintf("%s-n%d", name, i)
@@ -415,7 +447,7 @@ func (s *Speaker) applyExport(ctx context.Context) error {
 
 // deleteSets removes the defined sets whose names start with prefix.
 func (s *Speaker) deleteSets(ctx context.Context, prefix string) {
-	for _, t := range []api.DefinedType{api.DefinedType_DEFINED_TYPE_NEIGHBOR, api.DefinedType_DEFINED_TYPE_PREFIX} {
+	for _, t := range []api.DefinedType{api.DefinedType_DEFINED_TYPE_NEIGHBOR, api.DefinedType_DEFINED_TYPE_PREFIX, api.DefinedType_DEFINED_TYPE_COMMUNITY} {
 		var names []string
 		err := s.srv.ListDefinedSet(ctx, &api.ListDefinedSetRequest{DefinedType: t}, func(d *api.DefinedSet) {
 			if strings.HasPrefix(d.Name, prefix) {

@@ -42,6 +42,13 @@ type ImportRules struct {
 	// DenyASNs are ASes no accepted path may contain. Both are range checks on the
 	// path, not regular expressions.
 	OriginASNs, DenyASNs []uint32
+	// Blackholes accepts routes carrying BLACKHOLE (RFC 7999) from this neighbour:
+	// their traffic is dropped. Such a route may be as long as /32 or /128 (the
+	// too-long check and the prefix list's longest length do not apply to it; the
+	// prefix list's space still does) and is not origin-validated (a blackhole is
+	// longer than any ROA allows). Without it, a route carrying BLACKHOLE is refused
+	// (reason blackhole_not_allowed): neither dropped nor forwarded.
+	Blackholes bool
 }
 
 // PrefixRange is a prefix list entry: the prefix and the routes within it up to
@@ -51,9 +58,12 @@ type PrefixRange struct {
 	MaxLength int
 }
 
-func (r PrefixRange) contains(p netip.Prefix) bool {
+func (r PrefixRange) contains(p netip.Prefix, blackhole bool) bool {
 	max := r.MaxLength
-	if max == 0 {
+	switch {
+	case blackhole:
+		max = p.Addr().BitLen()
+	case max == 0:
 		max = r.Prefix.Bits()
 	}
 	return r.Prefix.Addr().Is4() == p.Addr().Is4() && r.Prefix.Bits() <= p.Bits() && p.Bits() <= max && r.Prefix.Contains(p.Addr())
@@ -76,11 +86,12 @@ const (
 	ReasonOriginAS       = "origin_as"
 	ReasonDeniedAS       = "denied_asn"
 	ReasonRPKIInvalid    = "rpki_invalid"
+	ReasonBlackhole      = "blackhole_not_allowed"
 )
 
 // Reasons lists every reason, for metrics (an array: its length sizes the counters).
 var Reasons = [...]string{ReasonSpecialPurpose, ReasonTooLong, ReasonTooShort, ReasonDefaultRoute, ReasonPrivateASN, ReasonReservedASN,
-	ReasonPathTooLong, ReasonFirstAS, ReasonEmptyPath, ReasonOwnAS, ReasonOwnPrefix, ReasonPrefixList, ReasonOriginAS, ReasonDeniedAS, ReasonRPKIInvalid}
+	ReasonPathTooLong, ReasonFirstAS, ReasonEmptyPath, ReasonOwnAS, ReasonOwnPrefix, ReasonPrefixList, ReasonOriginAS, ReasonDeniedAS, ReasonRPKIInvalid, ReasonBlackhole}
 
 // specialPurpose is IANA's special-purpose address space (RFC 6890 and its
 // registries, as of 2026) that is not globally reachable, with multicast and the
@@ -102,8 +113,11 @@ var specialPurpose = func() []netip.Prefix {
 var globalUnicast6 = netip.MustParsePrefix("2000::/3")
 
 // check returns why a route from a neighbour of AS peerAS is refused ("" to accept);
-// ownAS is this router's.
-func (r *ImportRules) check(p netip.Prefix, peerAS, ownAS uint32, path *bgp.PathAttributeAsPath) string {
+// ownAS is this router's. blackhole says the route carries BLACKHOLE.
+func (r *ImportRules) check(p netip.Prefix, peerAS, ownAS uint32, path *bgp.PathAttributeAsPath, blackhole bool) string {
+	if blackhole && !r.Blackholes {
+		return ReasonBlackhole
+	}
 	if p.Bits() == 0 {
 		if r.DefaultRoute {
 			return ""
@@ -127,7 +141,7 @@ func (r *ImportRules) check(p netip.Prefix, peerAS, ownAS uint32, path *bgp.Path
 			}
 		}
 	}
-	if len(r.Prefixes) > 0 && !slices.ContainsFunc(r.Prefixes, func(e PrefixRange) bool { return e.contains(p) }) {
+	if len(r.Prefixes) > 0 && !slices.ContainsFunc(r.Prefixes, func(e PrefixRange) bool { return e.contains(p, blackhole) }) {
 		return ReasonPrefixList
 	}
 	if !r.AnyLength {
@@ -136,7 +150,7 @@ func (r *ImportRules) check(p netip.Prefix, peerAS, ownAS uint32, path *bgp.Path
 			lo, hi = 16, 48
 		}
 		switch {
-		case p.Bits() > hi:
+		case p.Bits() > hi && !blackhole:
 			return ReasonTooLong
 		case p.Bits() < lo:
 			return ReasonTooShort
@@ -319,8 +333,11 @@ func (f *importFilter) reason(peer netip.Addr, peerAS uint32, p netip.Prefix, at
 	if r == nil {
 		return ""
 	}
+	blackhole := hasBlackhole(attrs)
+	// A blackhole inside the fleet's own prefixes, from a neighbour allowed to send
+	// one, is what blackholes are for (an attacked address of the fleet's).
 	for _, o := range f.ownPrefixes() {
-		if o.Bits() <= p.Bits() && o.Contains(p.Addr()) {
+		if o.Bits() <= p.Bits() && o.Contains(p.Addr()) && !(blackhole && r.Blackholes) {
 			return ReasonOwnPrefix // before any other: the most telling
 		}
 	}
@@ -330,10 +347,10 @@ func (f *importFilter) reason(peer netip.Addr, peerAS uint32, p netip.Prefix, at
 			path = ap
 		}
 	}
-	if why := r.check(p, peerAS, f.ownAS, path); why != "" {
+	if why := r.check(p, peerAS, f.ownAS, path, blackhole); why != "" {
 		return why
 	}
-	if rov := f.rov.Load(); rov != nil {
+	if rov := f.rov.Load(); rov != nil && !blackhole {
 		st := rov.v.Validate(p, originAS(path))
 		f.states[st].Add(1)
 		if st == rpki.Invalid && rov.reject {

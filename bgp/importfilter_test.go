@@ -33,12 +33,15 @@ func TestImportRulesCheck(t *testing.T) {
 	customer := &ImportRules{Prefixes: []PrefixRange{{Prefix: netip.MustParsePrefix("8.8.4.0/22"), MaxLength: 24}, {Prefix: netip.MustParsePrefix("9.9.9.0/24"), MaxLength: 25}},
 		OriginASNs: []uint32{15169, 396982}, DenyASNs: []uint32{174}}
 	lab := &ImportRules{PrivateASNs: true, AnyLength: true, Allow: []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24"), netip.MustParsePrefix("2001:db8::/32")}}
-	for _, c := range []struct {
+	trusted := *customer
+	trusted.Blackholes = true
+	type ruleCase struct {
 		rules  *ImportRules
 		prefix string
 		path   *bgp.PathAttributeAsPath
 		want   string
-	}{
+	}
+	for _, c := range []ruleCase{
 		{safe, "8.8.8.0/24", asPath(3356, 15169), ""},
 		{safe, "2001:4860::/32", asPath(3356, 15169), ""},
 		{safe, "10.0.0.0/8", asPath(3356), ReasonSpecialPurpose},
@@ -92,7 +95,32 @@ func TestImportRulesCheck(t *testing.T) {
 		{customer, "8.8.4.0/24", asPath(3356, 174, 15169), ReasonDeniedAS},
 		{&ImportRules{OriginASNs: []uint32{15169}}, "8.8.4.0/24", asPath(3356), ReasonOriginAS},
 	} {
-		if got := c.rules.check(netip.MustParsePrefix(c.prefix), 3356, 65000, c.path); got != c.want {
+		if got := c.rules.check(netip.MustParsePrefix(c.prefix), 3356, 65000, c.path, false); got != c.want {
+			t.Errorf("%s via %v: %q, want %q", c.prefix, c.path, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		ruleCase
+		blackhole bool
+	}{
+		// Blackholes (RFC 7999): only from a neighbour allowed to send them, as long as
+		// a host, inside its prefix list whatever the list's longest length, and the
+		// other rules still apply.
+		{ruleCase{customer, "8.8.4.7/32", asPath(3356, 15169), ReasonBlackhole}, true},
+		{ruleCase{customer, "8.8.4.0/24", asPath(3356, 15169), ReasonBlackhole}, true},
+		{ruleCase{safe, "8.8.8.8/32", asPath(3356, 15169), ReasonBlackhole}, true},
+		{ruleCase{&trusted, "8.8.4.7/32", asPath(3356, 15169), ""}, true},
+		{ruleCase{&trusted, "9.9.9.9/32", asPath(3356, 15169), ""}, true},
+		{ruleCase{&trusted, "8.8.4.0/22", asPath(3356, 15169), ""}, true},
+		{ruleCase{&trusted, "8.8.4.7/32", asPath(3356, 15169), ReasonPrefixList}, false}, // without the community: a route like any other
+		{ruleCase{&trusted, "9.9.10.1/32", asPath(3356, 15169), ReasonPrefixList}, true},
+		{ruleCase{&trusted, "8.8.4.7/32", asPath(3356, 13335), ReasonOriginAS}, true},
+		{ruleCase{&trusted, "8.8.4.7/32", asPath(3356, 174, 15169), ReasonDeniedAS}, true},
+		{ruleCase{&ImportRules{Blackholes: true}, "2001:4860::8888/128", asPath(3356, 15169), ""}, true},
+		{ruleCase{&ImportRules{Blackholes: true}, "10.1.2.3/32", asPath(3356, 15169), ReasonSpecialPurpose}, true},
+		{ruleCase{&ImportRules{Blackholes: true}, "8.0.0.0/7", asPath(3356, 15169), ReasonTooShort}, true},
+	} {
+		if got := c.rules.check(netip.MustParsePrefix(c.prefix), 3356, 65000, c.path, c.blackhole); got != c.want {
 			t.Errorf("%s via %v: %q, want %q", c.prefix, c.path, got, c.want)
 		}
 	}
@@ -206,7 +234,7 @@ func BenchmarkImportCheck(b *testing.B) {
 	refused := 0
 	for i := 0; i < b.N; i++ {
 		rt := routes[i%len(routes)]
-		if r.check(rt.Prefix, 3356, 65000, paths[i%len(paths)]) != "" {
+		if r.check(rt.Prefix, 3356, 65000, paths[i%len(paths)], false) != "" {
 			refused++
 		}
 	}

@@ -27,6 +27,7 @@ const MaxNexthops = 65536
 const (
 	nhValid    = 0x1
 	nhResolved = 0x2
+	nhDrop     = 0x4
 )
 
 // Config sizes and places the dataplane.
@@ -81,6 +82,10 @@ type Nexthop struct {
 	// VLAN is the 802.1Q VLAN id the frame leaves with, 0 for untagged.
 	VLAN     uint16
 	Resolved bool
+	// Drop makes this the discard nexthop: traffic of the routes through it is
+	// dropped in XDP (a blackhole, RFC 7999), counted as DropBlackhole. Nothing
+	// else in the entry is used.
+	Drop bool
 }
 
 // Dataplane is a loaded XDP program with its maps.
@@ -307,7 +312,9 @@ func (d *Dataplane) SetNexthop(id uint32, nh Nexthop) error {
 		return fmt.Errorf("dataplane: nexthop %d: VLAN id %d out of range 1..4094", id, nh.VLAN)
 	}
 	v := xdpfwdNexthop{Ifindex: nh.Ifindex, Mtu: nh.MTU, Vlan: nh.VLAN, Flags: nhValid}
-	if nh.Resolved {
+	if nh.Drop {
+		v = xdpfwdNexthop{Flags: nhValid | nhDrop}
+	} else if nh.Resolved {
 		if len(nh.SrcMAC) != 6 || len(nh.DstMAC) != 6 || nh.Ifindex == 0 {
 			return fmt.Errorf("dataplane: resolved nexthop %d needs an ifindex and two 6-byte MACs, got %+v", id, nh)
 		}

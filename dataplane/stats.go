@@ -23,6 +23,8 @@ const (
 	ForwardedV6
 	PassHopByHop
 	PassLinkLocal
+	// DropBlackhole is traffic to a blackholed route (the discard nexthop).
+	DropBlackhole
 	numReasons
 )
 
@@ -44,6 +46,7 @@ var reasonNames = [numReasons]string{
 	ForwardedV6:    "forwarded_v6",
 	PassHopByHop:   "hop_by_hop",
 	PassLinkLocal:  "link_local",
+	DropBlackhole:  "blackhole",
 }
 
 // Reasons lists every stat index in order.
@@ -67,7 +70,7 @@ func (r Reason) Action() string {
 	switch r {
 	case Forwarded, ForwardedV6:
 		return "redirect"
-	case DropInternal:
+	case DropInternal, DropBlackhole:
 		return "drop"
 	}
 	return "pass"

@@ -13,10 +13,12 @@ var localIP6 = netip.MustParseAddr("2001:db8:ffff::1")
 // testRoutes6 is testDataplane's IPv6 FIB: the same nexthops as IPv4 (1 resolved, MTU
 // 1500; 2 unresolved; 3 MTU 576; 4 port missing; 5 VLAN 100), 2001:db8:600::/48 holding
 // only a longer route (2001:db8:600:1::/64 -> 1), 3000::/16 in the first level and
-// 2c00::/16 passing to the kernel (FIB6Kernel).
+// 2c00::/16 passing to the kernel (FIB6Kernel), and 2001:db8:700::66/128 -> 6 (the
+// discard nexthop).
 var testRoutes6 = []testRoute{
 	{"3000::/16", 1}, {"2001:db8:100::/48", 1}, {"2001:db8:200::/40", 2}, {"2001:db8:300::/44", 3},
 	{"2001:db8:4000::/36", 4}, {"2001:db8:500::/48", 5}, {"2001:db8:600:1::/64", 1},
+	{"2001:db8:700::66/128", 6},
 }
 
 // installRoutes6 writes routes straight into the IPv6 tables, the simple way (no

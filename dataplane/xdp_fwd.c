@@ -36,6 +36,7 @@ enum stat_reason {
 	STAT_FORWARDED_V6,      /* IPv6, XDP_REDIRECT to the nexthop's egress port */
 	STAT_PASS_HOP_BY_HOP,   /* IPv6 hop-by-hop options: every router must read them */
 	STAT_PASS_LINK_LOCAL,   /* IPv6 link-local (or unspecified, loopback) destination: never routed */
+	STAT_DROP_BLACKHOLE,    /* the route's nexthop is the discard nexthop (RFC 7999 blackhole) */
 	STAT_MAX,
 };
 
@@ -47,6 +48,7 @@ struct stat_rec {
 /* Nexthop flags. */
 #define NH_F_VALID 0x1
 #define NH_F_RESOLVED 0x2
+#define NH_F_DROP 0x4 /* the discard nexthop: a blackholed route's traffic is dropped here */
 
 /* A nexthop entry: everything the rewrite needs, so a hit costs one array lookup. */
 struct nexthop {
@@ -148,16 +150,6 @@ struct frame {
 	int tagged;
 };
 
-/* nh_ok returns the usable nexthop entry for an id, or 0 (not resolved yet). */
-static __always_inline struct nexthop *nh_ok(__u32 nhid)
-{
-	struct nexthop *nh = bpf_map_lookup_elem(&nexthops, &nhid);
-
-	if (!nh || (nh->flags & (NH_F_VALID | NH_F_RESOLVED)) != (NH_F_VALID | NH_F_RESOLVED))
-		return 0;
-	return nh;
-}
-
 /* egress checks the MTU and port, fixes the VLAN tag, decrements TTL or hop limit,
  * rewrites MACs and redirects: the same for both families. */
 static __always_inline int egress(struct xdp_md *ctx, struct nexthop *nh, struct frame *f)
@@ -207,6 +199,20 @@ static __always_inline int egress(struct xdp_md *ctx, struct nexthop *nh, struct
 	return count(v6 ? STAT_FORWARDED_V6 : STAT_FORWARDED, f->len, bpf_redirect_map(&tx_ports, nh->ifindex, 0));
 }
 
+/* route_to forwards to the nexthop a FIB lookup answered: drops for the discard
+ * nexthop (a blackhole: dropped here, at line rate, before any rewrite), passes to the
+ * kernel while the neighbour is unresolved. */
+static __always_inline int route_to(struct xdp_md *ctx, __u32 nhid, struct frame *f)
+{
+	struct nexthop *nh = bpf_map_lookup_elem(&nexthops, &nhid);
+
+	if (nh && (nh->flags & (NH_F_VALID | NH_F_DROP)) == (NH_F_VALID | NH_F_DROP))
+		return count(STAT_DROP_BLACKHOLE, f->len, XDP_DROP);
+	if (!nh || (nh->flags & (NH_F_VALID | NH_F_RESOLVED)) != (NH_F_VALID | NH_F_RESOLVED))
+		return count(STAT_PASS_UNRESOLVED, f->len, XDP_PASS);
+	return egress(ctx, nh, f);
+}
+
 /* kernel_nexthop fills knh from a successful bpf_fib_lookup (the kernel backend). */
 static __always_inline struct nexthop *kernel_nexthop(struct nexthop *knh, struct bpf_fib_lookup *p)
 {
@@ -229,7 +235,10 @@ static __always_inline int kernel_failed(long rc, struct frame *f)
 		return count(STAT_PASS_UNRESOLVED, f->len, XDP_PASS) + 1;
 	if (rc == BPF_FIB_LKUP_RET_FRAG_NEEDED)
 		return count(STAT_PASS_MTU, f->len, XDP_PASS) + 1;
-	/* no route, blackhole, not forwarded, forwarding off */
+	/* The kernel sync mirrors a blackholed route as a blackhole route. */
+	if (rc == BPF_FIB_LKUP_RET_BLACKHOLE)
+		return count(STAT_DROP_BLACKHOLE, f->len, XDP_DROP) + 1;
+	/* no route, unreachable, prohibited, not forwarded, forwarding off */
 	return count(STAT_PASS_NO_ROUTE, f->len, XDP_PASS) + 1;
 }
 
@@ -291,9 +300,7 @@ static __always_inline int forward4(struct xdp_md *ctx, struct iphdr *iph, void 
 			return count(STAT_PASS_NO_ROUTE, f->len, XDP_PASS);
 		if (nhid == FIB4_KERNEL)
 			return count(STAT_PASS_FIB_FULL, f->len, XDP_PASS);
-		nh = nh_ok(nhid);
-		if (!nh)
-			return count(STAT_PASS_UNRESOLVED, f->len, XDP_PASS);
+		return route_to(ctx, nhid, f);
 	}
 	return egress(ctx, nh, f);
 }
@@ -359,9 +366,7 @@ static __always_inline int forward6(struct xdp_md *ctx, struct ipv6hdr *ip6, voi
 			return count(STAT_PASS_NO_ROUTE, f->len, XDP_PASS);
 		if (nhid == FIB6_KERNEL)
 			return count(STAT_PASS_FIB_FULL, f->len, XDP_PASS);
-		nh = nh_ok(nhid);
-		if (!nh)
-			return count(STAT_PASS_UNRESOLVED, f->len, XDP_PASS);
+		return route_to(ctx, nhid, f);
 	}
 	return egress(ctx, nh, f);
 }

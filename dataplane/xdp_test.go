@@ -40,7 +40,8 @@ func requireBPF(t testing.TB) {
 // routes 198.51.100.0/24 -> nexthop 1 (resolved, MTU 1500), 203.0.113.0/24 -> 2
 // (unresolved), 203.0.113.128/25 -> 3 (resolved, MTU 576), 100.64.0.0/10 -> 4
 // (resolved, egress port not in the devmap), 198.18.0.0/15 -> 5 (resolved, VLAN 100),
-// 192.0.2.64/26 compiled as "pass to the kernel", and local address 192.0.2.1.
+// 192.0.2.64/26 compiled as "pass to the kernel", 198.51.100.230/32 -> 6 (the discard
+// nexthop: a blackhole), and local address 192.0.2.1.
 func testDataplane(t testing.TB) *Dataplane {
 	t.Helper()
 	requireBPF(t)
@@ -77,8 +78,9 @@ func testDataplane(t testing.TB) *Dataplane {
 	vlan := nh
 	vlan.VLAN = 100
 	must(d.SetNexthop(5, vlan))
+	must(d.SetNexthop(6, Nexthop{Drop: true}))
 	installRoutes(t, d, []testRoute{
-		{"100.64.0.0/10", 4}, {"198.18.0.0/15", 5}, {"198.51.100.0/24", 1},
+		{"100.64.0.0/10", 4}, {"198.18.0.0/15", 5}, {"198.51.100.0/24", 1}, {"198.51.100.230/32", 6},
 		{"203.0.113.0/24", 2}, {"203.0.113.128/25", 3}, {"192.0.2.64/26", FIB4Kernel},
 	})
 	must(d.AddLocal(localIP))

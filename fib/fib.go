@@ -62,7 +62,14 @@ type Update struct {
 	Prefix   netip.Prefix
 	Nexthop  netip.Addr
 	Withdraw bool
+	// Blackhole routes the prefix to the discard nexthop, whatever Nexthop says:
+	// its traffic is dropped in XDP (RFC 7999), counted as dataplane.DropBlackhole.
+	Blackhole bool
 }
+
+// discard is a blackholed route's next hop in the master table: the zero Addr, which
+// no other route has (a route needs a next hop), keys the one discard nexthop.
+var discard netip.Addr
 
 // Stats summarises the table, for metrics.
 type Stats struct {
@@ -86,6 +93,8 @@ type Stats struct {
 	DirNodes, DirLines, DirFallback int
 	// RoutesV4 and RoutesV6 split Routes by family.
 	RoutesV4, RoutesV6 int
+	// Blackholes are the routes through the discard nexthop.
+	Blackholes int
 	// V6Keys are the IPv6 hash's live keys (routes expanded to its lengths) in
 	// V6Buckets buckets of five; V6Pending are keys that found no room (their /16
 	// passes to the kernel until they are placed); V6Long are routes longer than /48.
@@ -104,6 +113,8 @@ type nexthop struct {
 	direct bool
 	via    netip.Addr
 	local  bool
+	// drop: the discard nexthop (gw is discard): nothing to resolve.
+	drop bool
 }
 
 // ErrLocal is what a Resolver returns for one of the node's own addresses.
@@ -255,7 +266,9 @@ func (f *FIB) apply(u Update) error {
 		f.release(old)
 		return nil
 	}
-	if !u.Nexthop.IsValid() {
+	if u.Blackhole {
+		u.Nexthop = discard
+	} else if !u.Nexthop.IsValid() {
 		return fmt.Errorf("fib: route %s has no next hop", p)
 	}
 	if had && old == u.Nexthop {
@@ -390,11 +403,16 @@ func (f *FIB) acquire(gw netip.Addr) (*nexthop, error) {
 		f.nextID++
 	}
 	nh := &nexthop{id: id, gw: gw, refs: 1}
-	r, err := f.resolve(gw)
-	if err != nil {
-		f.log.Warn("next hop unresolved; its routes pass to the kernel until it resolves", "nexthop", gw, "err", err)
+	if gw == discard {
+		nh.drop, nh.direct = true, true
+		nh.res.Nexthop.Drop = true
+	} else {
+		r, err := f.resolve(gw)
+		if err != nil {
+			f.log.Warn("next hop unresolved; its routes pass to the kernel until it resolves", "nexthop", gw, "err", err)
+		}
+		nh.res, nh.direct, nh.via, nh.local = r.res, r.direct, r.via, r.local
 	}
-	nh.res, nh.direct, nh.via, nh.local = r.res, r.direct, r.via, r.local
 	if err := f.dp.SetNexthop(id, nh.res.Nexthop); err != nil {
 		f.freeIDs = append(f.freeIDs, freedID{id: id}) // never published: reusable at once
 		return nil, fmt.Errorf("fib: write nexthop %s: %w", gw, err)
@@ -523,13 +541,16 @@ func (f *FIB) RetryUnresolved() {
 	f.retryKernelSlots()
 	f.commit()
 	for _, nh := range f.byGW {
-		if !nh.res.Nexthop.Resolved && !nh.local {
+		if !nh.res.Nexthop.Resolved && !nh.local && !nh.drop {
 			f.refresh(nh)
 		}
 	}
 }
 
 func (f *FIB) refresh(nh *nexthop) {
+	if nh.drop {
+		return // nothing to resolve
+	}
 	rr, err := f.resolve(nh.gw)
 	if err != nil {
 		f.log.Debug("next hop still unresolved", "nexthop", nh.gw, "err", err)
@@ -584,7 +605,8 @@ func sameResolution(a, b Resolution) bool {
 		slices.Equal(x.SrcMAC, y.SrcMAC) && slices.Equal(x.DstMAC, y.DstMAC)
 }
 
-// Lookup returns the route a destination matches (longest prefix) and its next hop.
+// Lookup returns the route a destination matches (longest prefix) and its next hop,
+// which is not valid for a blackholed route.
 func (f *FIB) Lookup(a netip.Addr) (netip.Prefix, netip.Addr, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -592,7 +614,8 @@ func (f *FIB) Lookup(a netip.Addr) (netip.Prefix, netip.Addr, bool) {
 	return p, gw, ok
 }
 
-// Route returns the next hop the table holds for exactly this prefix.
+// Route returns the next hop the table holds for exactly this prefix (not valid for
+// a blackholed route).
 func (f *FIB) Route(p netip.Prefix) (netip.Addr, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -675,6 +698,8 @@ func (f *FIB) Stats() Stats {
 		switch {
 		case nh.local:
 			s.LocalNexthops++
+		case nh.drop:
+			s.Blackholes = nh.refs
 		case !nh.res.Nexthop.Resolved:
 			s.UnresolvedNexthops++
 		}

@@ -50,7 +50,7 @@ func NewKernelRoutes(tableID uint32) (*KernelRoutes, error) {
 // Close closes the socket; queued routes are dropped.
 func (k *KernelRoutes) Close() error { return unix.Close(k.fd) }
 
-func (k *KernelRoutes) msg(typ, flags int, p netip.Prefix, gw netip.Addr, ifindex int) error {
+func (k *KernelRoutes) msg(typ, flags int, routeType uint8, p netip.Prefix, gw netip.Addr, ifindex int) error {
 	family := unix.AF_INET
 	if p.Addr().Is6() {
 		family = unix.AF_INET6
@@ -64,6 +64,7 @@ func (k *KernelRoutes) msg(typ, flags int, p netip.Prefix, gw netip.Addr, ifinde
 	m.Dst_len = uint8(p.Bits())
 	m.Table = unix.RT_TABLE_UNSPEC
 	m.Protocol = rtprotBGP
+	m.Type = routeType
 	req.AddData(m)
 	req.AddData(nl.NewRtAttr(unix.RTA_DST, p.Masked().Addr().AsSlice()))
 	req.AddData(nl.NewRtAttr(unix.RTA_TABLE, binary.NativeEndian.AppendUint32(nil, k.table)))
@@ -89,12 +90,18 @@ func (k *KernelRoutes) msg(typ, flags int, p netip.Prefix, gw netip.Addr, ifinde
 
 // Replace queues "route p via gw dev ifindex" (created or replaced).
 func (k *KernelRoutes) Replace(p netip.Prefix, gw netip.Addr, ifindex int) error {
-	return k.msg(unix.RTM_NEWROUTE, unix.NLM_F_CREATE|unix.NLM_F_REPLACE, p, gw, ifindex)
+	return k.msg(unix.RTM_NEWROUTE, unix.NLM_F_CREATE|unix.NLM_F_REPLACE, unix.RTN_UNICAST, p, gw, ifindex)
+}
+
+// ReplaceBlackhole queues "blackhole p" (created or replaced): the kernel drops what
+// XDP passes up for a blackholed route, as XDP does.
+func (k *KernelRoutes) ReplaceBlackhole(p netip.Prefix) error {
+	return k.msg(unix.RTM_NEWROUTE, unix.NLM_F_CREATE|unix.NLM_F_REPLACE, unix.RTN_BLACKHOLE, p, netip.Addr{}, 0)
 }
 
 // Delete queues the removal of p.
 func (k *KernelRoutes) Delete(p netip.Prefix) error {
-	return k.msg(unix.RTM_DELROUTE, 0, p, netip.Addr{}, 0)
+	return k.msg(unix.RTM_DELROUTE, 0, unix.RTN_UNSPEC, p, netip.Addr{}, 0)
 }
 
 // Flush sends the queued messages and collects the kernel's answers. It returns the

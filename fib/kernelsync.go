@@ -30,9 +30,10 @@ type KernelSync struct {
 }
 
 type kernelOp struct {
-	del bool
-	gw  netip.Addr
-	oif int
+	del       bool
+	blackhole bool
+	gw        netip.Addr
+	oif       int
 }
 
 // NewKernelSync mirrors into routing table tableID (254 is main).
@@ -45,8 +46,8 @@ func NewKernelSync(tableID uint32, log *slog.Logger) *KernelSync {
 
 // routeChanged queues a route's new state; FIB calls it under its lock.
 func (k *KernelSync) routeChanged(p netip.Prefix, gw netip.Addr, res Resolution, withdrawn bool) {
-	op := kernelOp{del: withdrawn}
-	if !withdrawn {
+	op := kernelOp{del: withdrawn, blackhole: !withdrawn && res.Nexthop.Drop}
+	if !withdrawn && !op.blackhole {
 		// The kernel wants an on-link gateway: the neighbour the next hop resolves
 		// through (itself when connected), on its interface.
 		op.gw = gw
@@ -95,10 +96,14 @@ func (k *KernelSync) Run(ctx context.Context) error {
 		}
 		var added, removed uint64
 		for p, op := range batch {
-			if op.del {
+			switch {
+			case op.del:
 				note(kr.Delete(p))
 				removed++
-			} else {
+			case op.blackhole:
+				note(kr.ReplaceBlackhole(p))
+				added++
+			default:
 				note(kr.Replace(p, op.gw, op.oif))
 				added++
 			}

@@ -51,6 +51,8 @@ destination (fresh: the next packet hits; stale: an entry of an old epoch or rou
 						fmt.Fprintf(w, "%s\t(%s)\t\t\t\n", r.Node, r.Error)
 					case !r.Found:
 						fmt.Fprintf(w, "%s\tno route\t-\t%d\t%d\n", r.Node, r.CachedCPUs, r.StaleCPUs)
+					case r.Blackhole:
+						fmt.Fprintf(w, "%s\t%s\tblackhole (dropped)\t%d\t%d\n", r.Node, r.Prefix, r.CachedCPUs, r.StaleCPUs)
 					default:
 						fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\n", r.Node, r.Prefix, r.Nexthop, r.CachedCPUs, r.StaleCPUs)
 					}

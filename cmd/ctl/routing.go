@@ -212,8 +212,12 @@ sent that its import rules refused, with the reason.`,
 					switch {
 					case r.Refused != "":
 						state = "refused: " + r.Refused
+					case r.Best && !r.Neighbor.IsValid() && r.Blackhole && r.Installed:
+						state = "best, this node's own blackhole, dropping"
 					case r.Best && !r.Neighbor.IsValid():
 						state = "best, this node's own"
+					case r.Best && r.Installed && r.Blackhole:
+						state = "best, blackhole, dropping"
 					case r.Best && r.Installed:
 						state = "best, installed"
 					case r.Best:

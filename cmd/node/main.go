@@ -310,7 +310,7 @@ func consume(ctx context.Context, speaker *bgp.Speaker, table *fib.FIB, m *metri
 func apply(table *fib.FIB, m *metrics, changes []bgp.Change, zones *linkZones, log *slog.Logger) {
 	updates := make([]fib.Update, len(changes))
 	for i, c := range changes {
-		updates[i] = fib.Update{Prefix: c.Prefix, Nexthop: zones.of(c), Withdraw: c.Withdraw}
+		updates[i] = fib.Update{Prefix: c.Prefix, Nexthop: zones.of(c), Withdraw: c.Withdraw, Blackhole: c.Blackhole}
 		if c.Withdraw {
 			m.withdrawals.Inc()
 		} else {

@@ -122,7 +122,7 @@ func (n *nodeStatus) lookup(a netip.Addr) (nodeapi.Lookup, error) {
 	out := nodeapi.Lookup{Addr: a}
 	p, gw, ok := n.table.Lookup(a)
 	if ok {
-		out.Found, out.Prefix, out.Nexthop = true, p, gw
+		out.Found, out.Prefix, out.Nexthop, out.Blackhole = true, p, gw, !gw.IsValid()
 	}
 	var err error
 	out.CachedCPUs, out.StaleCPUs, err = n.dp.Cached(a)
@@ -193,14 +193,16 @@ func (n *nodeStatus) routes(q string) (nodeapi.Routes, error) {
 	out := nodeapi.Routes{Query: q, Paths: []nodeapi.RoutePath{}}
 	for _, p := range paths {
 		rp := nodeapi.RoutePath{Prefix: p.Prefix, Neighbor: p.Neighbor, Best: p.Best, Refused: p.Refused, Nexthop: p.Nexthop, ASPath: p.ASPath,
-			Communities: p.Communities, LargeCommunities: p.LargeCommunities, LocalPref: p.LocalPref, RPKI: p.RPKI}
+			Communities: p.Communities, LargeCommunities: p.LargeCommunities, LocalPref: p.LocalPref, RPKI: p.RPKI,
+			Blackhole: slices.Contains(p.Communities, bgp.BlackholeCommunity)}
 		if p.HasMED {
 			med := p.MED
 			rp.MED = &med
 		}
 		if p.Best {
 			nh, ok := n.table.Route(p.Prefix)
-			rp.Installed = ok && nh.WithZone("") == p.Nexthop.WithZone("")
+			// A blackhole is installed without a next hop.
+			rp.Installed = ok && (rp.Blackhole && !nh.IsValid() || !rp.Blackhole && nh.WithZone("") == p.Nexthop.WithZone(""))
 		}
 		out.Paths = append(out.Paths, rp)
 	}

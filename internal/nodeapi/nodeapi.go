@@ -115,8 +115,11 @@ type RoutePath struct {
 	// Neighbor sent it (absent: the node's own).
 	Neighbor netip.Addr `json:"neighbor,omitzero"`
 	Best     bool       `json:"best"`
-	// Installed: the FIB holds this prefix with this path's next hop.
-	Installed        bool       `json:"installed"`
+	// Installed: the FIB holds this prefix with this path's next hop (for a
+	// blackhole, as a blackhole).
+	Installed bool `json:"installed"`
+	// Blackhole: the path carries BLACKHOLE (RFC 7999).
+	Blackhole        bool       `json:"blackhole,omitempty"`
 	Refused          string     `json:"refused,omitempty"`
 	Nexthop          netip.Addr `json:"nexthop,omitzero"`
 	ASPath           []uint32   `json:"as_path"`
@@ -263,6 +266,8 @@ type Lookup struct {
 	Found   bool         `json:"found"`
 	Prefix  netip.Prefix `json:"prefix,omitzero"`
 	Nexthop netip.Addr   `json:"nexthop,omitzero"`
+	// Blackhole: the route's traffic is dropped (RFC 7999; no next hop).
+	Blackhole bool `json:"blackhole,omitempty"`
 	// CachedCPUs is on how many CPUs the cache holds a fresh entry for it;
 	// StaleCPUs, an entry of an old epoch or route generation.
 	CachedCPUs int `json:"cached_cpus"`
