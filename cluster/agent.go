@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -44,7 +45,10 @@ type AgentConfig struct {
 	Applier        Applier
 	// Drainer, when set, follows the node's drain key; nil: drains are not applied.
 	Drainer Drainer
-	Logger  *slog.Logger
+	// Blackholer, when set, follows the fleet's blackholes (ctl blackhole); nil:
+	// they are not applied.
+	Blackholer Blackholer
+	Logger     *slog.Logger
 	// ReportEvery is how often the applied state is written again when it changed
 	// (cache geometry, digests, routes; default 5 s). Epochs and policies are
 	// reported as soon as they are applied.
@@ -70,6 +74,10 @@ type AgentStatus struct {
 	Resyncs uint64 `json:"resyncs"`
 	// Drained: the node's drain key is set and applied.
 	Drained bool `json:"drained,omitempty"`
+	// Blackholes are the fleet's blackholes in force, applied; BlackholeRevision
+	// the etcd revision of the last change to them the node has applied.
+	Blackholes        []netip.Prefix `json:"blackholes,omitempty"`
+	BlackholeRevision int64          `json:"blackhole_revision,omitempty"`
 }
 
 // Agent keeps a node in step with the fleet's keys: it reads the epoch and the
@@ -89,6 +97,7 @@ type Agent struct {
 	fleet    *Versioned
 	override *Versioned
 	reported Applied
+	bh       blackholeState
 }
 
 // NewAgent returns an agent; Run starts it.
@@ -174,7 +183,8 @@ func (a *Agent) sync(ctx context.Context) (int64, error) {
 	tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	nek, dk := a.nodeEpochKey(), a.cfg.Store.drainKey(a.cfg.Node)
-	resp, err := a.cfg.Store.cli.Txn(tctx).Then(clientv3.OpGet(ek), clientv3.OpGet(fk), clientv3.OpGet(nk), clientv3.OpGet(nek), clientv3.OpGet(dk)).Commit()
+	resp, err := a.cfg.Store.cli.Txn(tctx).Then(clientv3.OpGet(ek), clientv3.OpGet(fk), clientv3.OpGet(nk), clientv3.OpGet(nek), clientv3.OpGet(dk),
+		clientv3.OpGet(a.cfg.Store.blackholePrefix(), clientv3.WithPrefix())).Commit()
 	if err != nil {
 		return 0, fmt.Errorf("cluster: read the fleet's epoch and policies: %w", err)
 	}
@@ -183,6 +193,10 @@ func (a *Agent) sync(ctx context.Context) (int64, error) {
 	drained := false
 	for i, r := range resp.Responses {
 		kvs := r.GetResponseRange().Kvs
+		if i == 5 {
+			a.readBlackholes(kvs, resp.Header.Revision)
+			continue
+		}
 		if len(kvs) == 0 {
 			continue
 		}
@@ -217,6 +231,7 @@ func (a *Agent) sync(ctx context.Context) (int64, error) {
 	a.applyEpoch(epoch.Epoch, own.Epoch)
 	a.applyPolicy()
 	a.applyDrain(drained)
+	a.applyBlackholes()
 	a.report(ctx, true)
 	return resp.Header.Revision, nil
 }
@@ -251,6 +266,17 @@ func (a *Agent) follow(ctx context.Context, rev int64) error {
 	policies := cli.Watch(wctx, fk, clientv3.WithPrefix(), clientv3.WithRev(rev+1))
 	dk := a.cfg.Store.drainKey(a.cfg.Node)
 	drains := cli.Watch(wctx, dk, clientv3.WithRev(rev+1))
+	blackholes := cli.Watch(wctx, a.cfg.Store.blackholePrefix(), clientv3.WithPrefix(), clientv3.WithRev(rev+1))
+	// expiry fires when the next blackhole's --until comes (never, while none has one).
+	expiry := time.NewTimer(time.Hour)
+	defer expiry.Stop()
+	reapply := func() {
+		expiry.Stop()
+		if next := a.applyBlackholes(); !next.IsZero() {
+			expiry.Reset(time.Until(next))
+		}
+	}
+	reapply()
 	check := time.NewTicker(a.cfg.CheckEvery)
 	defer check.Stop()
 	report := time.NewTicker(a.cfg.ReportEvery)
@@ -266,7 +292,19 @@ func (a *Agent) follow(ctx context.Context, rev int64) error {
 				away = true
 			} else if away {
 				return nil // back: read everything again
+			} else {
+				reapply() // retries a set the node failed to apply
 			}
+		case <-expiry.C:
+			reapply()
+			a.report(ctx, true)
+		case resp, ok := <-blackholes:
+			if !ok || resp.Err() != nil {
+				return watchErr(resp, ok)
+			}
+			a.blackholeEvents(resp)
+			reapply()
+			a.report(ctx, true)
 		case <-report.C:
 			if !away {
 				a.report(ctx, false)
@@ -447,7 +485,8 @@ func (a *Agent) applyPolicy() {
 // else only when it changed.
 func (a *Agent) report(ctx context.Context, now bool) {
 	a.mu.Lock()
-	st := Applied{Node: a.cfg.Node, Epoch: a.status.Epoch, NodeEpoch: a.status.NodeEpoch, Drained: a.status.Drained}
+	st := Applied{Node: a.cfg.Node, Epoch: a.status.Epoch, NodeEpoch: a.status.NodeEpoch, Drained: a.status.Drained,
+		Blackholes: len(a.status.Blackholes), BlackholeRevision: a.status.BlackholeRevision}
 	st.SetPolicy(a.status.Policy, a.status.PolicySource, a.status.PolicyRevision)
 	last := a.reported
 	a.mu.Unlock()

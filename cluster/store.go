@@ -521,12 +521,17 @@ type Applied struct {
 	// PolicyRevision is the etcd revision of the policy key applied (0: the config's).
 	PolicyRevision int64 `json:"policy_revision"`
 	// Drained: the node announces with GRACEFUL_SHUTDOWN (ctl drain).
-	Drained       bool    `json:"drained,omitempty"`
-	Mode          string  `json:"mode"`
-	FixedEntries  [2]int  `json:"fixed_entries,omitempty"`
-	MinEntries    int     `json:"min_entries,omitempty"`
-	MaxEntries    int     `json:"max_entries,omitempty"`
-	TargetHitRate float64 `json:"target_hit_rate,omitempty"`
+	Drained bool `json:"drained,omitempty"`
+	// Blackholes is how many of the fleet's blackholes the node applies;
+	// BlackholeRevision the etcd revision of the last change to them it applied
+	// (a blackhole written at or before it is applied, or expired).
+	Blackholes        int     `json:"blackholes,omitempty"`
+	BlackholeRevision int64   `json:"blackhole_revision,omitempty"`
+	Mode              string  `json:"mode"`
+	FixedEntries      [2]int  `json:"fixed_entries,omitempty"`
+	MinEntries        int     `json:"min_entries,omitempty"`
+	MaxEntries        int     `json:"max_entries,omitempty"`
+	TargetHitRate     float64 `json:"target_hit_rate,omitempty"`
 	// Entries is the cache's size in force per family (IPv4, IPv6; 0: off).
 	Entries [2]int    `json:"entries"`
 	Digests [2]string `json:"digests"`

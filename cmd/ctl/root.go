@@ -103,7 +103,7 @@ compare-and-swap) and reads the nodes' APIs (their addresses are registered in e
 	f.StringVar(&g.apiKey, "api-key", "", "client key file for the nodes' APIs")
 	f.StringVarP(&g.output, "output", "o", "table", "output format: table, json or yaml")
 	f.DurationVar(&g.timeout, "timeout", 10*time.Second, "time limit of the command (waits included)")
-	root.AddCommand(newStatus(g), newCache(g), newLookup(g), newTop(g), newDrain(g), newUndrain(g), newNeighbors(g), newRoutes(g), newAdvertised(g))
+	root.AddCommand(newStatus(g), newCache(g), newLookup(g), newTop(g), newDrain(g), newUndrain(g), newBlackhole(g), newNeighbors(g), newRoutes(g), newAdvertised(g))
 	return root
 }
 

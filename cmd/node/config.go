@@ -226,6 +226,10 @@ type ExportConfig struct {
 	Prepend uint8 `yaml:"prepend"`
 	// MED, when set, is sent as the multi-exit discriminator.
 	MED *uint32 `yaml:"med"`
+	// Blackholes sends the neighbour the fleet's blackholes (ctl blackhole add)
+	// with BLACKHOLE and NO_EXPORT (RFC 7999), so that it drops the traffic before
+	// the link: set it for upstreams that take blackholes from the fleet.
+	Blackholes bool `yaml:"blackholes"`
 }
 
 // NeighborConfig is one upstream peer.
@@ -288,6 +292,13 @@ type ImportConfig struct {
 	// accepted path contains.
 	OriginASNs []uint32 `yaml:"origin_asns"`
 	DenyASNs   []uint32 `yaml:"deny_asns"`
+	// Blackholes accepts routes carrying BLACKHOLE (RFC 7999) from the neighbour:
+	// the fleet drops their traffic. They may be as long as /32 or /128 (and
+	// longer than the prefix list's le), are not origin-validated, and may be
+	// inside the fleet's own prefixes. Without it, they are refused (reason
+	// blackhole_not_allowed). With the filter off (an iBGP neighbour's default)
+	// everything is accepted, blackholes included.
+	Blackholes bool `yaml:"blackholes"`
 	// LocalPref, when set, replaces the accepted routes' local preference;
 	// Communities and LargeCommunities are added to them (also with the filter off).
 	LocalPref        uint32   `yaml:"local_pref"`
@@ -334,7 +345,7 @@ func (c ImportConfig) rules(ebgp bool, at string) (*bgp.ImportRules, []error) {
 		errs = append(errs, fmt.Errorf("%s.filter %q: use on, off, or leave it out (on for eBGP neighbours)", at, c.Filter))
 	}
 	r := &bgp.ImportRules{DefaultRoute: c.DefaultRoute, AnyLength: c.AnyLength, PrivateASNs: c.PrivateASNs, MaxPathLength: c.MaxPathLength, AnyFirstAS: c.AnyFirstAS,
-		OriginASNs: c.OriginASNs, DenyASNs: c.DenyASNs}
+		OriginASNs: c.OriginASNs, DenyASNs: c.DenyASNs, Blackholes: c.Blackholes}
 	for _, e := range c.PrefixList {
 		pr, err := parsePrefixRange(e)
 		if err != nil {
@@ -421,7 +432,7 @@ func (c OriginateConfig) prefixes() ([]announce.Prefix, []error) {
 // whether the prefixes are originated is checked with the whole configuration.
 func (c ExportConfig) export(at string) (*bgp.Export, []error) {
 	var errs []error
-	e := &bgp.Export{Communities: c.Communities, LargeCommunities: c.LargeCommunities, Prepend: c.Prepend}
+	e := &bgp.Export{Communities: c.Communities, LargeCommunities: c.LargeCommunities, Prepend: c.Prepend, Blackholes: c.Blackholes}
 	if c.MED != nil {
 		e.MED, e.HasMED = *c.MED, true
 	}
@@ -433,7 +444,7 @@ func (c ExportConfig) export(at string) (*bgp.Export, []error) {
 		}
 		e.Prefixes = append(e.Prefixes, p.Masked())
 	}
-	if len(c.Prefixes) == 0 {
+	if len(c.Prefixes) == 0 && !c.Blackholes {
 		return nil, errs
 	}
 	return e, errs

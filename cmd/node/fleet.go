@@ -46,9 +46,46 @@ type fleet struct {
 	// the prefixes the mesh carried (the alarm and the last resort).
 	mesh  *mesh.Reconciler
 	watch *mesh.Watch
-	// drained is the drain etcd holds for the node, applied to the speaker once it
-	// is attached.
-	drained bool
+	// drained is the drain etcd holds for the node, and blackholes the fleet's
+	// blackholes in force, applied to the speaker once it is attached.
+	drained    bool
+	blackholes []netip.Prefix
+	// bhMu makes the agent's and attach's syncs of the blackholes one at a time,
+	// each with the latest set.
+	bhMu sync.Mutex
+}
+
+// ApplyBlackholes makes the speaker originate exactly the fleet's blackholes in
+// force (cluster.Blackholer): its best-path stream turns each into a drop in the
+// FIB, and its export sends each to the upstreams that take blackholes.
+func (f *fleet) ApplyBlackholes(ps []netip.Prefix) error {
+	f.mu.Lock()
+	f.blackholes = ps
+	f.mu.Unlock()
+	return f.syncBlackholes()
+}
+
+// syncBlackholes adds and removes the speaker's blackholes until they are the
+// fleet's (nothing before the speaker is attached).
+func (f *fleet) syncBlackholes() error {
+	f.bhMu.Lock()
+	defer f.bhMu.Unlock()
+	f.mu.Lock()
+	s, ps := f.speaker, f.blackholes
+	f.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	var errs []error
+	for _, p := range s.Blackholes() {
+		if !slices.Contains(ps, p) {
+			errs = append(errs, s.RemoveBlackhole(p))
+		}
+	}
+	for _, p := range ps {
+		errs = append(errs, s.AddBlackhole(p))
+	}
+	return errors.Join(errs...)
 }
 
 // ApplyDrain takes the node out of service or back (cluster.Drainer): its speaker
@@ -183,7 +220,7 @@ func (f *fleet) connect(ctx context.Context) {
 	def := f.cfg.Cache.Policy() // a reload may have changed it
 	f.mu.Unlock()
 	agent, err := cluster.NewAgent(cluster.AgentConfig{Store: store, Node: f.cfg.NodeName, Default: def, DefaultApplied: true,
-		Applier: f.app, Drainer: f, Logger: f.log})
+		Applier: f.app, Drainer: f, Blackholer: f, Logger: f.log})
 	if err != nil {
 		f.log.Error("fleet agent", "err", err)
 		cli.Close()
@@ -271,6 +308,9 @@ func (f *fleet) attach(s *bgp.Speaker, k *fib.NexthopResolver) {
 		if err := s.SetDrained(context.Background(), true); err != nil {
 			f.log.Error("drain the node, as etcd says", "err", err)
 		}
+	}
+	if err := f.syncBlackholes(); err != nil {
+		f.log.Error("blackhole the fleet's blackholes, as etcd says", "err", err)
 	}
 	f.announce(s, k)
 }
