@@ -15,6 +15,7 @@ import (
 	"github.com/fibfleet/fibfleet/internal/lab"
 	"github.com/fibfleet/fibfleet/internal/nodeapi"
 	"github.com/fibfleet/fibfleet/internal/table"
+	"github.com/fibfleet/fibfleet/rpki"
 )
 
 // Convergence is one full-table run: the node, then BIRD 2 on the same table from the
@@ -32,6 +33,9 @@ type Convergence struct {
 	// exported to its kernel table.
 	BirdImport, BirdKernel time.Duration
 	BirdRSS                string
+	// VRPsAtEstablished is how many VRPs the node's validators had sent when the
+	// session came up (ConvergenceOptions.VRPs: loaded before the session, or not).
+	VRPsAtEstablished int
 }
 
 // Ratio is the node's FIB time over BIRD's kernel time: the convergence target.
@@ -59,6 +63,11 @@ type ConvergenceOptions struct {
 	ImportFilter string
 	// NoBird skips the BIRD baseline.
 	NoBird bool
+	// VRPs, when set, are served by a validator the node validates against (stayrtr
+	// in the upstream's namespace, started before the node), with rpki.invalid
+	// RPKIInvalid.
+	VRPs        []rpki.VRP
+	RPKIInvalid string
 }
 
 // withSkeleton starts the skeleton with BIRD announcing routes, waits for BIRD to
@@ -93,7 +102,7 @@ func withSkeleton(ctx context.Context, cfg lab.SkeletonConfig, fn func(*lab.Skel
 // lab is removed before it returns; an error carries the tail of the node's log.
 func MeasureConvergence(ctx context.Context, nodeBin, dir string, routes []table.Route, opts ConvergenceOptions, check func(*lab.Skeleton) error) (c Convergence, err error) {
 	c.Routes = len(routes)
-	err = withSkeleton(ctx, lab.SkeletonConfig{NodeBinary: nodeBin, Dir: dir, Table: routes, ImportFilter: opts.ImportFilter}, func(sk *lab.Skeleton) error {
+	err = withSkeleton(ctx, lab.SkeletonConfig{NodeBinary: nodeBin, Dir: dir, Table: routes, ImportFilter: opts.ImportFilter, VRPs: opts.VRPs, RPKIInvalid: opts.RPKIInvalid}, func(sk *lab.Skeleton) error {
 		return c.measure(ctx, sk, routes, opts, check)
 	})
 	return c, err
@@ -112,6 +121,7 @@ func (c *Convergence) measure(ctx context.Context, sk *lab.Skeleton, routes []ta
 		// At least the IPv4 session (the lab's IPv6 session may come up first or not).
 		if established.IsZero() && m[`fibfleet_bgp_sessions{state="established"}`] >= 1 {
 			established = now
+			c.VRPsAtEstablished = int(m[`fibfleet_rpki_vrps{validator="`+lab.ValidatorAddr+`"}`])
 		}
 		const peer = `{neighbor="` + lab.UpstreamAddr + `"`
 		if !established.IsZero() && fibDone.IsZero() && m[`fibfleet_bgp_load_complete`+peer+`}`] == 1 {

@@ -226,6 +226,7 @@ func TestFleet(t *testing.T) {
 	t.Run("metrics: the dashboard's series exported; readiness", func(t *testing.T) { testMetrics(t, fl, 20) })
 	t.Run("ctl against the fleet", func(t *testing.T) { testCtl(t, fl, store, sendAll) })
 	t.Run("a route a node lost: the mesh's alarm, and its last resort brings it back", func(t *testing.T) { testRepair(t, fl, routes4) })
+	t.Run("blackholes: from an upstream, and the fleet's own from ctl", func(t *testing.T) { testBlackholes(t, fl, sink) })
 
 	t.Run("a killed node is marked dead and unpeered; it rejoins when restarted", func(t *testing.T) {
 		dead, unpeered, err := fl.KillWatch(n3, 20*time.Second)

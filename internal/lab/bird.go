@@ -52,11 +52,24 @@ func newBirdConfig(path, routerID string) (*birdConfig, error) {
 // static originates prefixes (all of one family) in a static protocol of that name:
 // `birdc disable <name>` withdraws them.
 func (c *birdConfig) static(name string, prefixes ...netip.Prefix) {
+	c.staticProto(name, false, prefixes)
+}
+
+// staticOff is static for a protocol that starts disabled (`birdc enable <name>`
+// announces its prefixes).
+func (c *birdConfig) staticOff(name string, prefixes ...netip.Prefix) {
+	c.staticProto(name, true, prefixes)
+}
+
+func (c *birdConfig) staticProto(name string, disabled bool, prefixes []netip.Prefix) {
 	fam := "ipv4"
 	if len(prefixes) > 0 && prefixes[0].Addr().Is6() {
 		fam = "ipv6"
 	}
 	fmt.Fprintf(c.b, "protocol static %s {\n  %s;\n", name, fam)
+	if disabled {
+		c.b.WriteString("  disabled;\n")
+	}
 	for _, p := range prefixes {
 		fmt.Fprintf(c.b, "  route %s blackhole;\n", p)
 	}

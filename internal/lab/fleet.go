@@ -45,6 +45,29 @@ var FleetRoutes = []netip.Prefix{
 	netip.MustParsePrefix("2001:db8:100::/48"), netip.MustParsePrefix("2620:fe::/48"),
 }
 
+// FleetBlackhole is the /32 the upstream's BIRD announces with BLACKHOLE (RFC 7999)
+// over its IPv4 session, which n1 takes blackholes from; FleetBlackhole6 the /128 it
+// announces so over its IPv6 session, which n1 takes none from. Both inside
+// FleetRoutes, both off until `birdc enable` of FleetBlackholeProtocol and
+// FleetBlackholeProtocol6.
+var (
+	FleetBlackhole  = netip.MustParsePrefix("203.0.113.77/32")
+	FleetBlackhole6 = netip.MustParsePrefix("2001:db8:100::77/128")
+)
+
+// The BIRD static protocols that originate FleetBlackhole and FleetBlackhole6.
+const (
+	FleetBlackholeProtocol  = "bh4"
+	FleetBlackholeProtocol6 = "bh6"
+)
+
+// FleetInjectAddr and FleetInjectAddr6 are the bridge namespace's addresses on the
+// mesh link, from which SendVia sends into any node.
+const (
+	FleetInjectAddr  = "10.20.0.250"
+	FleetInjectAddr6 = "fd00:20::250"
+)
+
 // FleetRefused are routes the upstream's BIRD announces to n1 beside FleetRoutes that
 // the lab's import rules refuse (special-purpose space, too long): they must reach no
 // node's FIB, n1's nor, over the mesh, any other's.
@@ -152,6 +175,16 @@ func (f *Fleet) build() error {
 		return err
 	}
 	if _, err := f.Bridge.Exec("ip", "link", "set", "br0", "up"); err != nil {
+		return err
+	}
+	// The bridge's own addresses on the mesh link: SendVia's way into every node.
+	// XDP forwards frames as they are: the checksums must be whole when they leave.
+	for _, a := range [][]string{{"-4", FleetInjectAddr + "/24"}, {"-6", FleetInjectAddr6 + "/64", "nodad"}} {
+		if _, err := f.Bridge.Exec(append([]string{"ip", a[0], "addr", "add", a[1], "dev", "br0"}, a[2:]...)...); err != nil {
+			return err
+		}
+	}
+	if err := disableTxChecksum(f.Bridge, "br0"); err != nil {
 		return err
 	}
 	for i := 1; i <= f.Cfg.Nodes; i++ {
@@ -291,9 +324,11 @@ func (f *Fleet) nodeConfig(n *FleetNode) string {
 		if f.Cfg.Expected > 0 {
 			size = f.Cfg.Expected
 		}
+		// The IPv4 session may send blackholes and is sent the fleet's; the IPv6 one
+		// neither.
 		neighbors = fmt.Sprintf(`  neighbors:
-    - {address: %s, asn: %d, expected_prefixes: %d, import: %s}
-`, UpstreamAddr, UpstreamASN, size, LabImport)
+    - {address: %s, asn: %d, expected_prefixes: %d, import: %s, export: {blackholes: true}}
+`, UpstreamAddr, UpstreamASN, size, strings.Replace(LabImport, "{", "{blackholes: true, ", 1))
 		if len(f.Cfg.Feeder) == 0 { // BIRD has an IPv6 session too
 			neighbors += fmt.Sprintf("    - {address: \"%s\", asn: %d, families: [ipv6-unicast], import: %s}\n", UpstreamAddr6, UpstreamASN, LabImport)
 		}
@@ -489,6 +524,8 @@ func (f *Fleet) startBird() error {
 	}
 	c.static("own4", own4...)
 	c.static("own6", own6...)
+	c.staticOff(FleetBlackholeProtocol, FleetBlackhole)
+	c.staticOff(FleetBlackholeProtocol6, FleetBlackhole6)
 	c.static("refused4", FleetRefused...)
 	if len(t4) > 0 {
 		c.static("table4", t4...)
@@ -496,11 +533,17 @@ func (f *Fleet) startBird() error {
 	if len(t6) > 0 {
 		c.static("table6", t6...)
 	}
-	const statics = "where source = RTS_STATIC"
+	// The blackhole statics go out with BLACKHOLE. BIRD keeps what n1 sends (the
+	// fleet's blackholes, nothing else) to be looked at, and sends it nowhere.
+	statics := fmt.Sprintf(`filter {
+      if source != RTS_STATIC then reject;
+      if proto = %q || proto = %q then bgp_community.add((65535, 666));
+      accept;
+    }`, FleetBlackholeProtocol, FleetBlackholeProtocol6)
 	c.bgp(birdSession{name: "n1", local: UpstreamAddr, localAS: UpstreamASN, neighbor: RouterUpAddr, neighborAS: RouterASN,
-		channels: []birdChannel{{family: "ipv4", imp: "none", exp: statics}}})
+		channels: []birdChannel{{family: "ipv4", imp: "all", exp: statics}}})
 	c.bgp(birdSession{name: "n1v6", local: UpstreamAddr6, localAS: UpstreamASN, neighbor: RouterUpAddr6, neighborAS: RouterASN,
-		channels: []birdChannel{{family: "ipv6", imp: "none", exp: statics}}})
+		channels: []birdChannel{{family: "ipv6", imp: "all", exp: statics}}})
 	f.BirdSock, f.BirdLog, _, err = startBird(f.Upstream, f.Cfg.Dir, "bird", c)
 	return err
 }
@@ -508,6 +551,20 @@ func (f *Fleet) startBird() error {
 // Birdc runs a birdc command against the upstream's BIRD.
 func (f *Fleet) Birdc(args ...string) (string, error) {
 	return run(append([]string{"birdc", "-s", f.BirdSock}, args...)...)
+}
+
+// SendVia sends n datagrams to dst from the bridge namespace into node's mesh
+// interface, so that node's XDP program forwards them (or drops them): every node
+// is an entry point this way, not n2 alone.
+func (f *Fleet) SendVia(node *FleetNode, dst netip.Addr, n int) error {
+	fam, via := "-4", node.MeshAddr
+	if dst.Is6() {
+		fam, via = "-6", node.MeshAddr6
+	}
+	if _, err := f.Bridge.Exec("ip", fam, "route", "replace", netip.PrefixFrom(dst, dst.BitLen()).String(), "via", via); err != nil {
+		return err
+	}
+	return send(f.Bridge, dst, n)
 }
 
 // Listen counts datagrams arriving in the upstream namespace (the sink of

@@ -123,6 +123,7 @@ type Skeleton struct {
 	announce            bool
 	importFilter        string
 	vrpFile             string
+	rpkiInvalid         string
 }
 
 // SkeletonConfig says how to run the skeleton.
@@ -177,6 +178,8 @@ type SkeletonConfig struct {
 	// ValidatorAddr, serving them from a file it reads every second (WriteVRPs
 	// changes it), and the node validates route origins against it.
 	VRPs []rpki.VRP
+	// RPKIInvalid is the node's rpki.invalid ("": its default, reject).
+	RPKIInvalid string
 }
 
 // ValidatorAddr is the RTR server of SkeletonConfig.VRPs.
@@ -226,7 +229,7 @@ func StartSkeleton(cfg SkeletonConfig) (*Skeleton, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Skeleton{Lab: l, Dir: cfg.Dir, NodeName: l.Prefix + "-rtr", importFilter: cfg.ImportFilter}
+	s := &Skeleton{Lab: l, Dir: cfg.Dir, NodeName: l.Prefix + "-rtr", importFilter: cfg.ImportFilter, rpkiInvalid: cfg.RPKIInvalid}
 	if err := s.build(cfg); err != nil {
 		return s, err
 	}
@@ -619,6 +622,9 @@ func (s *Skeleton) NodeConfig(xdpMode, backend string, maxPrefixes, expected, ex
 	secure, export4, export6, announce, import4, rov := "", "", "", "", LabImport, ""
 	if s.vrpFile != "" {
 		rov = fmt.Sprintf("rpki:\n  validators: [\"%s\"]\n  refresh: 2s\n", ValidatorAddr)
+		if s.rpkiInvalid != "" {
+			rov += "  invalid: " + s.rpkiInvalid + "\n"
+		}
 	}
 	if s.importFilter != "" {
 		import4 = "{filter: " + s.importFilter + "}"

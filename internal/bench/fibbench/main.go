@@ -32,6 +32,7 @@ import (
 	"github.com/fibfleet/fibfleet/internal/bench"
 	"github.com/fibfleet/fibfleet/internal/lab"
 	"github.com/fibfleet/fibfleet/internal/table"
+	"github.com/fibfleet/fibfleet/rpki"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -55,12 +56,15 @@ func main() {
 	kill := flag.Bool("kill", false, "SIGKILL a real node of a three-node fleet (namespaces, etcd, BIRD) and time its death and unpeering by the others, instead")
 	kills := flag.Int("kills", 10, "kills (with -kill)")
 	importAB := flag.Bool("import-ab", false, "measure full-table convergence with the lab's import rules and without, interleaved (-runs pairs), instead")
+	rovAB := flag.Bool("rov-ab", false, "measure full-table convergence without route origin validation, against the 9,999 real VRPs and against 500,000 synthesized ones (rpki.invalid: mark), interleaved (-runs rounds), instead")
 	policy := flag.Bool("policy", false, "measure a policy change on a full table (refuse the upstream's routes, then accept them again) reaching the dataplane (-runs times), instead")
 	cacheModes := flag.Bool("cache", false, "measure the destination cache (floods; off vs fixed 512 vs auto over flows to D destinations) in front of each FIB instead; -png takes a %s for the FIB's name")
 	flag.Parse()
 	var err error
 	if *importAB {
 		err = runImportAB(*runs)
+	} else if *rovAB {
+		err = runROVAB(*runs)
 	} else if *policy {
 		err = runPolicy(*runs)
 	} else if *kill {
@@ -371,6 +375,67 @@ func runImportAB(runs int) error {
 		off, on, ratio = append(off, pair[0].NodeFIB.Seconds()), append(on, pair[1].NodeFIB.Seconds()), append(ratio, r)
 	}
 	fmt.Printf("| median | %.1f s | %.1f s | %.2fx |\n", bench.Median(off), bench.Median(on), bench.Median(ratio))
+	return nil
+}
+
+// runROVAB times full-table loads without route origin validation and with it
+// against the real VRPs and against 500,000 synthesized from the 2026 IPv4 and IPv6
+// tables, in rotating order. Invalid routes are marked, not refused, so that every
+// run ends with the whole table in the FIB: the validation's cost is the same (each
+// route is validated once either way), and refusing would only lighten the load.
+func runROVAB(runs int) error {
+	routes, dir, node, cleanup, err := fullTableLab()
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	real, err := bench.RealVRPs()
+	if err != nil {
+		return err
+	}
+	v6, err := table.Real2026v6()
+	if err != nil {
+		return err
+	}
+	synth, err := bench.SynthesizeVRPs(500_000, 1, routes, v6)
+	if err != nil {
+		return err
+	}
+	sets := []struct {
+		name string
+		vrps []rpki.VRP
+	}{{"no ROV", nil}, {fmt.Sprintf("%d real VRPs", len(real)), real}, {fmt.Sprintf("%d synthesized VRPs", len(synth)), synth}}
+	fmt.Printf("\n%d prefixes (2026 table less the lab's), BIRD 2 upstream, %d rounds in rotating order: Established to dataplane complete, peak RSS, VRPs the node held when the session came up\n\n", len(routes), runs)
+	fmt.Println("| round | no ROV | real VRPs | / no ROV | synthesized VRPs | / no ROV |")
+	fmt.Println("|---|---|---|---|---|---|")
+	secs := make([][]float64, len(sets))
+	var r1, r2 []float64
+	for i := 0; i < runs; i++ {
+		var res [3]bench.Convergence
+		for k := range sets {
+			j := (i + k) % len(sets)
+			rdir, err := os.MkdirTemp(dir, "run-")
+			if err != nil {
+				return err
+			}
+			opts := bench.ConvergenceOptions{NoBird: true, VRPs: sets[j].vrps}
+			if sets[j].vrps != nil {
+				opts.RPKIInvalid = "mark"
+			}
+			if res[j], err = bench.MeasureConvergence(context.Background(), node, rdir, routes, opts, nil); err != nil {
+				return fmt.Errorf("%s: %w", sets[j].name, err)
+			}
+			secs[j] = append(secs[j], res[j].NodeFIB.Seconds())
+			time.Sleep(settle)
+		}
+		a, b := res[1].NodeFIB.Seconds()/res[0].NodeFIB.Seconds(), res[2].NodeFIB.Seconds()/res[0].NodeFIB.Seconds()
+		r1, r2 = append(r1, a), append(r2, b)
+		cell := func(c bench.Convergence) string {
+			return fmt.Sprintf("%.1f s, %s, %d VRPs", c.NodeFIB.Seconds(), c.NodeRSS, c.VRPsAtEstablished)
+		}
+		fmt.Printf("| %d | %s | %s | %.2fx | %s | %.2fx |\n", i+1, cell(res[0]), cell(res[1]), a, cell(res[2]), b)
+	}
+	fmt.Printf("| median | %.1f s | %.1f s | %.2fx | %.1f s | %.2fx |\n", bench.Median(secs[0]), bench.Median(secs[1]), bench.Median(r1), bench.Median(secs[2]), bench.Median(r2))
 	return nil
 }
 
