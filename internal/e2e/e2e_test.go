@@ -78,7 +78,7 @@ func apiGet[T any](get func(string) ([]byte, error), path string) (T, error) {
 // It fails the test if the skeleton does not start; at the end it tears it down,
 // failing if the node did not stop on SIGTERM or left its pins behind, and shows the
 // end of the node's and BIRD's logs if the test failed.
-func startSkeleton(t *testing.T, cfg lab.SkeletonConfig) *lab.Skeleton {
+func startSkeleton(t testing.TB, cfg lab.SkeletonConfig) *lab.Skeleton {
 	t.Helper()
 	testutil.Need(t, os.Geteuid() == 0, "needs root for namespaces and XDP (CI runs as root)")
 	testutil.Need(t, testutil.Have("bird") && testutil.Have("birdc"), "needs BIRD 2 (make test installs bird2)")

@@ -27,7 +27,7 @@ import (
 
 // startFleet builds a fleet of three nodes with a three-member etcd of real processes
 // and returns it with a store on that etcd; logs are printed if the test fails.
-func startFleet(t *testing.T, cfg lab.FleetConfig) (*lab.Fleet, *cluster.Store) {
+func startFleet(t testing.TB, cfg lab.FleetConfig) (*lab.Fleet, *cluster.Store) {
 	t.Helper()
 	testutil.Need(t, os.Geteuid() == 0, "needs root for namespaces and XDP (CI runs as root)")
 	testutil.Need(t, testutil.Have("bird") && testutil.Have("birdc"), "needs BIRD 2 (make test installs bird2)")
