@@ -203,6 +203,9 @@ type Speaker struct {
 	importActions map[netip.Addr]*ImportActions
 	importGen     int
 	importHad     bool
+	// invalidPref, when not 0, is the local preference of RPKI-invalid routes
+	// (InvalidLower).
+	invalidPref uint32
 }
 
 // adjIn counts a neighbour's prefixes and enforces its max-prefix limit. GoBGP counts
@@ -311,7 +314,7 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 		log = slog.Default()
 	}
 	imf := newImportFilter(cfg.ASN)
-	opts := []server.ServerOption{server.LoggerOption(log.With("component", "gobgp"), nil), server.ImportFilterOption(imf.accept)}
+	opts := []server.ServerOption{server.LoggerOption(log.With("component", "gobgp"), nil), server.ImportFilterOption(imf.accept), server.OriginValidatorOption(imf.originState)}
 	if cfg.GRPCAddress != "" {
 		opts = append(opts, server.GrpcListenAddress(cfg.GRPCAddress))
 	}

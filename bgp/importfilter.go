@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/fibfleet/fibfleet/rpki"
+	"github.com/osrg/gobgp/v4/pkg/config/oc"
 	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
 )
 
@@ -242,8 +243,51 @@ type OriginValidator interface {
 
 type originValidation struct {
 	v OriginValidator
-	// reject refuses invalid routes; else they are accepted, marked (counted, shown).
+	// reject refuses invalid routes; else they are accepted, marked (counted, shown),
+	// and with InvalidLower given a lower local preference by the import policy.
 	reject bool
+}
+
+// InvalidAction is what becomes of an RPKI-invalid route.
+type InvalidAction int
+
+const (
+	// InvalidReject refuses it (reason rpki_invalid).
+	InvalidReject InvalidAction = iota
+	// InvalidMark takes it as any other: counted, and shown with its state.
+	InvalidMark
+	// InvalidLower takes it with a lower local preference: any valid or not-found
+	// path for the prefix wins, and the invalid one carries the traffic only when
+	// it is the only path (the FIB keeps the prefix reachable).
+	InvalidLower
+)
+
+// originState answers a path's validation state for GoBGP's policy conditions
+// (patch 6): as the import filter does, for paths with an origin AS; a path from
+// inside the AS (an empty path) is not validated.
+func (f *importFilter) originState(_ bgp.Family, nlri bgp.NLRI, attrs []bgp.PathAttributeInterface) oc.RpkiValidationResultType {
+	rov := f.rov.Load()
+	n, ok := nlri.(*bgp.IPAddrPrefix)
+	if rov == nil || !ok {
+		return oc.RPKI_VALIDATION_RESULT_TYPE_NONE
+	}
+	var path *bgp.PathAttributeAsPath
+	for _, a := range attrs {
+		if ap, ok := a.(*bgp.PathAttributeAsPath); ok {
+			path = ap
+		}
+	}
+	origin := originAS(path)
+	if origin == 0 && (path == nil || len(path.Value) == 0) {
+		return oc.RPKI_VALIDATION_RESULT_TYPE_NOT_FOUND
+	}
+	switch rov.v.Validate(n.Prefix, origin) {
+	case rpki.Valid:
+		return oc.RPKI_VALIDATION_RESULT_TYPE_VALID
+	case rpki.Invalid:
+		return oc.RPKI_VALIDATION_RESULT_TYPE_INVALID
+	}
+	return oc.RPKI_VALIDATION_RESULT_TYPE_NOT_FOUND
 }
 
 func (f *importFilter) setOwn(ps []netip.Prefix) {
@@ -375,14 +419,28 @@ func originAS(path *bgp.PathAttributeAsPath) uint32 {
 }
 
 // SetOriginValidation validates the origin of every route an upstream with import
-// rules announces from its next update on (v nil: no more), refusing invalid ones
-// when reject is set (reason rpki_invalid), else only counting them.
-func (s *Speaker) SetOriginValidation(v OriginValidator, reject bool) {
+// rules announces from its next update on (v nil: no more), and does with invalid
+// ones what action says; InvalidLower gives them local preference lowerPref (below
+// the default 100, and below what import actions give the upstreams) through the
+// import policy, replaced at once.
+func (s *Speaker) SetOriginValidation(ctx context.Context, v OriginValidator, action InvalidAction, lowerPref uint32) error {
 	if v == nil {
 		s.importFilter.rov.Store(nil)
-		return
+	} else {
+		s.importFilter.rov.Store(&originValidation{v: v, reject: action == InvalidReject})
 	}
-	s.importFilter.rov.Store(&originValidation{v: v, reject: reject})
+	s.mu.Lock()
+	was := s.invalidPref
+	s.invalidPref = 0
+	if v != nil && action == InvalidLower {
+		s.invalidPref = lowerPref
+	}
+	changed := was != s.invalidPref
+	s.mu.Unlock()
+	if !changed {
+		return nil
+	}
+	return s.applyImport(ctx)
 }
 
 // OriginStates counts the RPKI states of the routes validated since the node

@@ -32,7 +32,11 @@ func (a *ImportActions) empty() bool {
 }
 
 // importPolicy is the import policy of generation gen for the current actions, with
-// the neighbour sets it uses; nil when no neighbour has actions.
+// the neighbour sets it uses; nil when no neighbour has actions and invalid routes
+// keep their preference. Each statement changes the route and goes on to the next
+// (the default is to accept): the neighbour's actions first, then the lower local
+// preference of an RPKI-invalid route (SetOriginValidation), which so has the last
+// word.
 func (s *Speaker) importPolicy(gen int) ([]*api.DefinedSet, *api.Policy) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -40,7 +44,7 @@ func (s *Speaker) importPolicy(gen int) ([]*api.DefinedSet, *api.Policy) {
 	for a := range s.importActions {
 		addrs = append(addrs, a)
 	}
-	if len(addrs) == 0 {
+	if len(addrs) == 0 && s.invalidPref == 0 {
 		return nil, nil
 	}
 	slices.SortFunc(addrs, netip.Addr.Compare)
@@ -51,7 +55,7 @@ func (s *Speaker) importPolicy(gen int) ([]*api.DefinedSet, *api.Policy) {
 		act := s.importActions[a]
 		nset := fmt.Sprintf("%s-n%d", name, i)
 		sets = append(sets, &api.DefinedSet{DefinedType: api.DefinedType_DEFINED_TYPE_NEIGHBOR, Name: nset, List: []string{hostPrefix(a)}})
-		actions := &api.Actions{RouteAction: api.RouteAction_ROUTE_ACTION_ACCEPT}
+		actions := &api.Actions{RouteAction: api.RouteAction_ROUTE_ACTION_UNSPECIFIED}
 		if act.LocalPref != 0 {
 			actions.LocalPref = &api.LocalPrefAction{Value: act.LocalPref}
 		}
@@ -63,6 +67,11 @@ func (s *Speaker) importPolicy(gen int) ([]*api.DefinedSet, *api.Policy) {
 		}
 		pol.Statements = append(pol.Statements, &api.Statement{Name: fmt.Sprintf("%s-s%d", name, i),
 			Conditions: &api.Conditions{NeighborSet: &api.MatchSet{Type: api.MatchSet_TYPE_ANY, Name: nset}}, Actions: actions})
+	}
+	if s.invalidPref != 0 {
+		pol.Statements = append(pol.Statements, &api.Statement{Name: name + "-rpki-invalid",
+			Conditions: &api.Conditions{RpkiResult: api.ValidationState_VALIDATION_STATE_INVALID},
+			Actions:    &api.Actions{RouteAction: api.RouteAction_ROUTE_ACTION_UNSPECIFIED, LocalPref: &api.LocalPrefAction{Value: s.invalidPref}}})
 	}
 	return sets, pol
 }

@@ -23,7 +23,9 @@ func TestOriginValidation(t *testing.T) {
 		{Prefix: netip.MustParsePrefix("1.1.1.0/24"), MaxLength: 24, ASN: 13335},
 		{Prefix: netip.MustParsePrefix("9.9.9.0/24"), MaxLength: 24, ASN: 19281},
 	}})
-	node.SetOriginValidation(vrps, true)
+	if err := node.SetOriginValidation(t.Context(), vrps, InvalidReject, 0); err != nil {
+		t.Fatal(err)
+	}
 	st := newStream(t, node)
 	feeder := newPeer(t, 65001, peer.String(), port)
 	announce := feeder.announcePath
@@ -77,9 +79,54 @@ func TestOriginValidation(t *testing.T) {
 	}
 
 	// Mark mode: invalid routes taken (and counted).
-	node.SetOriginValidation(vrps, false)
+	if err := node.SetOriginValidation(t.Context(), vrps, InvalidMark, 0); err != nil {
+		t.Fatal(err)
+	}
 	if err := node.ReimportWithin(t.Context(), []netip.Prefix{netip.MustParsePrefix("8.8.8.0/24")}); err != nil {
 		t.Fatal(err)
 	}
 	st.expect(want("8.8.8.0/24"))
+}
+
+// TestOriginValidationLower: with InvalidLower an RPKI-invalid route is taken with a
+// lower local preference: alone it is the best path (the prefix stays reachable);
+// beside a valid path it loses, although its AS path is shorter, and wins again
+// when the valid one is withdrawn. The neighbour's own import local preference
+// does not lift it.
+func TestOriginValidationLower(t *testing.T) {
+	port := freePort(t)
+	a, b := netip.MustParseAddr("127.0.0.41"), netip.MustParseAddr("127.0.0.42")
+	node := startNode(t, port,
+		Neighbor{Address: a, ASN: 65001, Passive: true, Import: &ImportRules{PrivateASNs: true}, ImportActions: &ImportActions{LocalPref: 200}},
+		Neighbor{Address: b, ASN: 65002, Passive: true, Import: &ImportRules{PrivateASNs: true}})
+	vrps := rpki.NewUnion()
+	vrps.Apply(rpki.Update{Source: "v1", First: true, Added: []rpki.VRP{{Prefix: netip.MustParsePrefix("9.9.9.0/24"), MaxLength: 24, ASN: 19281}}})
+	if err := node.SetOriginValidation(t.Context(), vrps, InvalidLower, 50); err != nil {
+		t.Fatal(err)
+	}
+	st := newStream(t, node)
+	upA, upB := newPeer(t, 65001, a.String(), port), newPeer(t, 65002, b.String(), port)
+	p := netip.MustParsePrefix("9.9.9.0/24")
+	nh := netip.MustParseAddr("10.1.0.2")
+	upA.announcePath(p.String(), 15169) // invalid, the shorter path
+	st.expect(Change{Prefix: p, Nexthop: nh, Peer: a})
+	upB.announcePath(p.String(), 3356, 19281) // valid, longer
+	st.expect(Change{Prefix: p, Nexthop: nh, Peer: b})
+	paths, err := node.Paths("9.9.9.9")
+	if err != nil || len(paths) != 2 {
+		t.Fatalf("Paths = %+v, %v: want both", paths, err)
+	}
+	for _, q := range paths {
+		switch {
+		case q.Neighbor == a && (q.Best || q.LocalPref != 50 || q.RPKI != "invalid"):
+			t.Errorf("the invalid path: %+v, want local preference 50, not best", q)
+		case q.Neighbor == b && (!q.Best || q.RPKI != "valid"):
+			t.Errorf("the valid path: %+v, want best", q)
+		}
+	}
+	upB.withdraw(p.String(), nh.String())
+	st.expect(Change{Prefix: p, Nexthop: nh, Peer: a})
+	if node.Refused()[a][ReasonRPKIInvalid] != 0 {
+		t.Errorf("refused %v: lower takes invalid routes", node.Refused()[a])
+	}
 }

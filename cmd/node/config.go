@@ -73,9 +73,14 @@ type RPKIConfig struct {
 	// StayRTR, ...): their VRPs together (a union) validate every route an upstream
 	// with import rules announces. None: no validation.
 	Validators []string `yaml:"validators"`
-	// Invalid: "reject" (default: refused, reason rpki_invalid) or "mark" (taken,
-	// counted and shown).
+	// Invalid: "reject" (default: refused, reason rpki_invalid), "lower" (taken
+	// with local preference InvalidLocalPref: any valid or not-found path wins) or
+	// "mark" (taken, counted and shown).
 	Invalid string `yaml:"invalid"`
+	// InvalidLocalPref is an invalid route's local preference with invalid: lower
+	// (default 50; below the default 100 and below every upstream's
+	// import.local_pref).
+	InvalidLocalPref uint32 `yaml:"invalid_local_pref"`
 	// Refresh is how often a validator is asked for changes besides its notifies
 	// (default 60s); Expire, how long a validator's VRPs are kept once it is
 	// unreachable (default 2h, RFC 8210's default).
@@ -91,12 +96,15 @@ func (c RPKIConfig) validate() []error {
 		}
 	}
 	switch c.Invalid {
-	case "", "reject", "mark":
+	case "", "reject", "mark", "lower":
 	default:
-		errs = append(errs, fmt.Errorf("rpki.invalid %q: use reject (default) or mark", c.Invalid))
+		errs = append(errs, fmt.Errorf("rpki.invalid %q: use reject (default), lower or mark", c.Invalid))
 	}
 	if c.Refresh < 0 || c.Expire < 0 {
 		errs = append(errs, errors.New("rpki.refresh and rpki.expire: use positive durations (defaults 60s and 2h)"))
+	}
+	if c.InvalidLocalPref != 0 && c.Invalid != "lower" {
+		errs = append(errs, fmt.Errorf("rpki.invalid_local_pref %d: it is the local preference of invalid routes with invalid: lower; set that, or leave it out", c.InvalidLocalPref))
 	}
 	return errs
 }

@@ -161,6 +161,10 @@ bgp:
     - address: 192.0.2.3
       asn: 65000
       import: {origin_asns: [15169]}
+rpki:
+  validators: ["192.0.2.9:8282"]
+  invalid: demote
+  invalid_local_pref: 40
 `)
 	_, err := loadConfig([]string{"-config", p})
 	if err == nil {
@@ -170,7 +174,8 @@ bgp:
 		"bgp.originate.prefixes[2].prefix 203.0.113.0/24 is listed twice", `bgp.originate.prefixes[3].prefix "nonsense"`, `bgp.originate.prefixes[4].reaches ""`,
 		"export prefix 192.0.2.0/24 is not one the node originates", `community "1:2:3"`, `large community "1:2"`, "prepend 11",
 		`bgp.neighbors[0].import.prefix_list "10.0.0.0/8 le 4": the length after le must be from 8 to 32`, `bgp.neighbors[0].import.prefix_list "x"`,
-		`bgp.neighbors[0].import: community "65536:1"`, "bgp.neighbors[1].import: prefix_list, origin_asns and deny_asns are import rules, and the filter is off"} {
+		`bgp.neighbors[0].import: community "65536:1"`, "bgp.neighbors[1].import: prefix_list, origin_asns and deny_asns are import rules, and the filter is off",
+		`rpki.invalid "demote": use reject (default), lower or mark`, "rpki.invalid_local_pref 40: it is the local preference of invalid routes with invalid: lower"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %q:\n%v", want, err)
 		}

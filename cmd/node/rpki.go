@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"maps"
@@ -44,14 +45,21 @@ func startOriginValidation(ctx context.Context, c RPKIConfig, speaker *bgp.Speak
 	if o.expire <= 0 {
 		o.expire = 2 * time.Hour
 	}
-	speaker.SetOriginValidation(o.union, c.Invalid != "mark")
+	action := map[string]bgp.InvalidAction{"": bgp.InvalidReject, "reject": bgp.InvalidReject, "mark": bgp.InvalidMark, "lower": bgp.InvalidLower}[c.Invalid]
+	if err := speaker.SetOriginValidation(ctx, o.union, action, cmp.Or(c.InvalidLocalPref, defaultInvalidLocalPref)); err != nil {
+		o.log.Error("route origin validation: give invalid routes their lower preference", "err", err)
+	}
 	for _, addr := range c.Validators {
 		cl := &rpki.Client{Addr: addr, Refresh: c.Refresh, Logger: o.log}
 		go cl.Run(ctx, func(u rpki.Update) { o.update(ctx, u) }, func(error) { o.lost(ctx, addr) })
 	}
-	o.log.Info("route origin validation on", "validators", c.Validators, "invalid", map[bool]string{true: "reject", false: "mark"}[c.Invalid != "mark"])
+	o.log.Info("route origin validation on", "validators", c.Validators, "invalid", cmp.Or(c.Invalid, "reject"))
 	return o
 }
+
+// defaultInvalidLocalPref is rpki.invalid_local_pref's default: below BGP's default
+// of 100.
+const defaultInvalidLocalPref = 50
 
 // update applies a validator's End of Data and checks again what it changed.
 func (o *originValidation) update(ctx context.Context, u rpki.Update) {

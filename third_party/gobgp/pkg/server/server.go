@@ -82,6 +82,22 @@ type options struct {
 	logLevelVar  *slog.LevelVar
 	timingHook   FSMTimingHook
 	importFilter ImportFilter
+	originState  OriginValidator
+}
+
+// OriginValidator says a path's RPKI origin validation state, for an embedder that
+// validates route origins itself (its own RTR client, its own VRP table) in place of
+// the server's ROA table. It is called wherever the server would consult its ROA
+// table: the import and export policies' rpki-validation-result conditions, and the
+// validation ListPath reports. It is called concurrently and must be fast; it must
+// not call the BgpServer.
+type OriginValidator func(family bgp.Family, nlri bgp.NLRI, attrs []bgp.PathAttributeInterface) oc.RpkiValidationResultType
+
+// OriginValidatorOption sets the server's OriginValidator.
+func OriginValidatorOption(v OriginValidator) ServerOption {
+	return func(o *options) {
+		o.originState = v
+	}
 }
 
 // ImportFilter decides, for every path a neighbour announces, whether it may be
@@ -178,6 +194,9 @@ type BgpServer struct {
 	logLevelVar  *slog.LevelVar
 	timingHook   FSMTimingHook
 	importFilter ImportFilter
+	// validate answers paths' origin validation: the ROA table's, or the
+	// embedder's OriginValidator.
+	validate func(*table.Path) *table.Validation
 	// manage lifecycle of the server
 	isServing     atomic.Bool
 	shutdownWG    *sync.WaitGroup
@@ -216,7 +235,16 @@ func NewBgpServer(opt ...ServerOption) *BgpServer {
 		logLevelVar:  lvl,
 		timingHook:   opts.timingHook,
 		importFilter: opts.importFilter,
+		validate:     roaTable.Validate,
 		shutdownWG:   &sync.WaitGroup{},
+	}
+	if v := opts.originState; v != nil {
+		s.validate = func(p *table.Path) *table.Validation {
+			if p.IsWithdraw || p.IsEOR() {
+				return nil
+			}
+			return &table.Validation{Status: v(p.GetFamily(), p.GetNlri(), p.GetPathAttrs()), Reason: table.RPKI_VALIDATION_REASON_TYPE_NONE}
+		}
 	}
 	s.bmpManager = newBmpClientManager(s)
 	s.mrtManager = newMrtManager(s)
@@ -730,7 +758,7 @@ func (s *BgpServer) filterpath(peer *peer, path, old *table.Path) *table.Path {
 	if stop {
 		return nil
 	}
-	options.Validate = s.roaTable.Validate
+	options.Validate = s.validate
 	path = peer.policy.ApplyPolicy(peer.TableID(), table.POLICY_DIRECTION_EXPORT, path, options)
 	// When 'path' is filtered (path == nil), check 'old' has been sent to this peer.
 	// If it has, send withdrawal to the peer.
@@ -1181,7 +1209,7 @@ func (s *BgpServer) sendSecondaryRoutes(peer *peer, newPath *table.Path, dsts []
 		if stop {
 			return nil
 		}
-		options.Validate = s.roaTable.Validate
+		options.Validate = s.validate
 		path = peer.policy.ApplyPolicy(peer.TableID(), table.POLICY_DIRECTION_EXPORT, path, options)
 		if path != nil {
 			return s.postFilterpath(peer, path)
@@ -1322,7 +1350,7 @@ func (s *BgpServer) propagateUpdate(peer *peer, pathList []*table.Path) {
 			}
 
 			policyOptions := &table.PolicyOptions{
-				Validate: s.roaTable.Validate,
+				Validate: s.validate,
 			}
 
 			if !rs && peer != nil {
@@ -3008,7 +3036,7 @@ func (s *BgpServer) validateTable(r *table.Table) (v map[*table.Path]*table.Vali
 		v = make(map[*table.Path]*table.Validation, len(r.GetDestinations()))
 		for _, d := range r.GetDestinations() {
 			for _, p := range d.GetAllKnownPathList() {
-				v[p] = s.roaTable.Validate(p)
+				v[p] = s.validate(p)
 			}
 		}
 	}
@@ -3104,7 +3132,7 @@ func (s *BgpServer) getAdjRib(addr string, family bgp.Family, in bool, enableFil
 				for _, path := range peer.adjRibIn.PathList([]bgp.Family{family}, true) {
 					pathLocalKey := path.GetLocalKey()
 					options := &table.PolicyOptions{
-						Validate: s.roaTable.Validate,
+						Validate: s.validate,
 					}
 					p := s.policy.ApplyPolicy(peer.TableID(), table.POLICY_DIRECTION_IMPORT, path, options)
 					if p == nil {
@@ -3137,7 +3165,7 @@ func (s *BgpServer) getAdjRib(addr string, family bgp.Family, in bool, enableFil
 					if stop {
 						continue
 					}
-					options.Validate = s.roaTable.Validate
+					options.Validate = s.validate
 					if p = peer.policy.ApplyPolicy(peer.TableID(), table.POLICY_DIRECTION_EXPORT, p, options); p == nil {
 						filtered[pathLocalKey] = table.PolicyFiltered
 					}
