@@ -251,23 +251,28 @@ func (d *drainer) Calls() []bool {
 	return slices.Clone(d.calls)
 }
 
+// runAgent runs an agent of node cfg.Node until the test ends, with its cache off
+// and quick reports and checks.
+func runAgent(t *testing.T, cfg cluster.AgentConfig) {
+	cfg.Default, cfg.Applier = cache.Policy{Mode: cache.Off}, &clustertest.Applier{}
+	cfg.ReportEvery, cfg.CheckEvery = 100*time.Millisecond, 200*time.Millisecond
+	a, err := cluster.NewAgent(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { a.Run(cx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
 // TestAgentDrain: a drain written for the node is applied once and reported, another
 // node's changes nothing, an undrain puts it back; a node that starts while drained
 // starts drained (maintenance outlasts a restart).
 func TestAgentDrain(t *testing.T) {
 	s, _ := clustertest.Store(t)
 	c := ctx(t)
-	start := func(d *drainer) {
-		a, err := cluster.NewAgent(cluster.AgentConfig{Store: s, Node: "r1", Default: cache.Policy{Mode: cache.Off}, Applier: &clustertest.Applier{}, Drainer: d,
-			ReportEvery: 100 * time.Millisecond, CheckEvery: 200 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { a.Run(cx); close(done) }()
-		t.Cleanup(func() { cancel(); <-done })
-	}
+	start := func(d *drainer) { runAgent(t, cluster.AgentConfig{Store: s, Node: "r1", Drainer: d}) }
 	reported := func(want bool) func() bool {
 		return func() bool {
 			st, err := s.AppliedStates(c)

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fibfleet/fibfleet/cache"
 	"github.com/fibfleet/fibfleet/cluster"
 	"github.com/fibfleet/fibfleet/internal/clustertest"
 	"github.com/fibfleet/fibfleet/internal/testutil"
@@ -52,17 +51,7 @@ func TestAgentBlackholes(t *testing.T) {
 	if _, err := s.AddBlackhole(c, cluster.Blackhole{Prefix: p3, Reason: "before the node"}); err != nil {
 		t.Fatal(err)
 	}
-	start := func(b *blackholer) {
-		a, err := cluster.NewAgent(cluster.AgentConfig{Store: s, Node: "r1", Default: cache.Policy{Mode: cache.Off}, Applier: &clustertest.Applier{}, Blackholer: b,
-			ReportEvery: 100 * time.Millisecond, CheckEvery: 200 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { a.Run(cx); close(done) }()
-		t.Cleanup(func() { cancel(); <-done })
-	}
+	start := func(b *blackholer) { runAgent(t, cluster.AgentConfig{Store: s, Node: "r1", Blackholer: b}) }
 	applied := func(rev int64, n int) func() bool {
 		return func() bool {
 			st, err := s.AppliedStates(c)

@@ -2,11 +2,13 @@ package bench
 
 import (
 	"compress/gzip"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
+	"time"
 
 	"github.com/fibfleet/fibfleet/internal/lab"
 	"github.com/fibfleet/fibfleet/internal/table"
@@ -57,4 +59,66 @@ func SynthesizeVRPs(n int, seed uint64, tables ...[]table.Route) ([]rpki.VRP, er
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// LateVRPs is what the node's choice not to wait for its validators costs, and
+// what waiting would have cost: a full table is in the FIB, all not found, when the
+// validator's set arrives.
+type LateVRPs struct {
+	Routes, VRPs, Invalid int
+	// Transfer is from the set written at the validator to the node holding all of
+	// it (stayrtr's one-second file poll included): what every session's start
+	// would wait, at least, if sessions waited for the first set.
+	Transfer time.Duration
+	// Recheck is from the node holding the set to the FIB without the invalid
+	// routes (reject): the routes the set covers checked again (patch 5), and the
+	// window in which invalid routes were forwarded, on top of Transfer.
+	Recheck time.Duration
+}
+
+// MeasureLateVRPs loads routes with a validator that holds no VRPs, then gives it
+// vrps and times the node (rpki.invalid: reject) until the invalid routes have left
+// its FIB.
+func MeasureLateVRPs(ctx context.Context, nodeBin, dir string, routes []table.Route, vrps []rpki.VRP) (l LateVRPs, err error) {
+	l.Routes, l.VRPs = len(routes), len(vrps)
+	tb := rpki.NewTable(vrps)
+	for _, r := range append(lab.AllRoutes(), lab.ExtendedNexthopRoute) {
+		if r.Prefix.Addr().Is4() && tb.Validate(r.Prefix, lab.UpstreamASN) == rpki.Invalid {
+			l.Invalid++
+		}
+	}
+	for _, r := range routes {
+		if tb.Validate(r.Prefix, lab.UpstreamASN) == rpki.Invalid {
+			l.Invalid++
+		}
+	}
+	err = withSkeleton(ctx, lab.SkeletonConfig{NodeBinary: nodeBin, Dir: dir, Table: routes, VRPs: []rpki.VRP{}}, func(sk *lab.Skeleton) error {
+		var c Convergence
+		if err := c.measure(ctx, sk, routes, ConvergenceOptions{NoBird: true}, nil); err != nil {
+			return err
+		}
+		total := float64(len(routes) + lab.Routes4())
+		start := time.Now()
+		if err := sk.WriteVRPs(vrps); err != nil {
+			return err
+		}
+		var held time.Time
+		return lab.WaitFor(ctx, 5*time.Minute, "the invalid routes to leave the FIB", func() (bool, error) {
+			m, err := sk.Metrics()
+			if err != nil {
+				return false, err
+			}
+			now := time.Now()
+			if held.IsZero() && m[`fibfleet_rpki_vrps{validator="`+lab.ValidatorAddr+`"}`] >= float64(len(vrps)) {
+				held = now
+				l.Transfer = held.Sub(start)
+			}
+			if !held.IsZero() && m[`fibfleet_fib_routes{family="ipv4"}`] == total-float64(l.Invalid) {
+				l.Recheck = now.Sub(held)
+				return true, nil
+			}
+			return false, nil
+		})
+	})
+	return l, err
 }

@@ -153,3 +153,32 @@ func BenchmarkVRPChange(b *testing.B) {
 	b.ReportMetric(bench.Median(out), "ms-to-invalid")
 	b.ReportMetric(bench.Median(back), "ms-to-valid")
 }
+
+// BenchmarkROVLate gives the validator VRPs synthesized from the table (half as
+// many as its routes) after the table is in the FIB, all not found (sessions do not
+// wait for validators), and reports the set's transfer to the node (what waiting
+// would delay every session by, at least) and the re-check until the invalid routes
+// left the FIB (what not waiting costs, on top). CI runs it once at a tiny size; the
+// full run is `go run ./internal/bench/fibbench -rov-late`.
+func BenchmarkROVLate(b *testing.B) {
+	testutil.Need(b, testutil.Have("stayrtr"), "needs stayrtr (make test installs it)")
+	routes := benchTable(b, 20000)
+	node := build(b, "github.com/fibfleet/fibfleet/cmd/node", "fibfleet-node")
+	synth, err := bench.SynthesizeVRPs(len(routes)/2, 1, routes)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var tr, rc []float64
+	for range b.N {
+		l, err := bench.MeasureLateVRPs(context.Background(), node, b.TempDir(), routes, synth)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if l.Invalid == 0 {
+			b.Fatal("the synthesized VRPs make no route invalid: nothing to re-check")
+		}
+		tr, rc = append(tr, l.Transfer.Seconds()), append(rc, l.Recheck.Seconds())
+	}
+	b.ReportMetric(bench.Median(tr), "s-transfer")
+	b.ReportMetric(bench.Median(rc), "s-recheck")
+}

@@ -24,18 +24,11 @@ import (
 // session, which may not send one, is refused, counted, and its traffic forwarded.
 func testBlackholes(t *testing.T, fl *lab.Fleet, sink *lab.Sink) {
 	ctx := context.Background()
-	bin := build(t, "github.com/fibfleet/fibfleet/cmd/ctl", "ctl")
+	run := fleetCtl(t, fl)
 	ctl := func(out any, args ...string) {
 		t.Helper()
-		cmd := exec.Command(bin, append([]string{"--etcd", strings.Join(fl.EtcdSockets, ","), "--cluster", "lab", "-o", "json"}, args...)...)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		b, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("ctl %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
-		}
-		if err := json.Unmarshal(b, out); err != nil {
-			t.Fatalf("ctl %s: %v\n%s", strings.Join(args, " "), err, b)
+		if b := run(args...); json.Unmarshal(b, out) != nil {
+			t.Fatalf("ctl %s: not the JSON expected:\n%s", strings.Join(args, " "), b)
 		}
 	}
 	stats := func(t *testing.T, n *lab.FleetNode) dataplane.Stats {
@@ -147,7 +140,7 @@ func testBlackholes(t *testing.T, fl *lab.Fleet, sink *lab.Sink) {
 		v4, v6 := netip.MustParsePrefix("198.51.100.9/32"), netip.MustParsePrefix("2001:db8:100::9/128")
 		t.Cleanup(func() {
 			for _, p := range []netip.Prefix{v4, v6} {
-				_ = exec.Command(bin, "--etcd", strings.Join(fl.EtcdSockets, ","), "--cluster", "lab", "blackhole", "del", p.String()).Run()
+				_ = exec.Command(build(t, "github.com/fibfleet/fibfleet/cmd/ctl", "ctl"), "--etcd", strings.Join(fl.EtcdSockets, ","), "--cluster", "lab", "blackhole", "del", p.String()).Run()
 			}
 		})
 		for _, p := range []netip.Prefix{v4, v6} {

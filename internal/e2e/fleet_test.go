@@ -311,15 +311,11 @@ func TestFleet(t *testing.T) {
 	})
 }
 
-// testCtl runs the ctl binary against the fleet's etcd and nodes (through their unix
-// sockets) and checks its JSON output field by field: status, lookup (cached on the
-// nodes the traffic crossed, not on the third), a node's override applied by that node
-// only, flush --wait acknowledged by all, top seeing n2 forward.
-func testCtl(t *testing.T, fl *lab.Fleet, store *cluster.Store, sendAll func(string)) {
-	ctx := context.Background()
+// fleetCtl returns a runner of the ctl binary against the fleet's etcd, in JSON,
+// failing the test (with ctl's stderr) when it exits non-zero.
+func fleetCtl(t *testing.T, fl *lab.Fleet) func(args ...string) []byte {
 	bin := build(t, "github.com/fibfleet/fibfleet/cmd/ctl", "ctl")
-	n1, n2, n3 := fl.Nodes[0], fl.Nodes[1], fl.Nodes[2]
-	ctl := func(args ...string) []byte {
+	return func(args ...string) []byte {
 		t.Helper()
 		cmd := exec.Command(bin, append([]string{"--etcd", strings.Join(fl.EtcdSockets, ","), "--cluster", "lab", "-o", "json"}, args...)...)
 		var stderr strings.Builder
@@ -330,6 +326,16 @@ func testCtl(t *testing.T, fl *lab.Fleet, store *cluster.Store, sendAll func(str
 		}
 		return out
 	}
+}
+
+// testCtl runs the ctl binary against the fleet's etcd and nodes (through their unix
+// sockets) and checks its JSON output field by field: status, lookup (cached on the
+// nodes the traffic crossed, not on the third), a node's override applied by that node
+// only, flush --wait acknowledged by all, top seeing n2 forward.
+func testCtl(t *testing.T, fl *lab.Fleet, store *cluster.Store, sendAll func(string)) {
+	ctx := context.Background()
+	n1, n2, n3 := fl.Nodes[0], fl.Nodes[1], fl.Nodes[2]
+	ctl := fleetCtl(t, fl)
 	epoch, _, err := store.Epoch(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -57,6 +57,7 @@ func main() {
 	kills := flag.Int("kills", 10, "kills (with -kill)")
 	importAB := flag.Bool("import-ab", false, "measure full-table convergence with the lab's import rules and without, interleaved (-runs pairs), instead")
 	rovAB := flag.Bool("rov-ab", false, "measure full-table convergence without route origin validation, against the 9,999 real VRPs and against 500,000 synthesized ones (rpki.invalid: mark), interleaved (-runs rounds), instead")
+	rovLate := flag.Bool("rov-late", false, "measure a validator's 500,000 VRPs arriving after the full table is loaded (sessions do not wait for validators): the set's transfer and the re-check until the invalid routes left the FIB (-runs times), instead")
 	policy := flag.Bool("policy", false, "measure a policy change on a full table (refuse the upstream's routes, then accept them again) reaching the dataplane (-runs times), instead")
 	cacheModes := flag.Bool("cache", false, "measure the destination cache (floods; off vs fixed 512 vs auto over flows to D destinations) in front of each FIB instead; -png takes a %s for the FIB's name")
 	flag.Parse()
@@ -65,6 +66,8 @@ func main() {
 		err = runImportAB(*runs)
 	} else if *rovAB {
 		err = runROVAB(*runs)
+	} else if *rovLate {
+		err = runROVLate(*runs)
 	} else if *policy {
 		err = runPolicy(*runs)
 	} else if *kill {
@@ -393,11 +396,7 @@ func runROVAB(runs int) error {
 	if err != nil {
 		return err
 	}
-	v6, err := table.Real2026v6()
-	if err != nil {
-		return err
-	}
-	synth, err := bench.SynthesizeVRPs(500_000, 1, routes, v6)
+	synth, err := synthesized(routes)
 	if err != nil {
 		return err
 	}
@@ -436,6 +435,48 @@ func runROVAB(runs int) error {
 		fmt.Printf("| %d | %s | %s | %.2fx | %s | %.2fx |\n", i+1, cell(res[0]), cell(res[1]), a, cell(res[2]), b)
 	}
 	fmt.Printf("| median | %.1f s | %.1f s | %.2fx | %.1f s | %.2fx |\n", bench.Median(secs[0]), bench.Median(secs[1]), bench.Median(r1), bench.Median(secs[2]), bench.Median(r2))
+	return nil
+}
+
+// synthesized are 500,000 VRPs from the IPv4 routes and the 2026 IPv6 table.
+func synthesized(routes []table.Route) ([]rpki.VRP, error) {
+	v6, err := table.Real2026v6()
+	if err != nil {
+		return nil, err
+	}
+	return bench.SynthesizeVRPs(500_000, 1, routes, v6)
+}
+
+// runROVLate times 500,000 synthesized VRPs arriving after the full table is in the
+// FIB.
+func runROVLate(runs int) error {
+	routes, dir, node, cleanup, err := fullTableLab()
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	synth, err := synthesized(routes)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\n%d prefixes (2026 table less the lab's) in the FIB, all not found; then %d synthesized VRPs at the validator (rpki.invalid: reject), %d runs\n\n", len(routes), len(synth), runs)
+	fmt.Println("| run | invalid routes | transfer (written to held) | re-check (held to invalid routes gone) |")
+	fmt.Println("|---|---|---|---|")
+	var tr, rc []float64
+	for i := 0; i < runs; i++ {
+		rdir, err := os.MkdirTemp(dir, "run-")
+		if err != nil {
+			return err
+		}
+		l, err := bench.MeasureLateVRPs(context.Background(), node, rdir, routes, synth)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("| %d | %d | %.2f s | %.2f s |\n", i+1, l.Invalid, l.Transfer.Seconds(), l.Recheck.Seconds())
+		tr, rc = append(tr, l.Transfer.Seconds()), append(rc, l.Recheck.Seconds())
+		time.Sleep(settle)
+	}
+	fmt.Printf("| median | | %.2f s | %.2f s |\n", bench.Median(tr), bench.Median(rc))
 	return nil
 }
 
