@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -98,7 +99,13 @@ type Config struct {
 	// Originated are the prefixes the node may announce upstream (Announce): the
 	// only ones an Export may list, and refused from upstreams (SetOriginated).
 	Originated []netip.Prefix
-	Logger     *slog.Logger
+	// HoldUpstreams configures the neighbours with import rules held down (their
+	// sessions do not start) until ReleaseUpstreams: the node waits for its RPKI
+	// validators' first sets, so that a full table is validated as it arrives
+	// rather than checked again after it. The mesh and neighbours without rules
+	// start at once.
+	HoldUpstreams bool
+	Logger        *slog.Logger
 }
 
 // Change is one best-path change for a prefix (IPv4 or IPv6).
@@ -206,6 +213,10 @@ type Speaker struct {
 	// invalidPref, when not 0, is the local preference of RPKI-invalid routes
 	// (InvalidLower).
 	invalidPref uint32
+	// holding says upstreams with import rules are added held down, held which
+	// are (Config.HoldUpstreams, ReleaseUpstreams).
+	holding bool
+	held    map[netip.Addr]bool
 }
 
 // adjIn counts a neighbour's prefixes and enforces its max-prefix limit. GoBGP counts
@@ -339,7 +350,8 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 		peers: map[netip.Addr]*PeerStatus{}, adjIn: map[netip.Addr]*adjIn{}, loads: map[netip.Addr]*Load{},
 		eors: map[netip.Addr]map[bgp.Family]bool{}, asn: cfg.ASN, meshLocal: cfg.MeshAddress,
 		mesh: map[netip.Addr]bool{}, originated: map[netip.Prefix]netip.Addr{}, importFilter: imf,
-		announced: map[netip.Prefix]bool{}, blackholes: map[netip.Prefix]bool{}, exports: map[netip.Addr]*Export{}, importActions: map[netip.Addr]*ImportActions{}}
+		announced: map[netip.Prefix]bool{}, blackholes: map[netip.Prefix]bool{}, exports: map[netip.Addr]*Export{}, importActions: map[netip.Addr]*ImportActions{},
+		holding: cfg.HoldUpstreams, held: map[netip.Addr]bool{}}
 
 	// Export deny-by-default: upstreams get what their Export allows of the
 	// originated prefixes (export.go), the mesh the rest (mesh.go).
@@ -439,11 +451,18 @@ func (s *Speaker) AddNeighbor(ctx context.Context, n Neighbor) error {
 			return err
 		}
 	}
+	s.mu.Lock()
+	hold := s.holding && n.Import != nil
+	s.mu.Unlock()
+	p.Conf.AdminDown = hold
 	if err := s.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: p}); err != nil {
 		s.importFilter.set(n.Address, nil)
 		return fmt.Errorf("bgp: add neighbour %s AS%d: %w", n.Address, n.ASN, err)
 	}
 	s.mu.Lock()
+	if hold {
+		s.held[n.Address] = true
+	}
 	if _, ok := s.peers[n.Address]; !ok {
 		s.peers[n.Address] = &PeerStatus{Address: n.Address, ASN: n.ASN, State: "idle"}
 		s.loads[n.Address] = &Load{Neighbor: n.Address, Expected: uint64(n.ExpectedPrefixes)}
@@ -456,8 +475,37 @@ func (s *Speaker) AddNeighbor(ctx context.Context, n Neighbor) error {
 	s.adjIn[n.Address].restart = n.MaxPrefixRestart
 	s.mu.Unlock()
 	s.log.Info("added BGP neighbour", "neighbor", n.Address, "asn", n.ASN, "families", families, "max_prefixes", n.MaxPrefixes,
-		"tcp_md5", n.Password != "", "ttl_security", n.TTLSecurity)
+		"tcp_md5", n.Password != "", "ttl_security", n.TTLSecurity, "held_for_validators", hold)
 	return nil
+}
+
+// ReleaseUpstreams starts the sessions Config.HoldUpstreams held, and adds the
+// neighbours configured from now on as usual.
+func (s *Speaker) ReleaseUpstreams(ctx context.Context) error {
+	s.mu.Lock()
+	s.holding = false
+	held := s.held
+	s.held = map[netip.Addr]bool{}
+	s.mu.Unlock()
+	var errs []error
+	for a := range held {
+		if err := s.srv.EnablePeer(ctx, &api.EnablePeerRequest{Address: a.String()}); err != nil {
+			errs = append(errs, fmt.Errorf("bgp: start the session with %s: %w", a, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Held lists the neighbours whose sessions wait for ReleaseUpstreams.
+func (s *Speaker) Held() []netip.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]netip.Addr, 0, len(s.held))
+	for a := range s.held {
+		out = append(out, a)
+	}
+	slices.SortFunc(out, netip.Addr.Compare)
+	return out
 }
 
 // SetImport replaces a neighbour's import rules and actions, live: the routes it
@@ -535,6 +583,7 @@ func (s *Speaker) RemoveNeighbor(ctx context.Context, a netip.Addr) error {
 	}
 	s.mu.Lock()
 	delete(s.peers, a)
+	delete(s.held, a)
 	delete(s.loads, a)
 	delete(s.eors, a)
 	delete(s.adjIn, a)

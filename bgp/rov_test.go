@@ -130,3 +130,41 @@ func TestOriginValidationLower(t *testing.T) {
 		t.Errorf("refused %v: lower takes invalid routes", node.Refused()[a])
 	}
 }
+
+// TestHoldUpstreams: with HoldUpstreams, an upstream with import rules is
+// configured but its session does not start (its routes do not arrive) until
+// ReleaseUpstreams; a neighbour without rules starts at once.
+func TestHoldUpstreams(t *testing.T) {
+	port := freePort(t)
+	a, b := netip.MustParseAddr("127.0.0.51"), netip.MustParseAddr("127.0.0.52")
+	node, err := Start(t.Context(), Config{ASN: 65000, RouterID: netip.MustParseAddr("10.255.0.1"), ListenAddresses: []string{"127.0.0.1"}, ListenPort: port,
+		HoldUpstreams: true, Neighbors: []Neighbor{
+			{Address: a, ASN: 65001, Passive: true, Import: &ImportRules{PrivateASNs: true}},
+			{Address: b, ASN: 65000, Passive: true},
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(node.Stop)
+	st := newStream(t, node)
+	upA, upB := newPeer(t, 65001, a.String(), port), newPeer(t, 65000, b.String(), port)
+	upA.announcePath("8.8.8.0/24", 15169)
+	upB.announce("9.9.9.0/24", "10.1.0.3")
+	st.expect(Change{Prefix: netip.MustParsePrefix("9.9.9.0/24"), Nexthop: netip.MustParseAddr("10.1.0.3"), Peer: b, Internal: true})
+	if h := node.Held(); len(h) != 1 || h[0] != a {
+		t.Fatalf("Held() = %v, want [%s]", h, a)
+	}
+	time.Sleep(2 * time.Second) // A's connect retry is 1 s: it would be up by now
+	for _, p := range node.Peers() {
+		if p.Address == a && p.State == "established" {
+			t.Fatal("the held upstream's session started before ReleaseUpstreams")
+		}
+	}
+	if err := node.ReleaseUpstreams(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	st.expect(Change{Prefix: netip.MustParsePrefix("8.8.8.0/24"), Nexthop: netip.MustParseAddr("10.1.0.2"), Peer: a})
+	if h := node.Held(); len(h) != 0 {
+		t.Errorf("Held() = %v after the release", h)
+	}
+}

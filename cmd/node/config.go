@@ -86,6 +86,17 @@ type RPKIConfig struct {
 	// unreachable (default 2h, RFC 8210's default).
 	Refresh time.Duration `yaml:"refresh"`
 	Expire  time.Duration `yaml:"expire"`
+	// Wait is how long the sessions with upstreams that have import rules wait at
+	// start for every validator's first set (default 30s; 0s: they do not wait).
+	Wait *time.Duration `yaml:"wait"`
+}
+
+// wait is rpki.wait in force (0: the sessions do not wait).
+func (c RPKIConfig) wait() time.Duration {
+	if c.Wait == nil {
+		return 30 * time.Second
+	}
+	return *c.Wait
 }
 
 func (c RPKIConfig) validate() []error {
@@ -100,8 +111,8 @@ func (c RPKIConfig) validate() []error {
 	default:
 		errs = append(errs, fmt.Errorf("rpki.invalid %q: use reject (default), lower or mark", c.Invalid))
 	}
-	if c.Refresh < 0 || c.Expire < 0 {
-		errs = append(errs, errors.New("rpki.refresh and rpki.expire: use positive durations (defaults 60s and 2h)"))
+	if c.Refresh < 0 || c.Expire < 0 || c.wait() < 0 {
+		errs = append(errs, errors.New("rpki.refresh, rpki.expire and rpki.wait: use positive durations (defaults 60s, 2h and 30s; rpki.wait 0s: sessions do not wait)"))
 	}
 	if c.InvalidLocalPref != 0 && c.Invalid != "lower" {
 		errs = append(errs, fmt.Errorf("rpki.invalid_local_pref %d: it is the local preference of invalid routes with invalid: lower; set that, or leave it out", c.InvalidLocalPref))
@@ -721,7 +732,8 @@ func joinLines(errs []error) error {
 // bgpConfig converts the file's BGP section into the bgp package's config.
 func (c Config) bgpConfig() (bgp.Config, error) {
 	var errs []error
-	out := bgp.Config{ASN: c.BGP.ASN, ListenAddresses: c.BGP.ListenAddresses, ListenPort: c.BGP.ListenPort, GRPCAddress: c.BGP.GRPCAddress}
+	out := bgp.Config{ASN: c.BGP.ASN, ListenAddresses: c.BGP.ListenAddresses, ListenPort: c.BGP.ListenPort, GRPCAddress: c.BGP.GRPCAddress,
+		HoldUpstreams: len(c.RPKI.Validators) > 0 && c.RPKI.wait() > 0}
 	if c.BGP.RouterID != "" {
 		rid, err := netip.ParseAddr(c.BGP.RouterID)
 		if err != nil {

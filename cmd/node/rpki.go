@@ -20,10 +20,12 @@ import (
 // that goes away keeps its VRPs for rpki.expire, then they leave the union (and the
 // routes they covered are checked again).
 //
-// Start-up: until a validator's first set arrives, routes are taken as not found
-// (BGP sessions do not wait for the validators); the first set then re-checks the
-// routes it covers that arrived before it. A local validator answers within a
-// second or two, before a full table has loaded, so that re-check is small.
+// Start-up: the sessions with upstreams that have import rules wait (held down in
+// the speaker) until every validator has sent its first set, or rpki.wait has
+// passed: a full table is then validated as it arrives. A set that arrives after the
+// table instead checks again the routes it covers (taken as not found until then):
+// with a full set, nearly the whole table, and in the middle of a load it doubled
+// the load's time (docs/BENCHMARKS.md, "Route origin validation").
 type originValidation struct {
 	union   *rpki.Union
 	speaker *bgp.Speaker
@@ -34,6 +36,10 @@ type originValidation struct {
 	up      map[string]bool        // connected and in sync
 	updated map[string]time.Time   // last End of Data
 	expiry  map[string]*time.Timer // running while a validator is away
+	// firsts are the validators whose first set is in; ready closes when all are.
+	firsts     map[string]bool
+	validators int
+	ready      chan struct{}
 }
 
 func startOriginValidation(ctx context.Context, c RPKIConfig, speaker *bgp.Speaker, log *slog.Logger) *originValidation {
@@ -41,7 +47,8 @@ func startOriginValidation(ctx context.Context, c RPKIConfig, speaker *bgp.Speak
 		return nil
 	}
 	o := &originValidation{union: rpki.NewUnion(), speaker: speaker, expire: c.Expire, log: log.With("component", "rpki"),
-		up: map[string]bool{}, updated: map[string]time.Time{}, expiry: map[string]*time.Timer{}}
+		up: map[string]bool{}, updated: map[string]time.Time{}, expiry: map[string]*time.Timer{},
+		firsts: map[string]bool{}, validators: len(c.Validators), ready: make(chan struct{})}
 	if o.expire <= 0 {
 		o.expire = 2 * time.Hour
 	}
@@ -53,8 +60,32 @@ func startOriginValidation(ctx context.Context, c RPKIConfig, speaker *bgp.Speak
 		cl := &rpki.Client{Addr: addr, Refresh: c.Refresh, Logger: o.log}
 		go cl.Run(ctx, func(u rpki.Update) { o.update(ctx, u) }, func(error) { o.lost(ctx, addr) })
 	}
-	o.log.Info("route origin validation on", "validators", c.Validators, "invalid", cmp.Or(c.Invalid, "reject"))
+	o.log.Info("route origin validation on", "validators", c.Validators, "invalid", cmp.Or(c.Invalid, "reject"), "sessions_wait", c.wait())
+	if c.wait() > 0 {
+		go o.release(ctx, c.wait())
+	}
 	return o
+}
+
+// release starts the held upstream sessions once every validator's first set is in,
+// or after wait.
+func (o *originValidation) release(ctx context.Context, wait time.Duration) {
+	start := time.Now()
+	select {
+	case <-o.ready:
+		o.log.Info("every validator's first set is in: upstream sessions start", "after", time.Since(start).Round(time.Millisecond), "vrps", o.union.Len())
+	case <-time.After(wait):
+		o.mu.Lock()
+		missing := o.validators - len(o.firsts)
+		o.mu.Unlock()
+		o.log.Warn("upstream sessions start before every validator's first set (rpki.wait passed): their routes count as not found until it comes, then what it covers is checked again",
+			"validators_missing", missing, "wait", wait)
+	case <-ctx.Done():
+		return
+	}
+	if err := o.speaker.ReleaseUpstreams(ctx); err != nil {
+		o.log.Error("start the upstream sessions held for the validators", "err", err)
+	}
 }
 
 // defaultInvalidLocalPref is rpki.invalid_local_pref's default: below BGP's default
@@ -77,6 +108,16 @@ func (o *originValidation) update(ctx context.Context, u rpki.Update) {
 	}
 	if err := o.speaker.ReimportWithin(ctx, changed); err != nil {
 		o.log.Error("check again the routes the VRP change covers", "err", err)
+	}
+	if u.First {
+		o.mu.Lock()
+		if !o.firsts[u.Source] {
+			o.firsts[u.Source] = true
+			if len(o.firsts) == o.validators {
+				close(o.ready)
+			}
+		}
+		o.mu.Unlock()
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,6 +62,11 @@ func TestRPKI(t *testing.T) {
 		}
 	}
 	expect("valid and not-found routes in, invalid ones out", map[string]bool{"1.1.1.1": true, "203.0.113.1": true, "198.51.100.1": true, "9.9.9.9": false, "100.64.1.1": false})
+	// The upstream sessions waited for the validator's first set: every route was
+	// validated as it arrived, none checked again after.
+	if b, err := os.ReadFile(sk.NodeLog); err != nil || !strings.Contains(string(b), "every validator's first set is in: upstream sessions start") {
+		t.Errorf("the node did not log that its upstream sessions waited for the validator (%v)", err)
+	}
 	m, err := sk.Metrics()
 	if err != nil {
 		t.Fatal(err)
