@@ -86,6 +86,12 @@ func TestBlackhole(t *testing.T) {
 	if got := s.Blackholes(); !slices.Equal(got, []netip.Prefix{bh}) {
 		t.Errorf("Blackholes() = %v, want [%s]", got, bh)
 	}
+	if adv, err := s.Advertised(a); err != nil || len(adv) != 1 || adv[0].Prefix != bh || !slices.Equal(adv[0].Communities, []string{BlackholeCommunity, NoExport}) {
+		t.Errorf("Advertised(A) = %+v, %v: want the blackhole with BLACKHOLE and NO_EXPORT", adv, err)
+	}
+	if adv, err := s.Advertised(b); err != nil || len(adv) != 0 {
+		t.Errorf("Advertised(B) = %+v, %v: want nothing", adv, err)
+	}
 
 	// A blackhole of the announced prefix itself stands in for its announcement.
 	if err := s.Announce(own); err != nil {

@@ -258,7 +258,8 @@ func (s *Speaker) Drained() bool {
 }
 
 // Advertised lists what a neighbour is sent now: the announced prefixes its Export
-// lists, while its session is established, with the attributes the export adds.
+// lists, and the fleet's blackholes when it takes them, while its session is
+// established, with the attributes the export adds.
 // It is what this node tracks, not GoBGP's Adj-RIB-Out, whose listing runs the
 // export policy over the whole table inside GoBGP's server loop.
 func (s *Speaker) Advertised(a netip.Addr) ([]Advertisement, error) {
@@ -289,6 +290,11 @@ func (s *Speaker) Advertised(a netip.Addr) ([]Advertisement, error) {
 			communities = append(communities, GracefulShutdown)
 		}
 		out = append(out, Advertisement{Prefix: px, ASPath: path, Communities: communities, LargeCommunities: e.LargeCommunities, MED: e.MED, HasMED: e.HasMED})
+	}
+	if e.Blackholes {
+		for px := range s.blackholes {
+			out = append(out, Advertisement{Prefix: px, ASPath: []uint32{s.asn}, Communities: []string{BlackholeCommunity, NoExport}})
+		}
 	}
 	slices.SortFunc(out, func(x, y Advertisement) int { return comparePrefixes(x.Prefix, y.Prefix) })
 	return out, nil
