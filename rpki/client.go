@@ -24,7 +24,8 @@ type Client struct {
 	// Addr is the validator's host:port.
 	Addr string
 	// Refresh is how often it asks for changes without a notify (default 60 s);
-	// Retry, how long it waits to connect again after a failure (default 5 s).
+	// Retry, how long it waits to connect again after a failure (default 5 s; at
+	// most a second until the first set is in).
 	Refresh, Retry time.Duration
 	Logger         *slog.Logger
 }
@@ -64,10 +65,16 @@ func (c *Client) Run(ctx context.Context, update func(Update), lost func(error))
 		if lost != nil {
 			lost(err)
 		}
+		// Until the validator's first set is in, the node's upstream sessions may be
+		// waiting for it (rpki.wait): try again each second.
+		wait := retry
+		if s.first {
+			wait = min(retry, time.Second)
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(retry):
+		case <-time.After(wait):
 		}
 	}
 }

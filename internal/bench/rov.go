@@ -66,9 +66,9 @@ func SynthesizeVRPs(n int, seed uint64, tables ...[]table.Route) ([]rpki.VRP, er
 // validator's set arrives.
 type LateVRPs struct {
 	Routes, VRPs, Invalid int
-	// Transfer is from the set written at the validator to the node holding all of
-	// it (stayrtr's one-second file poll included): what every session's start
-	// would wait, at least, if sessions waited for the first set.
+	// Transfer is from the validator's start with the set to the node holding all
+	// of it: what every session's start waits when the sessions wait for the first
+	// set (rpki.wait).
 	Transfer time.Duration
 	// Recheck is from the node holding the set to the FIB without the invalid
 	// routes (reject): the routes the set covers checked again (patch 5), and the
@@ -80,8 +80,8 @@ type LateVRPs struct {
 // vrps and times the node (rpki.invalid: reject) until the invalid routes have left
 // its FIB.
 func MeasureLateVRPs(ctx context.Context, nodeBin, dir string, routes []table.Route, vrps []rpki.VRP) (l LateVRPs, err error) {
-	l.Routes, l.VRPs = len(routes), len(vrps)
 	tb := rpki.NewTable(vrps)
+	l.Routes, l.VRPs = len(routes), tb.Len() // distinct
 	for _, r := range append(lab.AllRoutes(), lab.ExtendedNexthopRoute) {
 		if r.Prefix.Addr().Is4() && tb.Validate(r.Prefix, lab.UpstreamASN) == rpki.Invalid {
 			l.Invalid++
@@ -92,14 +92,18 @@ func MeasureLateVRPs(ctx context.Context, nodeBin, dir string, routes []table.Ro
 			l.Invalid++
 		}
 	}
-	err = withSkeleton(ctx, lab.SkeletonConfig{NodeBinary: nodeBin, Dir: dir, Table: routes, VRPs: []rpki.VRP{}}, func(sk *lab.Skeleton) error {
+	// The validator starts with no VRPs (the node's sessions wait rpki.wait for a
+	// first set it may not send, then start), and is restarted with the set once the
+	// table is in: the node gets it as a first set, as from a validator that came up
+	// late. It reads its file once (every second would cost it most of a core).
+	err = withSkeleton(ctx, lab.SkeletonConfig{NodeBinary: nodeBin, Dir: dir, Table: routes, VRPs: []rpki.VRP{}, ValidatorRefresh: time.Hour}, func(sk *lab.Skeleton) error {
 		var c Convergence
 		if err := c.measure(ctx, sk, routes, ConvergenceOptions{NoBird: true}, nil); err != nil {
 			return err
 		}
 		total := float64(len(routes) + lab.Routes4())
 		start := time.Now()
-		if err := sk.WriteVRPs(vrps); err != nil {
+		if err := sk.RestartValidator(vrps); err != nil {
 			return err
 		}
 		var held time.Time
@@ -109,7 +113,7 @@ func MeasureLateVRPs(ctx context.Context, nodeBin, dir string, routes []table.Ro
 				return false, err
 			}
 			now := time.Now()
-			if held.IsZero() && m[`fibfleet_rpki_vrps{validator="`+lab.ValidatorAddr+`"}`] >= float64(len(vrps)) {
+			if held.IsZero() && m[`fibfleet_rpki_vrps{validator="`+lab.ValidatorAddr+`"}`] >= float64(l.VRPs) {
 				held = now
 				l.Transfer = held.Sub(start)
 			}
