@@ -63,6 +63,7 @@ type metrics struct {
 	advertised, originated      *prometheus.Desc
 	policyHash, drained         *prometheus.Desc
 	rpkiStates, rpkiUp, rpkiVRP *prometheus.Desc
+	blackholes                  *prometheus.Desc
 }
 
 func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.KernelSync, c *cacheLoop, fl *fleet, p *ports, rl *reloader) *metrics {
@@ -79,6 +80,7 @@ func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.Kern
 		xdpEgress:     d("xdp", "egress_frames_total", "Frames the XDP program redirected to the interface, by what its driver did with them (the kernel's xdp_devmap_xmit tracepoint): sent, or dropped (freed by the kernel: counted as forwarded, never sent; a veth whose peer has neither XDP nor GRO, a full or missing XDP transmit ring).", "interface", "result"),
 		xdpDriverErrs: d("xdp", "driver_errors_total", "The egress drivers' own counters of XDP frames they failed to transmit or redirect (ethtool statistics, summed over queues; veth: tx_xdp_xmit_errors): frames counted as forwarded that never reached the wire.", "interface", "counter"),
 		routes:        d("fib", "routes", "Routes in the FIB.", "family"),
+		blackholes:    d("fib", "blackholes", "Routes in the FIB through the discard nexthop (blackholed destinations, RFC 7999: from a neighbour allowed to send them, or the fleet's own): their traffic is dropped in XDP (reason blackhole)."),
 		nexthops:      d("fib", "nexthops", "Nexthops in the FIB by state: resolved, unresolved (their traffic passes to the kernel), recursive (resolved through another route's next hop; also counted as resolved or not), local (the node's own addresses: routes it originates, delivered by the kernel).", "state"),
 		refused:       d("fib", "refused_routes_total", "Routes the compiled FIB had no room for (no free second-level group); their /24 passes to the kernel.", "family"),
 		digest:        d("fib", "digest_info", "Order-independent hash of the FIB (prefix -> selected BGP next hop), in the digest label: equal on nodes with equal tables.", "family", "digest"),
@@ -134,7 +136,7 @@ func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.Kern
 }
 
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.xdpPackets, m.xdpBytes, m.xdpAttached, m.xdpDriverErrs, m.xdpEgress, m.routes, m.nexthops, m.refused, m.kernelSlots, m.groups, m.digest, m.dir, m.hash6, m.ksyncRoutes, m.ksyncPending, m.sessions, m.peerUp, m.buildOK,
+	for _, d := range []*prometheus.Desc{m.xdpPackets, m.xdpBytes, m.xdpAttached, m.xdpDriverErrs, m.xdpEgress, m.routes, m.blackholes, m.nexthops, m.refused, m.kernelSlots, m.groups, m.digest, m.dir, m.hash6, m.ksyncRoutes, m.ksyncPending, m.sessions, m.peerUp, m.buildOK,
 		m.loadReceived, m.loadExpected, m.loadRate, m.loadETA, m.loadDone, m.loadSeconds, m.loadLag,
 		m.cacheEntries, m.cacheLookups, m.cacheEvents, m.cacheWS, m.cacheHitRate, m.cacheCost, m.cacheRegimes, m.cacheResizes, m.cacheEpoch, m.cacheMode,
 		m.etcdUp, m.registered, m.members, m.meshPeers, m.policySource, m.flushes, m.meshResends, m.meshAlarms, m.prefixes, m.epochs, m.gossipHS, m.ready, m.reloads, m.reloadOK, m.refusedRoutes,
@@ -211,7 +213,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	fs := m.fib.Stats()
 	ch <- prometheus.MustNewConstMetric(m.routes, prometheus.GaugeValue, float64(fs.RoutesV4), "ipv4")
 	ch <- prometheus.MustNewConstMetric(m.routes, prometheus.GaugeValue, float64(fs.RoutesV6), "ipv6")
-	ch <- prometheus.MustNewConstMetric(m.nexthops, prometheus.GaugeValue, float64(fs.Nexthops-fs.UnresolvedNexthops-fs.LocalNexthops), "resolved")
+	ch <- prometheus.MustNewConstMetric(m.blackholes, prometheus.GaugeValue, float64(fs.Blackholes))
+	// The discard nexthop, while in use, is none of these.
+	ch <- prometheus.MustNewConstMetric(m.nexthops, prometheus.GaugeValue, float64(fs.Nexthops-fs.UnresolvedNexthops-fs.LocalNexthops-min(fs.Blackholes, 1)), "resolved")
 	ch <- prometheus.MustNewConstMetric(m.nexthops, prometheus.GaugeValue, float64(fs.UnresolvedNexthops), "unresolved")
 	ch <- prometheus.MustNewConstMetric(m.nexthops, prometheus.GaugeValue, float64(fs.RecursiveNexthops), "recursive")
 	ch <- prometheus.MustNewConstMetric(m.nexthops, prometheus.GaugeValue, float64(fs.LocalNexthops), "local")

@@ -113,6 +113,15 @@ func testBlackholes(t *testing.T, fl *lab.Fleet, sink *lab.Sink) {
 		t.Cleanup(func() { _, _ = fl.Birdc("disable", lab.FleetBlackholeProtocol) })
 		blackholed(t, lab.FleetBlackhole, true)
 		check(t, lab.FleetBlackhole.Addr(), true)
+		for _, n := range fl.Nodes {
+			m, err := n.Metrics()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b, d := m["fibfleet_fib_blackholes"], m[`fibfleet_xdp_packets_total{action="drop",reason="blackhole"}`]; b != 1 || d < 20 {
+				t.Errorf("%s's metrics: %v blackholed routes, %v frames dropped as blackhole; want 1, at least 20", n.Name, b, d)
+			}
+		}
 		if _, err := fl.Birdc("disable", lab.FleetBlackholeProtocol); err != nil {
 			t.Fatal(err)
 		}
