@@ -1,6 +1,7 @@
 package rpki
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -102,6 +103,9 @@ func (s *session) run(ctx context.Context, refresh time.Duration, update func(Up
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
+	// A full set is hundreds of thousands of 20- to 32-byte PDUs: read them from a
+	// buffer, not two system calls each.
+	in := bufio.NewReaderSize(conn, 64<<10)
 	send := func(m rtr.RTRMessage) error {
 		b, err := m.Serialize()
 		if err == nil {
@@ -151,7 +155,7 @@ func (s *session) run(ctx context.Context, refresh time.Duration, update func(Up
 			return err
 		default:
 		}
-		msg, err := readPDU(conn)
+		msg, err := readPDU(in)
 		if err != nil {
 			return fmt.Errorf("rpki: read from validator %s: %w", s.addr, err)
 		}
