@@ -87,7 +87,7 @@ func startFleet(t testing.TB, cfg lab.FleetConfig) (*lab.Fleet, *cluster.Store) 
 func TestFleet(t *testing.T) {
 	ctx := context.Background()
 	// The last resort of the mesh's alarm at once, for testRepair.
-	fl, store := startFleet(t, lab.FleetConfig{MeshResendAfter: time.Second})
+	fl, store := startFleet(t, lab.FleetConfig{MeshResendAfter: time.Second, RPKI: true})
 	n1, n2, n3 := fl.Nodes[0], fl.Nodes[1], fl.Nodes[2]
 	// BIRD's 3 + 2 routes and the two subnets n1 announces to the mesh.
 	const routes4, routes6 = 4, 3
@@ -95,18 +95,18 @@ func TestFleet(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	t.Run("routes n1's import rules refuse reach no node", func(t *testing.T) {
+	t.Run("routes n1's import rules refuse, and the RPKI-invalid one, reach no node", func(t *testing.T) {
 		m, err := n1.Metrics()
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, reason := range []string{"special_purpose", "too_long"} {
+		for _, reason := range []string{"special_purpose", "too_long", "rpki_invalid"} {
 			if v := m[fmt.Sprintf(`fibfleet_bgp_import_refused_total{neighbor="%s",reason="%s"}`, lab.UpstreamAddr, reason)]; v != 1 {
 				t.Errorf("n1 refused %v routes as %s, want 1", v, reason)
 			}
 		}
 		for _, n := range fl.Nodes {
-			for _, p := range lab.FleetRefused {
+			for _, p := range append(slices.Clone(lab.FleetRefused), lab.FleetInvalid) {
 				l, err := apiGet[nodeapi.Lookup](n.Get, "/api/v1/lookup?addr="+p.Addr().Next().String())
 				if err != nil {
 					t.Fatal(err)
@@ -169,6 +169,26 @@ func TestFleet(t *testing.T) {
 		}
 		if l := m1[`fibfleet_fib_nexthops{state="local"}`]; l != 2 {
 			t.Errorf("n1 has %v local nexthops, want 2 (the subnets it announces)", l)
+		}
+	})
+
+	t.Run("the RPKI-invalid route's traffic is forwarded by no node", func(t *testing.T) {
+		dst := lab.FleetInvalid.Addr().Next()
+		for _, n := range fl.Nodes {
+			before, err := dataplane.ReadPinnedStats("", n.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := fl.SendVia(n, dst, 10); err != nil {
+				t.Fatal(err)
+			}
+			err = lab.WaitFor(ctx, 10*time.Second, fmt.Sprintf("%s: 10 frames to %s passed as no_route", n.Name, dst), func() (bool, error) {
+				after, err := dataplane.ReadPinnedStats("", n.Name)
+				return err == nil && after[dataplane.PassNoRoute].Packets-before[dataplane.PassNoRoute].Packets >= 10, err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
 		}
 	})
 

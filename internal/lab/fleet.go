@@ -17,6 +17,7 @@ import (
 	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/internal/nodeapi"
 	"github.com/fibfleet/fibfleet/internal/table"
+	"github.com/fibfleet/fibfleet/rpki"
 )
 
 // The fleet topology:
@@ -54,6 +55,17 @@ var (
 	FleetBlackhole  = netip.MustParsePrefix("203.0.113.77/32")
 	FleetBlackhole6 = netip.MustParsePrefix("2001:db8:100::77/128")
 )
+
+// FleetInvalid is the route BIRD announces with FleetConfig.RPKI that FleetVRPs make
+// RPKI-invalid (another origin): n1 refuses it, and no node may hold it.
+var FleetInvalid = netip.MustParsePrefix("192.0.2.0/24")
+
+// FleetVRPs are the validator's VRPs with FleetConfig.RPKI: FleetInvalid's origin is
+// another AS; 198.51.100.0/24 (of FleetRoutes) is BIRD's, valid.
+var FleetVRPs = []rpki.VRP{
+	{Prefix: FleetInvalid, MaxLength: 24, ASN: 64999},
+	{Prefix: netip.MustParsePrefix("198.51.100.0/24"), MaxLength: 32, ASN: UpstreamASN},
+}
 
 // The BIRD static protocols that originate FleetBlackhole and FleetBlackhole6.
 const (
@@ -95,6 +107,10 @@ type FleetConfig struct {
 	// to any prefix of a table ends in its sink (local routes in its main table; none
 	// leads out of the lab).
 	CatchAll bool
+	// RPKI runs a validator (stayrtr) in the upstream namespace serving FleetVRPs,
+	// n1 validates its upstream's routes against it, and BIRD announces
+	// FleetInvalid, which they make invalid.
+	RPKI bool
 	// Expected is n1's expected_prefixes for its upstream (default: the table's size).
 	Expected int
 	// Cluster is the fleet's name (default lab).
@@ -278,6 +294,15 @@ func (f *Fleet) build() error {
 			return err
 		}
 	}
+	if f.Cfg.RPKI {
+		file := filepath.Join(f.Cfg.Dir, "vrps.json")
+		if err := writeVRPs(file, FleetVRPs); err != nil {
+			return err
+		}
+		if _, err := startStayRTR(f.Upstream, f.Cfg.Dir, file, time.Hour); err != nil {
+			return err
+		}
+	}
 	if len(f.Cfg.Feeder) > 0 {
 		if _, err := f.Upstream.Start(filepath.Join(f.Cfg.Dir, "feeder.log"), f.Cfg.Feeder...); err != nil {
 			return fmt.Errorf("start the feeder: %w", err)
@@ -331,6 +356,9 @@ func (f *Fleet) nodeConfig(n *FleetNode) string {
 `, UpstreamAddr, UpstreamASN, size, strings.Replace(LabImport, "{", "{blackholes: true, ", 1))
 		if len(f.Cfg.Feeder) == 0 { // BIRD has an IPv6 session too
 			neighbors += fmt.Sprintf("    - {address: \"%s\", asn: %d, families: [ipv6-unicast], import: %s}\n", UpstreamAddr6, UpstreamASN, LabImport)
+		}
+		if f.Cfg.RPKI {
+			neighbors += fmt.Sprintf("rpki:\n  validators: [\"%s\"]\n", ValidatorAddr)
 		}
 	case 2:
 		ifaces = append(ifaces, f.If("s1"))
@@ -527,6 +555,9 @@ func (f *Fleet) startBird() error {
 	c.staticOff(FleetBlackholeProtocol, FleetBlackhole)
 	c.staticOff(FleetBlackholeProtocol6, FleetBlackhole6)
 	c.static("refused4", FleetRefused...)
+	if f.Cfg.RPKI {
+		c.static("invalid4", FleetInvalid)
+	}
 	if len(t4) > 0 {
 		c.static("table4", t4...)
 	}

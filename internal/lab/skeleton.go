@@ -239,7 +239,7 @@ func StartSkeleton(cfg SkeletonConfig) (*Skeleton, error) {
 		return nil, err
 	}
 	s := &Skeleton{Lab: l, Dir: cfg.Dir, NodeName: l.Prefix + "-rtr", importFilter: cfg.ImportFilter, rpkiInvalid: cfg.RPKIInvalid,
-		validatorRefresh: max(cfg.ValidatorRefresh, time.Second)}
+		validatorRefresh: cfg.ValidatorRefresh}
 	if err := s.build(cfg); err != nil {
 		return s, err
 	}
@@ -397,13 +397,20 @@ func (s *Skeleton) build(cfg SkeletonConfig) error {
 }
 
 func (s *Skeleton) startValidator() error {
-	cmd, err := s.Upstream.Start(filepath.Join(s.Dir, "stayrtr.log"), "stayrtr", "-cache", s.vrpFile, "-checktime=false",
-		"-refresh", strconv.Itoa(int(s.validatorRefresh/time.Second)), "-bind", ValidatorAddr, "-metrics.addr", "127.0.0.1:0")
-	if err != nil {
-		return fmt.Errorf("%w (install stayrtr: apt-get install stayrtr)", err)
-	}
+	cmd, err := startStayRTR(s.Upstream, s.Dir, s.vrpFile, s.validatorRefresh)
 	s.validator = cmd
-	return nil
+	return err
+}
+
+// startStayRTR runs stayrtr in ns on ValidatorAddr, serving file (read again every
+// refresh), its log in dir.
+func startStayRTR(ns *Netns, dir, file string, refresh time.Duration) (*exec.Cmd, error) {
+	cmd, err := ns.Start(filepath.Join(dir, "stayrtr.log"), "stayrtr", "-cache", file, "-checktime=false",
+		"-refresh", strconv.Itoa(int(max(refresh, time.Second)/time.Second)), "-bind", ValidatorAddr, "-metrics.addr", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("%w (install stayrtr: apt-get install stayrtr)", err)
+	}
+	return cmd, nil
 }
 
 // RestartValidator stops stayrtr, gives it vrps and starts it again: the node's RTR
@@ -550,15 +557,20 @@ func (s *Skeleton) WriteVRPs(vrps []rpki.VRP) error {
 	if s.vrpFile == "" {
 		return errors.New("lab: the skeleton runs no validator (SkeletonConfig.VRPs)")
 	}
+	return writeVRPs(s.vrpFile, vrps)
+}
+
+// writeVRPs writes a VRP file as stayrtr reads it (rpki-client's JSON), whole.
+func writeVRPs(path string, vrps []rpki.VRP) error {
 	rows := make([]string, len(vrps))
 	for i, v := range vrps {
 		rows[i] = fmt.Sprintf(`{"prefix": %q, "maxLength": %d, "asn": "AS%d"}`, v.Prefix, v.MaxLength, v.ASN)
 	}
-	tmp := s.vrpFile + ".tmp"
+	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, []byte(`{"roas": [`+strings.Join(rows, ", ")+`]}`), 0o644); err != nil {
 		return err
 	}
-	return os.Rename(tmp, s.vrpFile)
+	return os.Rename(tmp, path)
 }
 
 // Birdc2 runs a birdc command against the second upstream's BIRD.
