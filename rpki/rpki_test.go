@@ -1,9 +1,7 @@
 package rpki
 
 import (
-	"compress/gzip"
 	"net/netip"
-	"os"
 	"strings"
 	"testing"
 
@@ -72,21 +70,22 @@ func TestReadVRPs(t *testing.T) {
 	}
 }
 
+// realVRPs are the bundled real VRPs (table.VRPs2024).
+func realVRPs() ([]VRP, error) {
+	f, err := table.VRPs2024()
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ReadCSV(f)
+}
+
 // TestReal2026 validates the bundled 2026 IPv4 table (prefix and origin) against the
 // bundled real VRPs (Routinator, April 2024, 9,999 VRPs of 1.0.0.0 to 5.236.x): the
 // counts per state go to docs/BENCHMARKS.md. Most routes are not found: the VRPs
 // cover a sliver of the address space.
 func TestReal2026(t *testing.T) {
-	f, err := os.Open("testdata/vrps-routinator-2024-04.csv.gz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vrps, err := ReadCSV(zr)
+	vrps, err := realVRPs()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,13 +118,7 @@ func TestReal2026(t *testing.T) {
 
 // BenchmarkValidate is one route's validation against the real VRPs.
 func BenchmarkValidate(b *testing.B) {
-	f, err := os.Open("testdata/vrps-routinator-2024-04.csv.gz")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	zr, _ := gzip.NewReader(f)
-	vrps, err := ReadCSV(zr)
+	vrps, err := realVRPs()
 	if err != nil {
 		b.Fatal(err)
 	}

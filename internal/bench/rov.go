@@ -1,13 +1,9 @@
 package bench
 
 import (
-	"compress/gzip"
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
-	"runtime"
 	"time"
 
 	"github.com/fibfleet/fibfleet/internal/lab"
@@ -15,20 +11,14 @@ import (
 	"github.com/fibfleet/fibfleet/rpki"
 )
 
-// RealVRPs are the bundled real VRPs (Routinator, April 2024: 9,999, IPv4 only,
-// 1.0.0.0 to 5.236.x; rpki/testdata).
+// RealVRPs are the bundled real VRPs (table.VRPs2024).
 func RealVRPs() ([]rpki.VRP, error) {
-	_, file, _, _ := runtime.Caller(0)
-	f, err := os.Open(filepath.Join(filepath.Dir(file), "..", "..", "rpki", "testdata", "vrps-routinator-2024-04.csv.gz"))
+	f, err := table.VRPs2024()
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		return nil, err
-	}
-	return rpki.ReadCSV(zr)
+	return rpki.ReadCSV(f)
 }
 
 // SynthesizeVRPs makes n VRPs from tables' prefixes, in the proportion of the

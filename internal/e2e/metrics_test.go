@@ -67,9 +67,10 @@ func testMetrics(t *testing.T, fl *lab.Fleet, flushes uint32) {
 		}
 		return out
 	}
-	// Received counts before the import rules: the refused routes too.
-	if got := byLabel("fibfleet_bgp_received_prefixes", "family"); got["ipv4"] != float64(3+len(lab.FleetRefused)) || got["ipv6"] != 2 {
-		t.Errorf("n1's upstream prefixes by family %v, want BIRD's ipv4 %d (3 and the refused ones), ipv6 2", got, 3+len(lab.FleetRefused))
+	// Received counts before the import rules: the refused routes too, the
+	// RPKI-invalid one (lab.FleetInvalid) among them.
+	if got := byLabel("fibfleet_bgp_received_prefixes", "family"); got["ipv4"] != float64(3+len(lab.FleetRefused)+1) || got["ipv6"] != 2 {
+		t.Errorf("n1's upstream prefixes by family %v, want BIRD's ipv4 %d (3, the refused ones and the RPKI-invalid one), ipv6 2", got, 3+len(lab.FleetRefused)+1)
 	}
 	ep := byLabel("fibfleet_cluster_epoch", "scope")
 	if ep["fleet"] < float64(flushes) || byLabel("fibfleet_cache_epoch", "")[""] != ep["fleet"]+ep["node"] {

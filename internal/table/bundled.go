@@ -1,8 +1,12 @@
 package table
 
-import "embed"
+import (
+	"compress/gzip"
+	"embed"
+	"io"
+)
 
-//go:embed testdata/*.fft.gz
+//go:embed testdata/*.fft.gz testdata/*.csv.gz
 var bundled embed.FS
 
 // Real2026 is the full IPv4 table of 2026-06-19: 1,168,945 prefixes, none longer than /24.
@@ -26,4 +30,22 @@ func open(name string) ([]Route, error) {
 	}
 	defer f.Close()
 	return Read(f)
+}
+
+// VRPs2024 is 9,999 real validated ROA payloads (Routinator's CSV of April 2024, IPv4
+// only, 1.0.0.0 to 5.236.x): rpki.ReadCSV reads it. Close it when done.
+func VRPs2024() (io.ReadCloser, error) {
+	f, err := bundled.Open("testdata/vrps-routinator-2024-04.csv.gz")
+	if err != nil {
+		return nil, err
+	}
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{zr, f}, nil
 }
