@@ -271,12 +271,7 @@ func (f *importFilter) originState(_ bgp.Family, nlri bgp.NLRI, attrs []bgp.Path
 	if rov == nil || !ok {
 		return oc.RPKI_VALIDATION_RESULT_TYPE_NONE
 	}
-	var path *bgp.PathAttributeAsPath
-	for _, a := range attrs {
-		if ap, ok := a.(*bgp.PathAttributeAsPath); ok {
-			path = ap
-		}
-	}
+	path := asPathOf(attrs)
 	origin := originAS(path)
 	if origin == 0 && (path == nil || len(path.Value) == 0) {
 		return oc.RPKI_VALIDATION_RESULT_TYPE_NOT_FOUND
@@ -385,12 +380,7 @@ func (f *importFilter) reason(peer netip.Addr, peerAS uint32, p netip.Prefix, at
 			return ReasonOwnPrefix // before any other: the most telling
 		}
 	}
-	var path *bgp.PathAttributeAsPath
-	for _, a := range attrs {
-		if ap, ok := a.(*bgp.PathAttributeAsPath); ok {
-			path = ap
-		}
-	}
+	path := asPathOf(attrs)
 	if why := r.check(p, peerAS, f.ownAS, path, blackhole); why != "" {
 		return why
 	}
@@ -402,6 +392,16 @@ func (f *importFilter) reason(peer netip.Addr, peerAS uint32, p netip.Prefix, at
 		}
 	}
 	return ""
+}
+
+// asPathOf is a path's AS_PATH attribute (nil: none).
+func asPathOf(attrs []bgp.PathAttributeInterface) *bgp.PathAttributeAsPath {
+	for _, a := range attrs {
+		if ap, ok := a.(*bgp.PathAttributeAsPath); ok {
+			return ap
+		}
+	}
+	return nil
 }
 
 // originAS is a path's origin: its last AS, 0 (none: never valid) when the path ends
