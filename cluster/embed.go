@@ -1,12 +1,14 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
@@ -65,7 +67,7 @@ func StartEmbedded(c EmbeddedConfig) (*Embedded, error) {
 			}
 		}
 	}
-	peer, err := peerURL(c.Dir)
+	peer, freshPeer, err := peerURL(c.Dir)
 	if err != nil {
 		return nil, err
 	}
@@ -89,8 +91,27 @@ func StartEmbedded(c EmbeddedConfig) (*Embedded, error) {
 	}
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg)
 	e, err := embed.StartEtcd(cfg)
+	// A port chosen free here can be taken by another process before etcd binds it
+	// (tests of several packages run at once): choose again, a few times, the ports
+	// this call chose and nobody configured.
+	for try := 1; err != nil && errors.Is(err, syscall.EADDRINUSE) && try <= 5 && (c.Listen == "" || freshPeer); try++ {
+		if c.Listen == "" {
+			if client, err = freeURL(); err != nil {
+				return nil, err
+			}
+			cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
+		}
+		if freshPeer {
+			if peer, err = newPeerURL(c.Dir); err != nil {
+				return nil, err
+			}
+			cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
+			cfg.InitialCluster = c.Name + "=" + peer.String()
+		}
+		e, err = embed.StartEtcd(cfg)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("cluster: start the embedded etcd in %s (is %s in use?): %w", c.Dir, client.String(), err)
+		return nil, fmt.Errorf("cluster: start the embedded etcd in %s (is %s or %s in use?): %w", c.Dir, client.String(), peer.String(), err)
 	}
 	select {
 	case <-e.Server.ReadyNotify():
@@ -111,26 +132,35 @@ func (e *Embedded) Close() {
 }
 
 // peerURL is the member's peer URL: the one its data directory was made with, else a
-// free loopback port, remembered there (a restarted member must keep its peer URL).
-func peerURL(dir string) (url.URL, error) {
-	file := filepath.Join(dir, "fibfleet-peer-url")
-	if b, err := os.ReadFile(file); err == nil {
+// free loopback port, remembered there (a restarted member must keep its peer URL);
+// fresh says it was chosen now.
+func peerURL(dir string) (u url.URL, fresh bool, err error) {
+	if b, err := os.ReadFile(peerFile(dir)); err == nil {
 		if u, err := url.Parse(strings.TrimSpace(string(b))); err == nil && u.Host != "" {
-			return *u, nil
+			return *u, false, nil
 		}
 	}
+	u, err = newPeerURL(dir)
+	return u, true, err
+}
+
+func peerFile(dir string) string { return filepath.Join(dir, "fibfleet-peer-url") }
+
+// newPeerURL chooses a free loopback port for the peer URL and remembers it.
+func newPeerURL(dir string) (url.URL, error) {
 	u, err := freeURL()
 	if err != nil {
 		return u, err
 	}
-	if err := os.WriteFile(file, []byte(u.String()+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(peerFile(dir), []byte(u.String()+"\n"), 0o600); err != nil {
 		return u, fmt.Errorf("cluster: remember the embedded etcd's peer URL: %w", err)
 	}
 	return u, nil
 }
 
-// freeURL is an http URL on a loopback port free right now.
-func freeURL() (url.URL, error) {
+// freeURL is an http URL on a loopback port free right now (a variable: a test makes
+// it answer ports taken by then).
+var freeURL = func() (url.URL, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return url.URL{}, fmt.Errorf("cluster: find a free loopback port: %w", err)
