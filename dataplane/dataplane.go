@@ -49,6 +49,10 @@ type Config struct {
 	// FIBBackend is BackendCompiled (default: the DIR-24-8 tables fib writes) or
 	// BackendKernel (bpf_fib_lookup on the kernel's routing tables, the baseline).
 	FIBBackend Backend
+	// FlowSeed seeds the flow hash that picks a next-hop group's member; give each
+	// node its own (FlowSeedOf), so that nodes in a row do not all make the same
+	// choice.
+	FlowSeed uint32
 	// Logger receives lifecycle messages; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -161,6 +165,9 @@ func Load(cfg Config) (*Dataplane, error) {
 		}
 	default:
 		return nil, fmt.Errorf("dataplane: unknown FIB backend %q: use compiled or kernel", cfg.FIBBackend)
+	}
+	if err := spec.Variables["flow_seed"].Set(cfg.FlowSeed); err != nil {
+		return nil, fmt.Errorf("dataplane: seed the flow hash: %w", err)
 	}
 	d := &Dataplane{pinDir: pinDir, log: log, links: map[string]link.Link{}, ports: map[uint32]bool{}}
 	err = spec.LoadAndAssign(&d.objs, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: pinDir}})

@@ -21,7 +21,7 @@ const (
 	// FIB6BelowShift places a /32 key's flags of the longer lengths with keys under
 	// it: bit FIB6BelowShift+i for FIB6Levels[2+i] (36, 40, 44, 48).
 	FIB6BelowShift = 24
-	// FIB6IDMask is the nexthop id part of a value.
+	// FIB6IDMask is the group id part of a value.
 	FIB6IDMask = 0x00ffffff
 	// FIB6Kernel is a first-level value: the /16's packets pass to the kernel.
 	FIB6Kernel = 0x00ffffff

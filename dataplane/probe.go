@@ -19,7 +19,7 @@ import (
 type Mechanism int
 
 const (
-	// MechFIB4 is fibfleet's compiled FIB, the code xdp_fwd.c runs (answers: nexthop ids).
+	// MechFIB4 is fibfleet's compiled FIB, the code xdp_fwd.c runs (answers: group ids).
 	MechFIB4 Mechanism = iota
 	// MechLPMTrie is a BPF LPM trie filled with LoadLPM (answers: the values loaded).
 	MechLPMTrie

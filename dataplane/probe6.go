@@ -24,7 +24,7 @@ const (
 	// included in every other figure.
 	Mech6Loop
 	// Mech6FIB is fibfleet's IPv6 FIB (bpf/fib6.h), on a Dataplane's maps (answers:
-	// nexthop ids).
+	// group ids).
 	Mech6FIB
 	// Mech6FIBCached, Mech6LPMCached and Mech6KernelCached are Mech6FIB,
 	// Mech6LPMTrie and Mech6Kernel behind the destination cache (bpf/dcache.h, sized

@@ -25,6 +25,9 @@ const (
 	PassLinkLocal
 	// DropBlackhole is traffic to a blackholed route (the discard nexthop).
 	DropBlackhole
+	// PassNoMember is traffic of a route whose next-hop group has no usable member
+	// (every one down): the kernel decides.
+	PassNoMember
 	numReasons
 )
 
@@ -47,6 +50,7 @@ var reasonNames = [numReasons]string{
 	PassHopByHop:   "hop_by_hop",
 	PassLinkLocal:  "link_local",
 	DropBlackhole:  "blackhole",
+	PassNoMember:   "no_member",
 }
 
 // Reasons lists every stat index in order.

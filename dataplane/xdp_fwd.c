@@ -5,10 +5,11 @@
  *
  * Steps, in order: parse Ethernet and IPv4 or IPv6 with bounds checks, hand anything
  * that is not plainly forwardable to the kernel (each case with its own counter), look
- * the destination up in the family's FIB, follow the nexthop id to the nexthop entry
- * (one table for both families; the destination cache, dcache.h, answers first when
- * it holds the destination), check the egress MTU and port, then decrement TTL or hop
- * limit, rewrite MACs and redirect.
+ * the destination up in the family's FIB (the destination cache, dcache.h, answers
+ * first when it holds the destination), follow the answer, a next-hop group id, to the
+ * group, pick its member for the packet's flow, follow the member's nexthop id to the
+ * nexthop entry (one table for both families), check the egress MTU and port, then
+ * decrement TTL or hop limit, rewrite MACs and redirect.
  *
  * Every return goes through count(): a fallback that nobody can see is a bug.
  */
@@ -37,6 +38,7 @@ enum stat_reason {
 	STAT_PASS_HOP_BY_HOP,   /* IPv6 hop-by-hop options: every router must read them */
 	STAT_PASS_LINK_LOCAL,   /* IPv6 link-local (or unspecified, loopback) destination: never routed */
 	STAT_DROP_BLACKHOLE,    /* the route's nexthop is the discard nexthop (RFC 7999 blackhole) */
+	STAT_PASS_NO_MEMBER,    /* the route's next-hop group has no usable member (all down): the kernel's */
 	STAT_MAX,
 };
 
@@ -71,6 +73,24 @@ struct vlan_hdr {
 
 #define MAX_NEXTHOPS 65536
 
+/*
+ * A next-hop group: what a route points to (the FIB's and the cache's answer is a
+ * group id, never a member, so no cached member outlives a failover). Its buckets
+ * hold nexthop ids; a flow's hash picks one (a resilient bucket table as Linux's
+ * nexthop groups: userspace moves only the buckets of a member that leaves or
+ * returns). Userspace rewrites a group in one map update; a lookup that reads it
+ * meanwhile may see old and new buckets mixed, each of them a member of the old or
+ * the new set, which is why every bucket always holds a valid id.
+ */
+#define GROUP_BUCKETS 64
+#define MAX_GROUPS 65536
+
+struct nh_group {
+	__u16 members; /* distinct ids in bucket[]: 0 none usable (pass), 1 all equal (no hash) */
+	__u16 pad[3];
+	__u16 bucket[GROUP_BUCKETS];
+};
+
 #include "fib4.h"
 #include "fib6.h"
 #include "cached.h"
@@ -82,6 +102,14 @@ struct {
 	__uint(max_entries, MAX_NEXTHOPS);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } nexthops SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct nh_group);
+	__uint(max_entries, MAX_GROUPS);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} nh_groups SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_DEVMAP_HASH);
@@ -120,6 +148,11 @@ struct {
 #define FIB_BACKEND_KERNEL 1
 volatile const __u32 fib_backend = FIB_BACKEND_COMPILED;
 
+/* Seeds the flow hash; each node has its own (set by the loader), so that the fleet's
+ * nodes, one behind the other, do not all pick the same member for a flow
+ * (polarisation). dataplane/flow.go computes the same hash. */
+volatile const __u32 flow_seed = 0;
+
 static __always_inline int count(__u32 reason, __u64 bytes, int action)
 {
 	struct stat_rec *rec = bpf_map_lookup_elem(&stats, &reason);
@@ -144,11 +177,78 @@ static __always_inline void ip_decrease_ttl(struct iphdr *iph)
 /* What parsing learned about a frame, for the steps after the lookup. */
 struct frame {
 	__u64 len;      /* bytes, for the counters */
+	void *l3;       /* the IP header, for the flow hash */
+	void *end;      /* the frame's end */
 	__u32 l3len;    /* the IP packet's length, for the MTU check */
 	__u16 in_tci;   /* the incoming 802.1Q tag, if tagged */
 	__u16 proto;    /* ETH_P_IP or ETH_P_IPV6 */
 	int tagged;
 };
+
+#define IPPROTO_TCP 6
+#define IPPROTO_UDP 17
+
+/* The flow hash: MurmurHash3's 32-bit mixing over the words of the flow (addresses
+ * and the ports word as they sit in the packet), then its finaliser. */
+static __always_inline __u32 hash_word(__u32 h, __u32 k)
+{
+	k *= 0xcc9e2d51;
+	k = (k << 15) | (k >> 17);
+	k *= 0x1b873593;
+	h ^= k;
+	h = (h << 13) | (h >> 19);
+	return h * 5 + 0xe6546b64;
+}
+
+static __always_inline __u32 hash_final(__u32 h)
+{
+	h ^= h >> 16;
+	h *= 0x85ebca6b;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35;
+	h ^= h >> 16;
+	return h;
+}
+
+/* flow_hash hashes the packet's 5-tuple (TCP and UDP, not fragmented) or 3-tuple
+ * (fragments, other protocols, IPv6 with extension headers: their ports are not at
+ * a fixed place, and a fragment's later pieces have none), so a flow's packets all
+ * take one member. Parsing already bounded the IP header. */
+static __always_inline __u32 flow_hash(struct frame *f)
+{
+	__u32 h = flow_seed, *ports = 0;
+	__u8 proto;
+
+	if (f->proto == ETH_P_IPV6) {
+		struct ipv6hdr *ip6 = f->l3;
+
+		if ((void *)(ip6 + 1) > f->end)
+			return 0;
+#pragma unroll
+		for (int i = 0; i < 4; i++)
+			h = hash_word(h, ip6->saddr.s6_addr32[i]);
+#pragma unroll
+		for (int i = 0; i < 4; i++)
+			h = hash_word(h, ip6->daddr.s6_addr32[i]);
+		proto = ip6->nexthdr;
+		if (proto == IPPROTO_TCP || proto == IPPROTO_UDP)
+			ports = (void *)(ip6 + 1);
+	} else {
+		struct iphdr *iph = f->l3;
+
+		if ((void *)(iph + 1) > f->end)
+			return 0;
+		h = hash_word(h, iph->saddr);
+		h = hash_word(h, iph->daddr);
+		proto = iph->protocol;
+		/* More fragments or an offset: a fragment (IHL is 5 here: options passed). */
+		if ((proto == IPPROTO_TCP || proto == IPPROTO_UDP) && !(iph->frag_off & bpf_htons(0x3fff)))
+			ports = (void *)(iph + 1);
+	}
+	if (ports && (void *)(ports + 1) <= f->end)
+		h = hash_word(h, *ports);
+	return hash_final(hash_word(h, proto));
+}
 
 /* egress checks the MTU and port, fixes the VLAN tag, decrements TTL or hop limit,
  * rewrites MACs and redirects: the same for both families. */
@@ -199,12 +299,22 @@ static __always_inline int egress(struct xdp_md *ctx, struct nexthop *nh, struct
 	return count(v6 ? STAT_FORWARDED_V6 : STAT_FORWARDED, f->len, bpf_redirect_map(&tx_ports, nh->ifindex, 0));
 }
 
-/* route_to forwards to the nexthop a FIB lookup answered: drops for the discard
- * nexthop (a blackhole: dropped here, at line rate, before any rewrite), passes to the
- * kernel while the neighbour is unresolved. */
-static __always_inline int route_to(struct xdp_md *ctx, __u32 nhid, struct frame *f)
+/* route_to forwards to the group a FIB lookup answered: picks the flow's member (no
+ * hash when the group has one), drops for the discard nexthop (a blackhole: dropped
+ * here, at line rate, before any rewrite), passes to the kernel while the member's
+ * neighbour is unresolved or when no member is usable. */
+static __always_inline int route_to(struct xdp_md *ctx, __u32 gid, struct frame *f)
 {
-	struct nexthop *nh = bpf_map_lookup_elem(&nexthops, &nhid);
+	struct nh_group *g = bpf_map_lookup_elem(&nh_groups, &gid);
+	struct nexthop *nh;
+	__u32 nhid;
+
+	if (!g || !g->members)
+		return count(STAT_PASS_NO_MEMBER, f->len, XDP_PASS);
+	nhid = g->bucket[0];
+	if (g->members > 1)
+		nhid = g->bucket[flow_hash(f) & (GROUP_BUCKETS - 1)];
+	nh = bpf_map_lookup_elem(&nexthops, &nhid);
 
 	if (nh && (nh->flags & (NH_F_VALID | NH_F_DROP)) == (NH_F_VALID | NH_F_DROP))
 		return count(STAT_DROP_BLACKHOLE, f->len, XDP_DROP);
@@ -248,7 +358,7 @@ static __always_inline int forward4(struct xdp_md *ctx, struct iphdr *iph, void 
 	struct dc_config *c;
 	struct nexthop *nh, knh;
 	__be32 daddr;
-	__u32 nhid;
+	__u32 gid;
 	__u16 tot_len;
 
 	if ((void *)(iph + 1) > data_end)
@@ -261,6 +371,8 @@ static __always_inline int forward4(struct xdp_md *ctx, struct iphdr *iph, void 
 	if (tot_len < sizeof(*iph) || tot_len > data_end - (void *)iph)
 		return count(STAT_PASS_MALFORMED, f->len, XDP_PASS);
 	f->l3len = tot_len;
+	f->l3 = iph;
+	f->end = data_end;
 
 	/* Local and multicast first: eBGP sessions arrive with TTL 1 and are not expiring. */
 	daddr = iph->daddr;
@@ -295,12 +407,12 @@ static __always_inline int forward4(struct xdp_md *ctx, struct iphdr *iph, void 
 	} else {
 		int hit;
 
-		nhid = dc4_cached(c, &m, daddr, fib4_answer, 0, &hit);
-		if (!nhid)
+		gid = dc4_cached(c, &m, daddr, fib4_answer, 0, &hit);
+		if (!gid)
 			return count(STAT_PASS_NO_ROUTE, f->len, XDP_PASS);
-		if (nhid == FIB4_KERNEL)
+		if (gid == FIB4_KERNEL)
 			return count(STAT_PASS_FIB_FULL, f->len, XDP_PASS);
-		return route_to(ctx, nhid, f);
+		return route_to(ctx, gid, f);
 	}
 	return egress(ctx, nh, f);
 }
@@ -310,7 +422,7 @@ static __always_inline int forward6(struct xdp_md *ctx, struct ipv6hdr *ip6, voi
 	struct dc_miss m = {};
 	struct dc_config *c;
 	struct nexthop *nh, knh;
-	__u32 nhid, d0;
+	__u32 gid, d0;
 	__u16 plen;
 
 	if ((void *)(ip6 + 1) > data_end)
@@ -322,6 +434,8 @@ static __always_inline int forward6(struct xdp_md *ctx, struct ipv6hdr *ip6, voi
 	if (plen && sizeof(*ip6) + plen > data_end - (void *)ip6)
 		return count(STAT_PASS_MALFORMED, f->len, XDP_PASS);
 	f->l3len = sizeof(*ip6) + plen;
+	f->l3 = ip6;
+	f->end = data_end;
 	/* Every router must process hop-by-hop options (router alert, jumbo): the kernel.
 	 * Other extension headers are for the destination: forwarded as they are. */
 	if (ip6->nexthdr == IPPROTO_HOPOPTS)
@@ -361,12 +475,12 @@ static __always_inline int forward6(struct xdp_md *ctx, struct ipv6hdr *ip6, voi
 	} else {
 		int hit;
 
-		nhid = dc6_cached(c, &m, ip6->daddr.s6_addr32, fib6_answer, 0, &hit);
-		if (!nhid)
+		gid = dc6_cached(c, &m, ip6->daddr.s6_addr32, fib6_answer, 0, &hit);
+		if (!gid)
 			return count(STAT_PASS_NO_ROUTE, f->len, XDP_PASS);
-		if (nhid == FIB6_KERNEL)
+		if (gid == FIB6_KERNEL)
 			return count(STAT_PASS_FIB_FULL, f->len, XDP_PASS);
-		return route_to(ctx, nhid, f);
+		return route_to(ctx, gid, f);
 	}
 	return egress(ctx, nh, f);
 }

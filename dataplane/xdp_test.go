@@ -36,7 +36,8 @@ func requireBPF(t testing.TB) {
 	testutil.Need(t, isBPFFS("/sys/fs/bpf"), "bpffs is not mounted at /sys/fs/bpf (make test mounts it)")
 }
 
-// testDataplane loads the program under a unique node name with a small FIB:
+// testDataplane loads the program under a unique node name with a small FIB (each
+// route points to the group of one nexthop, of the same id):
 // routes 198.51.100.0/24 -> nexthop 1 (resolved, MTU 1500), 203.0.113.0/24 -> 2
 // (unresolved), 203.0.113.128/25 -> 3 (resolved, MTU 576), 100.64.0.0/10 -> 4
 // (resolved, egress port not in the devmap), 198.18.0.0/15 -> 5 (resolved, VLAN 100),
@@ -45,7 +46,7 @@ func requireBPF(t testing.TB) {
 func testDataplane(t testing.TB) *Dataplane {
 	t.Helper()
 	requireBPF(t)
-	d, err := Load(Config{NodeName: "fftest-" + strings.ReplaceAll(t.Name(), "/", "_"), GroupsV4: 64})
+	d, err := Load(Config{NodeName: "fftest-" + strings.ReplaceAll(t.Name(), "/", "_"), GroupsV4: 64, FlowSeed: testSeed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,6 +80,10 @@ func testDataplane(t testing.TB) *Dataplane {
 	vlan.VLAN = 100
 	must(d.SetNexthop(5, vlan))
 	must(d.SetNexthop(6, Nexthop{Drop: true}))
+	// Routes point to groups: group i holds nexthop i alone.
+	for id := uint32(1); id <= 6; id++ {
+		must(d.SetGroup(id, Single(uint16(id))))
+	}
 	installRoutes(t, d, []testRoute{
 		{"100.64.0.0/10", 4}, {"198.18.0.0/15", 5}, {"198.51.100.0/24", 1}, {"198.51.100.230/32", 6},
 		{"203.0.113.0/24", 2}, {"203.0.113.128/25", 3}, {"192.0.2.64/26", FIB4Kernel},

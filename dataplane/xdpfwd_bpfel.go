@@ -100,6 +100,13 @@ type xdpfwdNexthop struct {
 	Pad     uint16
 }
 
+type xdpfwdNhGroup struct {
+	_       structs.HostLayout
+	Members uint16
+	Pad     [3]uint16
+	Bucket  [64]uint16
+}
+
 type xdpfwdStatRec struct {
 	_       structs.HostLayout
 	Packets uint64
@@ -129,11 +136,13 @@ const (
 	xdpfwdMapLocalV4    = "local_v4"
 	xdpfwdMapLocalV6    = "local_v6"
 	xdpfwdMapNexthops   = "nexthops"
+	xdpfwdMapNhGroups   = "nh_groups"
 	xdpfwdMapStats      = "stats"
 	xdpfwdMapTxPorts    = "tx_ports"
 	xdpfwdProgXdpFwd    = "xdp_fwd"
 	xdpfwdVarFib6Log2   = "fib6_log2"
 	xdpfwdVarFibBackend = "fib_backend"
+	xdpfwdVarFlowSeed   = "flow_seed"
 )
 
 // loadXdpfwd returns the embedded CollectionSpec for xdpfwd.
@@ -204,6 +213,7 @@ type xdpfwdMapSpecs struct {
 	LocalV4   *ebpf.MapSpec `ebpf:"local_v4"`
 	LocalV6   *ebpf.MapSpec `ebpf:"local_v6"`
 	Nexthops  *ebpf.MapSpec `ebpf:"nexthops"`
+	NhGroups  *ebpf.MapSpec `ebpf:"nh_groups"`
 	Stats     *ebpf.MapSpec `ebpf:"stats"`
 	TxPorts   *ebpf.MapSpec `ebpf:"tx_ports"`
 }
@@ -214,6 +224,7 @@ type xdpfwdMapSpecs struct {
 type xdpfwdVariableSpecs struct {
 	Fib6Log2   *ebpf.VariableSpec `ebpf:"fib6_log2"`
 	FibBackend *ebpf.VariableSpec `ebpf:"fib_backend"`
+	FlowSeed   *ebpf.VariableSpec `ebpf:"flow_seed"`
 }
 
 // xdpfwdObjects contains all objects after they have been loaded into the kernel.
@@ -255,6 +266,7 @@ type xdpfwdMaps struct {
 	LocalV4   *ebpf.Map `ebpf:"local_v4"`
 	LocalV6   *ebpf.Map `ebpf:"local_v6"`
 	Nexthops  *ebpf.Map `ebpf:"nexthops"`
+	NhGroups  *ebpf.Map `ebpf:"nh_groups"`
 	Stats     *ebpf.Map `ebpf:"stats"`
 	TxPorts   *ebpf.Map `ebpf:"tx_ports"`
 }
@@ -280,6 +292,7 @@ func (m *xdpfwdMaps) Close() error {
 		m.LocalV4,
 		m.LocalV6,
 		m.Nexthops,
+		m.NhGroups,
 		m.Stats,
 		m.TxPorts,
 	)
@@ -291,6 +304,7 @@ func (m *xdpfwdMaps) Close() error {
 type xdpfwdVariables struct {
 	Fib6Log2   *ebpf.Variable `ebpf:"fib6_log2"`
 	FibBackend *ebpf.Variable `ebpf:"fib_backend"`
+	FlowSeed   *ebpf.Variable `ebpf:"flow_seed"`
 }
 
 // xdpfwdPrograms contains all programs after they have been loaded into the kernel.

@@ -1,12 +1,15 @@
-// Package fib is the userspace master FIB: prefixes -> BGP next hops in a table made
-// for it (bart), compiled into the dataplane's DIR-24-8 arrays (v4table.go), and
-// nexthops (refcounted, resolved to egress port and MACs) written to the dataplane
-// through a small interface, so the package is unit-testable without BPF.
+// Package fib is the userspace master FIB: prefixes -> next-hop groups of BGP next
+// hops in a table made for it (bart), compiled into the dataplane's DIR-24-8 arrays
+// (v4table.go) and IPv6 tables, with the groups (group.go) and nexthops (refcounted,
+// resolved to egress port and MACs) written to the dataplane through a small
+// interface, so the package is unit-testable without BPF.
 //
-// Routes reference nexthop ids, so a neighbour change rewrites one nexthop entry, not
-// every route through it. Writes are ordered so a lookup never sees a dangling id: a
-// nexthop is written before the first route that uses it and cleared only after the
-// last such route is gone; a cleared id is reused only after a grace period.
+// Routes reference group ids and groups nexthop ids, so a neighbour change rewrites
+// one nexthop entry and a failure one entry per group, not every route through them.
+// Writes are ordered so a lookup never sees a dangling id: a nexthop is written before
+// the first group that holds it, a group before the first route that uses it, and
+// each is cleared only after the last user is gone; a cleared id is reused only after
+// a grace period.
 package fib
 
 import (
@@ -36,6 +39,8 @@ type Dataplane interface {
 	longStore
 	SetNexthop(id uint32, nh dataplane.Nexthop) error
 	DeleteNexthop(id uint32) error
+	SetGroup(id uint32, g dataplane.NexthopGroup) error
+	DeleteGroup(id uint32) error
 }
 
 // Resolution is what a Resolver found for a BGP next hop.
@@ -59,8 +64,15 @@ type Resolver interface {
 
 // Update is one route change, as the BGP best-path stream delivers it.
 type Update struct {
-	Prefix   netip.Prefix
-	Nexthop  netip.Addr
+	Prefix  netip.Prefix
+	Nexthop netip.Addr
+	// Multipath are the next hops of further equal paths (ECMP): the route's flows
+	// are shared among them and Nexthop.
+	Multipath []netip.Addr
+	// Backup, when valid, is the next hop of the best path through another next hop
+	// (BGP PIC edge): installed beside the active ones, it carries the traffic as soon
+	// as none of them is usable.
+	Backup   netip.Addr
 	Withdraw bool
 	// Blackhole routes the prefix to the discard nexthop, whatever Nexthop says:
 	// its traffic is dropped in XDP (RFC 7999), counted as dataplane.DropBlackhole.
@@ -95,6 +107,10 @@ type Stats struct {
 	RoutesV4, RoutesV6 int
 	// Blackholes are the routes through the discard nexthop.
 	Blackholes int
+	// NexthopGroups are the next-hop groups in use; GroupStates counts them by
+	// state (GroupActive...).
+	NexthopGroups int
+	GroupStates   [4]int
 	// V6Keys are the IPv6 hash's live keys (routes expanded to its lengths) in
 	// V6Buckets buckets of five; V6Pending are keys that found no room (their /16
 	// passes to the kernel until they are placed); V6Long are routes longer than /48.
@@ -115,6 +131,8 @@ type nexthop struct {
 	local  bool
 	// drop: the discard nexthop (gw is discard): nothing to resolve.
 	drop bool
+	// groups hold this nexthop (each holds a reference).
+	groups map[*group]struct{}
 }
 
 // ErrLocal is what a Resolver returns for one of the node's own addresses.
@@ -132,16 +150,25 @@ type FIB struct {
 	log *slog.Logger
 
 	mu      sync.Mutex
-	routes  bart.Table[netip.Addr] // prefix -> BGP next hop
+	routes  bart.Table[*group] // prefix -> its next hops
 	v4      *v4Table
 	v6      *v6Table
 	byGW    map[netip.Addr]*nexthop
 	byNeigh map[netip.Addr]map[*nexthop]struct{}
-	freeIDs []freedID
-	// released are ids whose last route went in this batch, cleared at commit.
+	nhIDs   idPool
+	// released are nexthop ids whose last group went in this batch, cleared at commit.
 	released []uint32
-	nextID   uint32
-	refused  uint64
+	groups   map[string]*group // by key (appendKey)
+	gids     idPool
+	// releasedGroups are group ids whose last route went in this batch, cleared at
+	// commit before the released nexthops.
+	releasedGroups []uint32
+	keyBuf         []byte
+	// downNeigh and downLink are the neighbours and links marked down, with why: the
+	// next hops through them are unusable.
+	downNeigh map[netip.Addr]string
+	downLink  map[uint32]string
+	refused   uint64
 	// sync, when set, mirrors route changes into a kernel table.
 	sync *KernelSync
 	// digest is the sum of routeHash over the master table, per family (0: IPv4,
@@ -182,10 +209,14 @@ func New(dp Dataplane, res Resolver, log *slog.Logger) (*FIB, error) {
 		dp: dp, res: res, log: log,
 		v4:       newV4Table(t),
 		v6:       newV6Table(t6, dp),
-		byGW:     map[netip.Addr]*nexthop{},
-		byNeigh:  map[netip.Addr]map[*nexthop]struct{}{},
-		nextID:   1,
-		indirect: map[*nexthop]struct{}{},
+		byGW:      map[netip.Addr]*nexthop{},
+		byNeigh:   map[netip.Addr]map[*nexthop]struct{}{},
+		nhIDs:     idPool{next: 1, max: dataplane.MaxNexthops},
+		groups:    map[string]*group{},
+		gids:      idPool{next: 1, max: dataplane.MaxGroups},
+		downNeigh: map[netip.Addr]string{},
+		downLink:  map[uint32]string{},
+		indirect:  map[*nexthop]struct{}{},
 		dirty:    map[*nexthop]struct{}{},
 	}, nil
 }
@@ -223,7 +254,8 @@ func (f *FIB) Apply(batch []Update) error {
 }
 
 // commit makes the batch's changes visible to lookups (v4Table.commit), then clears
-// the nexthops the batch let go: only now can no lookup reach their ids.
+// the groups and the nexthops the batch let go: only now can no lookup reach their
+// ids.
 func (f *FIB) commit() {
 	f.v4.commit()
 	pending := len(f.v6.pending)
@@ -235,12 +267,19 @@ func (f *FIB) commit() {
 			"pending", n, "buckets", len(f.v6.t.Buckets)/16)
 	}
 	now := time.Now()
+	for _, id := range f.releasedGroups {
+		if err := f.dp.DeleteGroup(id); err != nil {
+			f.log.Warn("clear next-hop group", "id", id, "err", err)
+		}
+		// A lookup may still hold the id for a moment: reuse it only after the grace period.
+		f.gids.put(id, now)
+	}
+	f.releasedGroups = f.releasedGroups[:0]
 	for _, id := range f.released {
 		if err := f.dp.DeleteNexthop(id); err != nil {
 			f.log.Warn("clear nexthop", "id", id, "err", err)
 		}
-		// A lookup may still hold the id for a moment: reuse it only after the grace period.
-		f.freeIDs = append(f.freeIDs, freedID{id: id, at: now})
+		f.nhIDs.put(id, now)
 	}
 	f.released = f.released[:0]
 }
@@ -256,65 +295,65 @@ func (f *FIB) apply(u Update) error {
 			return nil
 		}
 		f.routes.Delete(p)
-		f.digest[family(p)] -= routeHash(p, old)
+		f.digest[family(p)] -= groupHash(p, old)
 		f.prefixDigest[family(p)] -= prefixHash(p)
 		f.withdraw(p)
 		f.touch(p)
-		if f.sync != nil && !f.byGW[old].local {
-			f.sync.routeChanged(p, old, Resolution{}, true)
+		if f.sync != nil && !old.primary().local {
+			f.sync.routeChanged(p, old.primary().gw, Resolution{}, true)
 		}
-		f.release(old)
+		f.releaseGroup(old)
 		return nil
 	}
-	if u.Blackhole {
-		u.Nexthop = discard
-	} else if !u.Nexthop.IsValid() {
+	if !u.Blackhole && !u.Nexthop.IsValid() {
 		return fmt.Errorf("fib: route %s has no next hop", p)
 	}
-	if had && old == u.Nexthop {
+	active, backup := members(u)
+	if had && string(appendKey(f.keyBuf[:0], active, backup)) == old.key {
 		return nil
 	}
-	nh, err := f.acquire(u.Nexthop)
+	g, err := f.acquireGroup(active, backup)
 	if err != nil {
 		return err
 	}
-	f.routes.Insert(p, u.Nexthop)
+	f.routes.Insert(p, g)
 	if had {
-		f.digest[family(p)] -= routeHash(p, old)
+		f.digest[family(p)] -= groupHash(p, old)
 	} else {
 		f.prefixDigest[family(p)] += prefixHash(p)
 	}
-	f.digest[family(p)] += routeHash(p, u.Nexthop)
+	f.digest[family(p)] += groupHash(p, g)
 	if p.Addr().Is6() {
-		if err := f.v6.set(p, nh.id); err != nil {
+		if err := f.v6.set(p, g.id); err != nil {
 			// Nothing changed in the dataplane: put the master table back.
-			f.digest[family(p)] -= routeHash(p, u.Nexthop)
+			f.digest[family(p)] -= groupHash(p, g)
 			if had {
 				f.routes.Insert(p, old)
-				f.digest[family(p)] += routeHash(p, old)
+				f.digest[family(p)] += groupHash(p, old)
 			} else {
 				f.routes.Delete(p)
 				f.prefixDigest[family(p)] -= prefixHash(p)
 			}
-			f.release(u.Nexthop)
+			f.releaseGroup(g)
 			return err
 		}
-	} else if err := f.v4.add(p, nh.id); errors.Is(err, errGroupsFull) {
+	} else if err := f.v4.add(p, g.id); errors.Is(err, errGroupsFull) {
 		f.refused++
 	}
 	f.touch(p)
-	if f.sync != nil {
+	if nh := g.primary(); f.sync != nil && !(had && old.primary() == nh) {
 		// Routes this node originates (local next hops) are the kernel's own
-		// connected routes: never mirrored, never deleted.
+		// connected routes: never mirrored, never deleted. The kernel holds the
+		// primary next hop alone: only a change of it is mirrored.
 		switch {
 		case !nh.local:
-			f.sync.routeChanged(p, u.Nexthop, nh.res, false)
-		case had && !f.byGW[old].local:
-			f.sync.routeChanged(p, old, Resolution{}, true)
+			f.sync.routeChanged(p, nh.gw, nh.res, false)
+		case had && !old.primary().local:
+			f.sync.routeChanged(p, old.primary().gw, Resolution{}, true)
 		}
 	}
 	if had {
-		f.release(old)
+		f.releaseGroup(old)
 	}
 	return nil
 }
@@ -347,10 +386,10 @@ func (f *FIB) withdraw(p netip.Prefix) {
 		}
 		return
 	}
-	repl, gw, ok := f.routes.LookupPrefixLPM(p)
+	repl, g, ok := f.routes.LookupPrefixLPM(p)
 	var replID uint32
 	if ok {
-		replID = f.byGW[gw].id
+		replID = g.id
 	}
 	f.v4.del(p, repl, replID, ok)
 	if p.Bits() > 24 {
@@ -365,9 +404,9 @@ func (f *FIB) withdraw(p netip.Prefix) {
 func (f *FIB) longRoutes(slot uint32) []longRoute {
 	p := netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(slot >> 16), byte(slot >> 8), byte(slot), 0}), 24)
 	var out []longRoute
-	for q, gw := range f.routes.Subnets(p) {
+	for q, g := range f.routes.Subnets(p) {
 		if q.Bits() > 24 {
-			out = append(out, longRoute{p: q, nh: f.byGW[gw].id})
+			out = append(out, longRoute{p: q, nh: g.id})
 		}
 	}
 	return out
@@ -386,23 +425,18 @@ func (f *FIB) retryKernelSlots() {
 	f.log.Info("IPv4 FIB groups freed up: /24s forward in XDP again", "kernel_slots", len(f.v4.kernel))
 }
 
-// acquire returns the nexthop for gw, creating, resolving and writing it if new.
+// acquire returns the nexthop for gw, creating, resolving and writing it if new; a
+// group holds each reference.
 func (f *FIB) acquire(gw netip.Addr) (*nexthop, error) {
 	if nh, ok := f.byGW[gw]; ok {
 		nh.refs++
 		return nh, nil
 	}
-	var id uint32
-	if len(f.freeIDs) > 0 && time.Since(f.freeIDs[0].at) >= groupGrace {
-		id, f.freeIDs = f.freeIDs[0].id, f.freeIDs[1:]
-	} else {
-		if f.nextID >= dataplane.MaxNexthops {
-			return nil, fmt.Errorf("fib: out of nexthop ids (%d next hops in use)", len(f.byGW))
-		}
-		id = f.nextID
-		f.nextID++
+	id, ok := f.nhIDs.get()
+	if !ok {
+		return nil, fmt.Errorf("fib: out of nexthop ids (%d next hops in use)", len(f.byGW))
 	}
-	nh := &nexthop{id: id, gw: gw, refs: 1}
+	nh := &nexthop{id: id, gw: gw, refs: 1, groups: map[*group]struct{}{}}
 	if gw == discard {
 		nh.drop, nh.direct = true, true
 		nh.res.Nexthop.Drop = true
@@ -414,7 +448,7 @@ func (f *FIB) acquire(gw netip.Addr) (*nexthop, error) {
 		nh.res, nh.direct, nh.via, nh.local = r.res, r.direct, r.via, r.local
 	}
 	if err := f.dp.SetNexthop(id, nh.res.Nexthop); err != nil {
-		f.freeIDs = append(f.freeIDs, freedID{id: id}) // never published: reusable at once
+		f.nhIDs.put(id, time.Time{}) // never published: reusable at once
 		return nil, fmt.Errorf("fib: write nexthop %s: %w", gw, err)
 	}
 	f.byGW[gw] = nh
@@ -448,7 +482,8 @@ func (f *FIB) resolve(gw netip.Addr) (resolution, error) {
 		return resolution{res: r, direct: true}, nil
 	}
 	plain := gw.WithZone("")
-	if p, gw2, ok := f.routes.LookupPrefixLPM(netip.PrefixFrom(plain, plain.BitLen())); ok && gw2 != gw {
+	if p, g, ok := f.routes.LookupPrefixLPM(netip.PrefixFrom(plain, plain.BitLen())); ok && g.primary().gw != gw {
+		gw2 := g.primary().gw
 		if nh2 := f.byGW[gw2]; nh2 != nil && nh2.direct {
 			return resolution{res: nh2.res, via: gw2}, nil
 		}
@@ -481,7 +516,8 @@ func (f *FIB) unindex(nh *nexthop) {
 	}
 }
 
-// release drops a reference; the last one clears the nexthop after its routes are gone.
+// release drops a group's reference; the last one clears the nexthop after its
+// groups are gone.
 func (f *FIB) release(gw netip.Addr) {
 	nh := f.byGW[gw]
 	if nh == nil {
@@ -573,8 +609,13 @@ func (f *FIB) refresh(nh *nexthop) {
 		"ifindex", r.Nexthop.Ifindex, "mac", r.Nexthop.DstMAC.String())
 	moved := r.Neighbor != nh.res.Neighbor || r.Nexthop.Ifindex != nh.res.Nexthop.Ifindex || r.Nexthop.VLAN != nh.res.Nexthop.VLAN
 	f.unindex(nh)
+	wasDown := f.down(nh)
 	nh.res = r
 	f.index(nh)
+	if f.down(nh) != wasDown {
+		// It now goes through a neighbour or link whose state differs.
+		f.relayout([]*nexthop{nh})
+	}
 	if moved && f.sync != nil && !nh.local {
 		f.resync(nh)
 	}
@@ -592,9 +633,9 @@ func (f *FIB) refresh(nh *nexthop) {
 // they go by in the kernel (the neighbour, the interface) moved. A walk of the table,
 // for a rare event (a recursive next hop's route changed, or it resolved at last).
 func (f *FIB) resync(nh *nexthop) {
-	for p, gw := range f.routes.All() {
-		if gw == nh.gw {
-			f.sync.routeChanged(p, gw, nh.res, false)
+	for p, g := range f.routes.All() {
+		if g.primary() == nh {
+			f.sync.routeChanged(p, nh.gw, nh.res, false)
 		}
 	}
 }
@@ -605,21 +646,28 @@ func sameResolution(a, b Resolution) bool {
 		slices.Equal(x.SrcMAC, y.SrcMAC) && slices.Equal(x.DstMAC, y.DstMAC)
 }
 
-// Lookup returns the route a destination matches (longest prefix) and its next hop,
-// which is not valid for a blackholed route.
+// Lookup returns the route a destination matches (longest prefix) and its primary
+// next hop (the first active one), which is not valid for a blackholed route.
 func (f *FIB) Lookup(a netip.Addr) (netip.Prefix, netip.Addr, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	p, gw, ok := f.routes.LookupPrefixLPM(netip.PrefixFrom(a, a.BitLen()))
-	return p, gw, ok
+	p, g, ok := f.routes.LookupPrefixLPM(netip.PrefixFrom(a, a.BitLen()))
+	if !ok {
+		return p, netip.Addr{}, false
+	}
+	return p, g.primary().gw, true
 }
 
-// Route returns the next hop the table holds for exactly this prefix (not valid for
-// a blackholed route).
+// Route returns the primary next hop the table holds for exactly this prefix (not
+// valid for a blackholed route).
 func (f *FIB) Route(p netip.Prefix) (netip.Addr, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.routes.Get(p.Masked())
+	g, ok := f.routes.Get(p.Masked())
+	if !ok {
+		return netip.Addr{}, false
+	}
+	return g.primary().gw, true
 }
 
 // routeHash hashes one route (prefix and selected BGP next hop; nothing node-specific
@@ -656,6 +704,16 @@ func (f *FIB) Digests() (v4, v6 string) {
 	return fmt.Sprintf("%016x", f.digest[0]), fmt.Sprintf("%016x", f.digest[1])
 }
 
+// groupHash hashes a route with its active next hops (the backup is each node's own
+// choice, so not part of the table nodes compare): with one, routeHash.
+func groupHash(p netip.Prefix, g *group) uint64 {
+	var h uint64
+	for _, nh := range g.active {
+		h += routeHash(p, nh.gw)
+	}
+	return h
+}
+
 // prefixHash hashes a prefix alone (routeHash without a next hop).
 func prefixHash(p netip.Prefix) uint64 { return routeHash(p, netip.Addr{}) }
 
@@ -674,15 +732,16 @@ func family(p netip.Prefix) int {
 	return 0
 }
 
-// NexthopID returns the dataplane id of a next hop in use, as lookups answer it.
-func (f *FIB) NexthopID(gw netip.Addr) (uint32, bool) {
+// SingleGroupID returns the dataplane id of the group of one next hop alone (no
+// backup) if a route uses it: what lookups answer for such routes.
+func (f *FIB) SingleGroupID(gw netip.Addr) (uint32, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	nh, ok := f.byGW[gw]
+	g, ok := f.groups[string(appendKey(nil, []netip.Addr{gw}, netip.Addr{}))]
 	if !ok {
 		return 0, false
 	}
-	return nh.id, true
+	return g.id, true
 }
 
 // Stats returns the table's counts.
@@ -699,12 +758,18 @@ func (f *FIB) Stats() Stats {
 		case nh.local:
 			s.LocalNexthops++
 		case nh.drop:
-			s.Blackholes = nh.refs
 		case !nh.res.Nexthop.Resolved:
 			s.UnresolvedNexthops++
 		}
 		if nh.via.IsValid() {
 			s.RecursiveNexthops++
+		}
+	}
+	s.NexthopGroups = len(f.groups)
+	for _, g := range f.groups {
+		s.GroupStates[g.state]++
+		if g.primary().drop {
+			s.Blackholes += g.refs
 		}
 	}
 	return s

@@ -20,6 +20,8 @@ type fakeDP struct {
 	long6    map[netip.Prefix]uint32
 	nexthops map[uint32]dataplane.Nexthop
 	nhWrites int
+	groups   map[uint32]dataplane.NexthopGroup
+	gWrites  int
 }
 
 func newFakeDP(t *testing.T, groups int) *fakeDP {
@@ -33,7 +35,7 @@ func newFakeDPPools(t *testing.T, groups, lines int) *fakeDP {
 
 // newFakeDPv6 also sizes the IPv6 hash: 2^logBuckets buckets.
 func newFakeDPv6(t *testing.T, groups, lines, logBuckets int) *fakeDP {
-	return &fakeDP{t: t, nexthops: map[uint32]dataplane.Nexthop{}, tables: dataplane.V4Tables{
+	return &fakeDP{t: t, nexthops: map[uint32]dataplane.Nexthop{}, groups: map[uint32]dataplane.NexthopGroup{}, tables: dataplane.V4Tables{
 		Tbl24: make([]uint32, 1<<24), Tbl8: make([]uint32, groups*256), Gen16: make([]uint32, 1<<16),
 		Dir: make([]uint32, 1<<16), Nodes: make([]uint32, 16*lines),
 	}, tables6: dataplane.V6Tables{Dir: make([]uint32, 2<<16), Buckets: make([]uint32, 16<<logBuckets), LogBuckets: logBuckets, Gen: make([]uint32, 1<<16)},
@@ -63,6 +65,35 @@ func (d *fakeDP) DeleteNexthop(id uint32) error {
 	delete(d.nexthops, id)
 	return nil
 }
+
+func (d *fakeDP) SetGroup(id uint32, g dataplane.NexthopGroup) error {
+	for _, nh := range g.Buckets {
+		if _, ok := d.nexthops[uint32(nh)]; !ok && nh != 0 {
+			d.t.Errorf("group %d written with nexthop %d, which is not written", id, nh)
+		}
+	}
+	d.groups[id] = g
+	d.gWrites++
+	return nil
+}
+
+func (d *fakeDP) DeleteGroup(id uint32) error {
+	delete(d.groups, id)
+	return nil
+}
+
+// member is the nexthop id a lookup's answer (a group id) leads a flow of this hash
+// to, as the program picks it; 0 for none.
+func (d *fakeDP) member(gid uint32, hash uint32) uint32 {
+	g, ok := d.groups[gid]
+	if !ok {
+		return 0
+	}
+	return uint32(g.Pick(hash))
+}
+
+// nexthop is the entry a lookup's answer leads flow 0 to.
+func (d *fakeDP) nexthop(gid uint32) dataplane.Nexthop { return d.nexthops[d.member(gid, 0)] }
 
 // fakeRes resolves 10.x.y.z next hops to ifindex y+1 with MAC ..:z, and nothing else.
 type fakeRes struct {
@@ -119,11 +150,12 @@ func newFIB(t *testing.T, dp *fakeDP, res *fakeRes) *FIB {
 // gwOf maps what the compiled tables answer for an address back to a next hop.
 func gwOf(f *FIB, a netip.Addr) (netip.Addr, uint32) { return decoder(f)(a) }
 
-// decoder returns gwOf for the FIB's current nexthops, for many lookups.
+// decoder returns gwOf for the FIB's current groups (their primary next hops), for
+// many lookups.
 func decoder(f *FIB) func(netip.Addr) (netip.Addr, uint32) {
 	byID := map[uint32]netip.Addr{}
-	for gw, nh := range f.byGW {
-		byID[nh.id] = gw
+	for _, g := range f.groups {
+		byID[g.id] = g.primary().gw
 	}
 	return func(a netip.Addr) (netip.Addr, uint32) {
 		id := f.v4.lookup(a)
@@ -200,7 +232,7 @@ func TestUnresolvedRetry(t *testing.T) {
 	if s := f.Stats(); s.UnresolvedNexthops != 1 {
 		t.Fatalf("after the neighbour resolved: %+v", s)
 	}
-	if !dp.nexthops[f.v4.lookup(ip("198.51.100.1"))].Resolved {
+	if !dp.nexthop(f.v4.lookup(ip("198.51.100.1"))).Resolved {
 		t.Fatal("the resolved nexthop was not rewritten")
 	}
 }
@@ -611,7 +643,7 @@ func TestRecursiveNexthops(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	at := func(a string) dataplane.Nexthop { return dp.nexthops[f.v4.lookup(ip(a))] }
+	at := func(a string) dataplane.Nexthop { return dp.nexthop(f.v4.lookup(ip(a))) }
 	kernel := func(p string) kernelOp {
 		ks.mu.Lock()
 		defer ks.mu.Unlock()

@@ -16,9 +16,10 @@
  * Invalidation is lazy: an entry carries the fleet epoch it was made in (a flush bumps
  * the epoch, O(1), no map walk) and the generation of its destination's region read
  * before the FIB (fib4.h, fib6.h: bumped by userspace after every route change
- * overlapping the region). A stale entry counts as a miss. Answers are nexthop ids (or,
- * in front of a reference FIB, its answer), never MACs: the nexthop table is read on
- * every hit, so a neighbour change needs no invalidation.
+ * overlapping the region). A stale entry counts as a miss. Answers are next-hop group
+ * ids (or, in front of a reference FIB, its answer), never MACs or members: the group
+ * and nexthop tables are read on every hit, so neither a neighbour change nor a
+ * failover needs an invalidation.
  *
  * Measurements for the sizing controller (cache/): per family, lookups (counted
  * whether the cache is on or off), hits, misses, stale, inserts, evictions, refusals;

@@ -11,7 +11,7 @@
  * written through mmap with one atomic 32-bit store per entry, so a lookup always sees
  * either the old or the new entry. fib4_tbl24 has one entry per /24 (2^24 entries,
  * stored as 65,536 rows of 256 so the array costs 64 MiB, not 128: array elements
- * are rounded up to 8 bytes). An entry is a nexthop id, 0 (no route), FIB4_KERNEL
+ * are rounded up to 8 bytes). An entry is a next-hop group id, 0 (no route), FIB4_KERNEL
  * (routes of this /24 could not be compiled: pass to the kernel), or FIB4_GROUP | g:
  * the /24 holds longer prefixes and fib4_tbl8 row g has one entry per address.
  */
@@ -138,7 +138,7 @@ static __always_inline __u32 fib4_tbl24_entry(__u32 a)
 	return l ? l->e[c & 15] : 0;
 }
 
-/* fib4_lookup returns the nexthop id for a destination (network order), 0 for none. */
+/* fib4_lookup returns the next-hop group id for a destination (network order), 0 for none. */
 static __always_inline __u32 fib4_lookup(__be32 daddr)
 {
 	__u32 a = bpf_ntohl(daddr), e = fib4_tbl24_entry(a), g;

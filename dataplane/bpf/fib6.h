@@ -7,7 +7,7 @@
 #define FIB6_H
 
 /*
- * fib6_dir has two u32 per /16 (2^16 of them, as 512 rows of 256 u32): the nexthop id
+ * fib6_dir has two u32 per /16 (2^16 of them, as 512 rows of 256 u32): the group id
  * of the longest route up to /16 covering it (0: none; FIB6_KERNEL: some key under the
  * /16 found no room, so its packets pass to the kernel), and which of /24, /32 and /48
  * (bits 0, 1, 2) have keys under it.
@@ -16,7 +16,7 @@
  * FIB6_LEVELS (a /44 is 16 /48 keys): buckets of one cache line, five keys
  * (length << 56 | the top length bits), their values, and a 32-bit filter of the keys
  * whose first bucket this is that live in their second (two-choice placement).
- * A value is a nexthop id (below 2^16) with flags: at /32, bit FIB6_BELOW_SHIFT + i for
+ * A value is a next-hop group id (below 2^16) with flags: at /32, bit FIB6_BELOW_SHIFT + i for
  * each longer length FIB6_LEVELS[2 + i] (36, 40, 44, 48) with keys under the /32, so a
  * lookup reads only the lengths that exist below its /32 (a /32 with keys below has a
  * key, with or without a route of its own); at /48, FIB6_DEEPER: fib6_long holds longer routes in this /48.
@@ -188,7 +188,7 @@ static __always_inline __u32 fib6_probe(__u64 h, __u32 mask, const __u32 *daddr,
 	return 0;
 }
 
-/* fib6_lookup returns the nexthop id for a destination (four network-order words),
+/* fib6_lookup returns the next-hop group id for a destination (four network-order words),
  * 0 for no route, FIB6_KERNEL when the kernel must decide. */
 static __always_inline __u32 fib6_lookup(const __u32 *daddr)
 {

@@ -128,7 +128,7 @@ func NewLookupSetup(routes []table.Route, traceLen int) (_ *LookupSetup, err err
 	values := make([]uint32, len(routes))
 	for i, r := range routes {
 		prefixes[i] = r.Prefix
-		values[i], _ = s.fib.NexthopID(gwFor(r.OriginAS))
+		values[i], _ = s.fib.SingleGroupID(gwFor(r.OriginAS))
 	}
 	if err = s.probe.LoadLPM(prefixes, values); err != nil {
 		return nil, err

@@ -85,7 +85,7 @@ func NewLookupSetup6(all []table.Route, traceLen int, strides []int) (_ *LookupS
 	s.FIB = s.fib.Stats()
 	s.value = map[uint32]uint32{}
 	for v := uint32(1); v <= 200; v++ {
-		if id, ok := s.fib.NexthopID(gw6For(v)); ok {
+		if id, ok := s.fib.SingleGroupID(gw6For(v)); ok {
 			s.value[id] = v
 		}
 	}

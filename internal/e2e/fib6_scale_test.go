@@ -41,7 +41,7 @@ func verify6(t *testing.T, f *fib.FIB, p *dataplane.Probe6, ref *ref6, addrs []n
 	t.Helper()
 	byID := map[uint32]netip.Addr{}
 	for as := uint32(0); as < 61*3; as++ {
-		if id, ok := f.NexthopID(gw6For(as)); ok {
+		if id, ok := f.SingleGroupID(gw6For(as)); ok {
 			byID[id] = gw6For(as)
 		}
 	}

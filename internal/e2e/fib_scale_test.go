@@ -126,7 +126,7 @@ func verify(t *testing.T, f *fib.FIB, p *dataplane.Probe, ref *refTable, addrs [
 		if ok {
 			id, cached := ids[gw]
 			if !cached {
-				id, _ = f.NexthopID(gw)
+				id, _ = f.SingleGroupID(gw)
 				ids[gw] = id
 			}
 			want = id
@@ -259,7 +259,7 @@ func TestConsistentUnderUpdate(t *testing.T) {
 	}
 	ids := map[byte]uint32{}
 	for i := byte(1); i <= 6; i++ {
-		ids[i], _ = f.NexthopID(gw(i))
+		ids[i], _ = f.SingleGroupID(gw(i))
 	}
 	id := func(i byte) uint32 { return ids[i] }
 	// allowed[x] holds the two answers of 10.0.x.y for y in the flipping part.
