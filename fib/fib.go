@@ -207,8 +207,8 @@ func New(dp Dataplane, res Resolver, log *slog.Logger) (*FIB, error) {
 	}
 	return &FIB{
 		dp: dp, res: res, log: log,
-		v4:       newV4Table(t),
-		v6:       newV6Table(t6, dp),
+		v4:        newV4Table(t),
+		v6:        newV6Table(t6, dp),
 		byGW:      map[netip.Addr]*nexthop{},
 		byNeigh:   map[netip.Addr]map[*nexthop]struct{}{},
 		nhIDs:     idPool{next: 1, max: dataplane.MaxNexthops},
@@ -217,7 +217,7 @@ func New(dp Dataplane, res Resolver, log *slog.Logger) (*FIB, error) {
 		downNeigh: map[netip.Addr]string{},
 		downLink:  map[uint32]string{},
 		indirect:  map[*nexthop]struct{}{},
-		dirty:    map[*nexthop]struct{}{},
+		dirty:     map[*nexthop]struct{}{},
 	}, nil
 }
 
