@@ -124,6 +124,16 @@ type Path struct {
 	LocalID         uint32
 }
 
+// Forwarding is a destination's forwarding paths (server.WatchForwarding): its best
+// path, or the withdrawal of its last one when none is usable (Multipath and Backup
+// then empty); the paths equal to it for multipath; and a backup, the best path
+// through another next hop, if any.
+type Forwarding struct {
+	Best      *Path
+	Multipath []*Path
+	Backup    *Path
+}
+
 type PeerConf struct {
 	PeerASN           uint32
 	LocalASN          uint32

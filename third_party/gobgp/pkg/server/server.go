@@ -797,6 +797,46 @@ func (s *BgpServer) setPathVrfIdMap(paths []*table.Path, m map[uint32]bool) {
 	}
 }
 
+// notifyForwardingWatcher tells the forwarding watchers about every destination whose
+// forwarding paths (best, multipath, backup) the update changed. It costs nothing
+// when nobody watches them.
+func (s *BgpServer) notifyForwardingWatcher(dsts []*table.Update) {
+	if table.SelectionOptions.DisableBestPathSelection {
+		return
+	}
+	s.watcherMu.RLock()
+	n := len(s.watcherMap[watchEventTypeForwarding])
+	s.watcherMu.RUnlock()
+	if n == 0 {
+		return
+	}
+	var list []table.Forwarding
+	for _, u := range dsts {
+		now, before, changed := u.GetForwardingChange()
+		if !changed {
+			continue
+		}
+		if now.Best == nil {
+			// No usable path left: the withdrawal of the last best path says which
+			// destination.
+			list = append(list, table.Forwarding{Best: before.Best.Clone(true)})
+			continue
+		}
+		list = append(list, cloneForwarding(now))
+	}
+	if len(list) > 0 {
+		s.notifyWatcher(watchEventTypeForwarding, &watchEventForwarding{List: list, Timestamp: time.Now()})
+	}
+}
+
+func cloneForwarding(f table.Forwarding) table.Forwarding {
+	c := table.Forwarding{Best: f.Best.Clone(false), Multipath: clonePathList(f.Multipath)}
+	if f.Backup != nil {
+		c.Backup = f.Backup.Clone(false)
+	}
+	return c
+}
+
 // Note: the destination would be the same for all the paths passed here
 // The wather (only zapi) needs a unique list of vrf IDs
 func (s *BgpServer) notifyBestWatcher(best []*table.Path, multipath [][]*table.Path, multipathUpdate []*table.Path, multipathWithdraw []*table.Path) {
@@ -1512,6 +1552,7 @@ func (s *BgpServer) propagateUpdateToNeighbors(rib *table.TableManager, source *
 	if source == nil || !source.isRouteServerClient() {
 		gBestList, gOldList, mpathList, multipathUpdate, multipathWithdraw = dstsToPaths(table.GLOBAL_RIB_NAME, 0, dsts)
 		s.notifyBestWatcher(gBestList, mpathList, multipathUpdate, multipathWithdraw)
+		s.notifyForwardingWatcher(dsts)
 	}
 	family := newPath.GetFamily()
 	for _, targetPeer := range s.neighborMap {
@@ -4776,6 +4817,9 @@ func toPathApiUtil(path *table.Path) *apiutil.Path {
 type WatchEventMessageCallbacks struct {
 	OnPathUpdate func([]*apiutil.Path, time.Time)
 	OnBestPath   func([]*apiutil.Path, time.Time)
+	// OnForwarding receives the destinations whose forwarding paths changed
+	// (WatchForwarding), in the order of the other events.
+	OnForwarding func([]*apiutil.Forwarding, time.Time)
 	OnPathEor    func(*apiutil.Path, time.Time)
 	OnPeerUpdate func(*apiutil.WatchEventMessage_PeerEvent, time.Time)
 }
@@ -4815,6 +4859,21 @@ func (s *BgpServer) WatchEvent(ctx context.Context, callbacks WatchEventMessageC
 							callbacks.OnBestPath(p, msg.Timestamp)
 						}
 						callback(locRIBPathsForBMP(msg))
+					}
+
+				case *watchEventForwarding:
+					if callbacks.OnForwarding != nil {
+						fs := make([]*apiutil.Forwarding, len(msg.List))
+						for i, f := range msg.List {
+							fs[i] = &apiutil.Forwarding{Best: toPathApiUtil(f.Best), Multipath: make([]*apiutil.Path, len(f.Multipath))}
+							for j, p := range f.Multipath {
+								fs[i].Multipath[j] = toPathApiUtil(p)
+							}
+							if f.Backup != nil {
+								fs[i].Backup = toPathApiUtil(f.Backup)
+							}
+						}
+						callbacks.OnForwarding(fs, msg.Timestamp)
 					}
 
 				case *watchEventEor:
@@ -4926,6 +4985,7 @@ const (
 	watchEventTypePeerState     watchEventType = "peerstate"
 	watchEventTypeRecvMsg       watchEventType = "receivedmessage"
 	watchEventTypeEor           watchEventType = "eor"
+	watchEventTypeForwarding    watchEventType = "forwarding"
 )
 
 type watchEvent any
@@ -5012,6 +5072,11 @@ type watchEventMessage struct {
 	IsSent       bool
 }
 
+type watchEventForwarding struct {
+	List      []table.Forwarding
+	Timestamp time.Time
+}
+
 type watchEventEor struct {
 	Family    bgp.Family
 	PeerInfo  *table.PeerInfo
@@ -5033,6 +5098,8 @@ type watchOptions struct {
 	recvMessage    bool
 	initEor        bool
 	eor            bool
+	forwarding     bool
+	initForwarding bool
 }
 
 type WatchOption func(*watchOptions)
@@ -5102,6 +5169,20 @@ func WatchPostUpdate(current bool, peerAddress string, peerGroup string) WatchOp
 				return false
 			}
 		}
+	}
+}
+
+// WatchForwarding watches each destination's forwarding paths in the global RIB: its
+// best path, the paths equal to it for multipath (UseMultiplePaths), and a backup, the
+// best path through another next hop (table.Forwarding). An event lists every
+// destination whose forwarding paths an update changed, a backup that came or went
+// with the best path unchanged included; a destination left with no usable path comes
+// as the withdrawal of its last best path. With current, the first event lists every
+// destination's forwarding paths.
+func WatchForwarding(current bool) WatchOption {
+	return func(o *watchOptions) {
+		o.forwarding = true
+		o.initForwarding = current
 	}
 }
 
@@ -5260,6 +5341,13 @@ func (s *BgpServer) watch(opts ...WatchOption) (*watcher, error) {
 				Timestamp:     time.Now(),
 			})
 		}
+		if w.opts.initForwarding && s.active() == nil {
+			fs := s.globalRib.GetForwardingList(nil)
+			for i, f := range fs {
+				fs[i] = cloneForwarding(f)
+			}
+			w.notify(&watchEventForwarding{List: fs, Timestamp: time.Now()})
+		}
 		if w.opts.initEor && s.active() == nil {
 			now := time.Now()
 			for _, p := range s.neighborMap {
@@ -5395,6 +5483,9 @@ func (s *BgpServer) watch(opts ...WatchOption) (*watcher, error) {
 		}
 		if w.opts.eor {
 			register(watchEventTypeEor, w)
+		}
+		if w.opts.forwarding {
+			register(watchEventTypeForwarding, w)
 		}
 		if w.opts.peerState {
 			register(watchEventTypePeerState, w)

@@ -1016,3 +1016,70 @@ func (d *destination) Select(option ...DestinationSelectOption) *destination {
 	}
 	return newDestination(d.nlri, 0, paths...)
 }
+
+// Forwarding is what a FIB installs for a destination: its best path, the paths equal
+// to it for multipath (Multipath: only when UseMultiplePaths is enabled; the best
+// excluded), and a backup: the best of the other paths whose next hop is neither the
+// best path's nor an equal path's, which a FIB can keep ready for the moment its active next hops fail
+// (BGP Prefix Independent Convergence, PIC edge). A zero Forwarding has no usable
+// path.
+type Forwarding struct {
+	Best      *Path
+	Multipath []*Path
+	Backup    *Path
+}
+
+func forwardingOf(pathList []*Path) Forwarding {
+	// The list is sorted best first, and a path with an unreachable next hop sorts
+	// after every reachable one.
+	if len(pathList) == 0 || pathList[0].IsNexthopInvalid {
+		return Forwarding{}
+	}
+	f := Forwarding{Best: pathList[0]}
+	active := 1
+	if UseMultiplePaths.Enabled {
+		m := getMultiBestPath(GLOBAL_RIB_NAME, pathList)
+		f.Multipath = m[1:]
+		active = len(m)
+	}
+	for _, p := range pathList[active:] {
+		if p.IsNexthopInvalid {
+			break
+		}
+		nh := p.GetNexthop()
+		if slices.ContainsFunc(pathList[:active], func(a *Path) bool { return a.GetNexthop() == nh }) {
+			continue
+		}
+		f.Backup = p
+		break
+	}
+	return f
+}
+
+func samePath(a, b *Path) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Equal(b)
+}
+
+// Same says whether two destinations' forwarding paths are the same paths.
+func (f Forwarding) Same(o Forwarding) bool {
+	return samePath(f.Best, o.Best) && samePath(f.Backup, o.Backup) && slices.EqualFunc(f.Multipath, o.Multipath, samePath)
+}
+
+// GetForwarding returns the destination's forwarding paths in the global RIB.
+// When called on an active (non-snapshot) destination, caller must hold the
+// appropriate shard lock.
+func (dd *destination) GetForwarding() Forwarding {
+	return forwardingOf(dd.knownPathList)
+}
+
+// GetForwardingChange returns the destination's forwarding paths in the global RIB
+// after and before the update, and whether they differ: a FIB that installs the
+// equal paths and the backup must hear of a change to any of them, even when the
+// best path stays.
+func (u *Update) GetForwardingChange() (now, before Forwarding, changed bool) {
+	now, before = forwardingOf(u.KnownPathList), forwardingOf(u.OldKnownPathList)
+	return now, before, !now.Same(before)
+}

@@ -744,6 +744,24 @@ func (t *Table) MultiBests(id string) [][]*Path {
 	return paths
 }
 
+// Forwardings returns the forwarding paths of every destination that has a usable
+// path.
+func (t *Table) Forwardings() []Forwarding {
+	fs := make([]Forwarding, 0)
+	for _, shard := range t.destinations.shards {
+		shard.mu.RLock()
+		for _, dests := range shard.mp {
+			for _, dest := range dests {
+				if f := dest.GetForwarding(); f.Best != nil {
+					fs = append(fs, f)
+				}
+			}
+		}
+		shard.mu.RUnlock()
+	}
+	return fs
+}
+
 func (t *Table) GetKnownPathList(id string, as uint32) []*Path {
 	paths := make([]*Path, 0)
 

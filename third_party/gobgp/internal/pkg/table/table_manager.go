@@ -410,6 +410,21 @@ func (manager *TableManager) GetBestMultiPathList(id string, rfList []bgp.Family
 	return paths
 }
 
+// GetForwardingList returns the forwarding paths (best, equal, backup) of every
+// destination of the global RIB that has a usable path.
+func (manager *TableManager) GetForwardingList(rfList []bgp.Family) []Forwarding {
+	if SelectionOptions.DisableBestPathSelection {
+		return nil
+	}
+	manager.mu.RLock()
+	defer manager.mu.RUnlock()
+	var fs []Forwarding
+	for _, t := range manager.getTables(rfList...) {
+		fs = append(fs, t.Forwardings()...)
+	}
+	return fs
+}
+
 func (manager *TableManager) GetPathList(id string, as uint32, rfList []bgp.Family) []*Path {
 	manager.mu.RLock()
 	defer manager.mu.RUnlock()
