@@ -105,7 +105,15 @@ type Config struct {
 	// rather than checked again after it. The mesh and neighbours without rules
 	// start at once.
 	HoldUpstreams bool
-	Logger        *slog.Logger
+	// Multipath shares each route over the next hops of its equal paths (GoBGP's
+	// multipath: paths equal up to the router id, whatever their neighbour AS;
+	// eBGP and iBGP paths are never equal). GoBGP keeps it in a package variable:
+	// it is set for every speaker in the process.
+	Multipath bool
+	// Backups give each route a backup next hop: that of its best path through
+	// another next hop (BGP PIC edge).
+	Backups bool
+	Logger  *slog.Logger
 }
 
 // Change is one best-path change for a prefix (IPv4 or IPv6).
@@ -127,6 +135,17 @@ type Change struct {
 	// dropped, whatever its next hop. The import rules let it through only from a
 	// neighbour allowed to send one (or this node's own, AddBlackhole).
 	Blackhole bool
+	// Multipath are the next hops of the paths equal to the best (Config.Multipath:
+	// ECMP), and Backup the next hop of the best path through another next hop
+	// (Config.Backups: BGP PIC edge); neither for a withdrawal or a blackhole.
+	Multipath []Hop
+	Backup    Hop
+}
+
+// Hop is a next hop and the neighbour whose path gave it (a link-local next hop is
+// on the link towards that neighbour).
+type Hop struct {
+	Nexthop, Peer netip.Addr
 }
 
 // Event is one item of the stream from Events, in the order GoBGP emitted it.
@@ -217,6 +236,8 @@ type Speaker struct {
 	// are (Config.HoldUpstreams, ReleaseUpstreams).
 	holding bool
 	held    map[netip.Addr]bool
+	// backups says Changes carry backup next hops (Config.Backups).
+	backups bool
 }
 
 // adjIn counts a neighbour's prefixes and enforces its max-prefix limit. GoBGP counts
@@ -340,6 +361,8 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 		RouterId:        cfg.RouterID.String(),
 		ListenPort:      port,
 		ListenAddresses: cfg.ListenAddresses,
+		// A package variable in GoBGP v4.8: it changes every server in the process.
+		UseMultiplePaths: cfg.Multipath,
 	}})
 	if err != nil {
 		srv.Stop()
@@ -351,7 +374,7 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 		eors: map[netip.Addr]map[bgp.Family]bool{}, asn: cfg.ASN, meshLocal: cfg.MeshAddress,
 		mesh: map[netip.Addr]bool{}, originated: map[netip.Prefix]netip.Addr{}, importFilter: imf,
 		announced: map[netip.Prefix]bool{}, blackholes: map[netip.Prefix]bool{}, exports: map[netip.Addr]*Export{}, importActions: map[netip.Addr]*ImportActions{},
-		holding: cfg.HoldUpstreams, held: map[netip.Addr]bool{}}
+		holding: cfg.HoldUpstreams, held: map[netip.Addr]bool{}, backups: cfg.Backups}
 
 	// Export deny-by-default: upstreams get what their Export allows of the
 	// originated prefixes (export.go), the mesh the rest (mesh.go).
@@ -376,10 +399,11 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 			return nil, err
 		}
 	}
-	// One watcher, so GoBGP delivers best paths, updates, End-of-RIBs and peer events
-	// to the callbacks in the order it produced them.
-	err = srv.WatchEvent(wctx, server.WatchEventMessageCallbacks{OnBestPath: s.onBestPath, OnPeerUpdate: s.onPeer, OnPathUpdate: s.onUpdate, OnPathEor: s.onEndOfRIB},
-		server.WatchBestPath(true), server.WatchPeer(), server.WatchUpdate(false, "", ""), server.WatchEor(false))
+	// One watcher, so GoBGP delivers forwarding paths (best, equal, backup: GoBGP
+	// patch 7), updates, End-of-RIBs and peer events to the callbacks in the order it
+	// produced them.
+	err = srv.WatchEvent(wctx, server.WatchEventMessageCallbacks{OnForwarding: s.onForwarding, OnPeerUpdate: s.onPeer, OnPathUpdate: s.onUpdate, OnPathEor: s.onEndOfRIB},
+		server.WatchForwarding(true), server.WatchPeer(), server.WatchUpdate(false, "", ""), server.WatchEor(false))
 	if err != nil {
 		s.Stop()
 		return nil, fmt.Errorf("bgp: watch best paths: %w", err)
@@ -791,13 +815,33 @@ func (s *Speaker) send(ev Event) {
 	}
 }
 
-func (s *Speaker) onBestPath(paths []*apiutil.Path, at time.Time) {
-	batch := make([]Change, 0, len(paths))
-	for _, p := range paths {
+// onForwarding turns each destination's forwarding paths into a Change: its best
+// path's, with the next hops of its equal paths and of its backup. A path this node
+// announces or a blackhole is never another route's equal or backup.
+func (s *Speaker) onForwarding(fs []*apiutil.Forwarding, at time.Time) {
+	batch := make([]Change, 0, len(fs))
+	hop := func(p *apiutil.Path) (Hop, bool) {
 		c, ok := toChange(p)
-		if ok {
-			batch = append(batch, c)
+		return Hop{Nexthop: c.Nexthop, Peer: c.Peer}, ok && !c.Withdraw && !c.Blackhole
+	}
+	for _, f := range fs {
+		c, ok := toChange(f.Best)
+		if !ok {
+			continue
 		}
+		if !c.Withdraw && !c.Blackhole {
+			for _, p := range f.Multipath {
+				if h, ok := hop(p); ok {
+					c.Multipath = append(c.Multipath, h)
+				}
+			}
+			if f.Backup != nil && s.backups {
+				if h, ok := hop(f.Backup); ok {
+					c.Backup = h
+				}
+			}
+		}
+		batch = append(batch, c)
 	}
 	if len(batch) > 0 {
 		s.send(Event{Changes: batch, At: at})

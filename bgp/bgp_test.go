@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -152,7 +153,7 @@ func (st *stream) expect(want Change) {
 	st.t.Helper()
 	for {
 		c := st.next()
-		if c == want {
+		if reflect.DeepEqual(c, want) {
 			st.apply(c)
 			return
 		}
@@ -404,7 +405,7 @@ func TestIPv6Family(t *testing.T) {
 		}
 	}
 	for p, w := range want {
-		if got[p] != w {
+		if !reflect.DeepEqual(got[p], w) {
 			t.Errorf("%s: change %+v, want %+v", p, got[p], w)
 		}
 	}
@@ -431,12 +432,12 @@ func TestToChangeIPv6(t *testing.T) {
 		}
 		got, ok := toChange(&apiutil.Path{Family: bgp.RF_IPv6_UC, Nlri: nlri, Attrs: []bgp.PathAttributeInterface{bgp.NewPathAttributeOrigin(0), mp, asPath(65001)}})
 		c.want.Prefix = netip.MustParsePrefix("2001:db8:1::/48")
-		if !ok || got != c.want {
+		if !ok || !reflect.DeepEqual(got, c.want) {
 			t.Errorf("next hops %s, %q: change %+v (%v), want %+v", c.global, c.ll, got, ok, c.want)
 		}
 		// Without an AS path: a route from inside the AS.
 		c.want.Internal = true
-		if got, ok := toChange(&apiutil.Path{Family: bgp.RF_IPv6_UC, Nlri: nlri, Attrs: []bgp.PathAttributeInterface{bgp.NewPathAttributeOrigin(0), mp}}); !ok || got != c.want {
+		if got, ok := toChange(&apiutil.Path{Family: bgp.RF_IPv6_UC, Nlri: nlri, Attrs: []bgp.PathAttributeInterface{bgp.NewPathAttributeOrigin(0), mp}}); !ok || !reflect.DeepEqual(got, c.want) {
 			t.Errorf("next hops %s, %q, no AS path: change %+v (%v), want %+v", c.global, c.ll, got, ok, c.want)
 		}
 	}

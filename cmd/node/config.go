@@ -211,6 +211,14 @@ type BGPConfig struct {
 	// Originate are the fleet's prefixes: what the node may announce upstream (each
 	// neighbour's export says which it gets).
 	Originate OriginateConfig `yaml:"originate"`
+	// Multipath shares each route's flows over the next hops of its equal paths
+	// (ECMP, default off). GoBGP's rule: equal up to the router id, whatever the
+	// neighbour AS ("multipath relax"); an eBGP and an iBGP path are never equal.
+	Multipath bool `yaml:"multipath"`
+	// BackupPaths installs, beside each route's next hops, the next hop of its best
+	// path through another one (BGP PIC edge, default on): a failure moves the
+	// traffic to it at once, before BGP reconverges.
+	BackupPaths bool `yaml:"backup_paths"`
 }
 
 // OriginateConfig are the prefixes the fleet announces to its upstreams (package
@@ -489,7 +497,7 @@ func defaults() Config {
 		HTTPAddress: "127.0.0.1:9464",
 		LogLevel:    "info",
 		Pprof:       true,
-		BGP:         BGPConfig{ListenPort: 179},
+		BGP:         BGPConfig{ListenPort: 179, BackupPaths: true},
 		FIB:         FIBConfig{Backend: string(dataplane.BackendCompiled), GroupsV4: 16384, LinesV4: 1 << 18, BucketsV6: dataplane.DefaultBucketsV6, RetryInterval: time.Second, KernelSync: true, KernelTable: 254},
 		Cache:       CacheConfig{FlatPolicy: cache.FlatPolicy{Mode: string(cache.Auto), MinEntries: 1 << 10, MaxEntries: 1 << 16}, Interval: time.Second},
 		Cluster: ClusterConfig{Name: "default", LeaseTTL: 5 * time.Second, Gossip: GossipConfig{Profile: cluster.ProfileTuned, Port: 7946},
@@ -733,7 +741,7 @@ func joinLines(errs []error) error {
 func (c Config) bgpConfig() (bgp.Config, error) {
 	var errs []error
 	out := bgp.Config{ASN: c.BGP.ASN, ListenAddresses: c.BGP.ListenAddresses, ListenPort: c.BGP.ListenPort, GRPCAddress: c.BGP.GRPCAddress,
-		HoldUpstreams: len(c.RPKI.Validators) > 0 && c.RPKI.wait() > 0}
+		HoldUpstreams: len(c.RPKI.Validators) > 0 && c.RPKI.wait() > 0, Multipath: c.BGP.Multipath, Backups: c.BGP.BackupPaths}
 	if c.BGP.RouterID != "" {
 		rid, err := netip.ParseAddr(c.BGP.RouterID)
 		if err != nil {

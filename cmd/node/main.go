@@ -148,7 +148,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, level *slog.LevelVar
 		return err
 	}
 	dp, err := dataplane.Load(dataplane.Config{NodeName: cfg.NodeName, BPFFS: cfg.BPFFS, GroupsV4: cfg.FIB.GroupsV4, LinesV4: cfg.FIB.LinesV4, BucketsV6: cfg.FIB.BucketsV6,
-		FIBBackend: dataplane.Backend(cfg.FIB.Backend), Logger: log})
+		FIBBackend: dataplane.Backend(cfg.FIB.Backend), FlowSeed: dataplane.FlowSeedOf(cfg.NodeName), Logger: log})
 	if err != nil {
 		return err
 	}
@@ -310,7 +310,13 @@ func consume(ctx context.Context, speaker *bgp.Speaker, table *fib.FIB, m *metri
 func apply(table *fib.FIB, m *metrics, changes []bgp.Change, zones *linkZones, log *slog.Logger) {
 	updates := make([]fib.Update, len(changes))
 	for i, c := range changes {
-		updates[i] = fib.Update{Prefix: c.Prefix, Nexthop: zones.of(c), Withdraw: c.Withdraw, Blackhole: c.Blackhole}
+		updates[i] = fib.Update{Prefix: c.Prefix, Nexthop: zones.of(c.Nexthop, c.Peer), Withdraw: c.Withdraw, Blackhole: c.Blackhole}
+		for _, h := range c.Multipath {
+			updates[i].Multipath = append(updates[i].Multipath, zones.of(h.Nexthop, h.Peer))
+		}
+		if c.Backup.Nexthop.IsValid() {
+			updates[i].Backup = zones.of(c.Backup.Nexthop, c.Backup.Peer)
+		}
 		if c.Withdraw {
 			m.withdrawals.Inc()
 		} else {

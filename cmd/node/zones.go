@@ -3,8 +3,6 @@ package main
 import (
 	"log/slog"
 	"net/netip"
-
-	"github.com/fibfleet/fibfleet/bgp"
 )
 
 // linkZones gives link-local next hops their interface. A peer that sends only a
@@ -22,22 +20,21 @@ func newLinkZones(towards func(netip.Addr) (string, error), log *slog.Logger) *l
 	return &linkZones{towards: towards, log: log, byPeer: map[netip.Addr]string{}}
 }
 
-// of returns the change's next hop, with the zone of its peer's link when it is a
-// link-local address without one. Without a known link it is returned as it is: the
-// resolver refuses it and its routes pass to the kernel, logged.
-func (z *linkZones) of(c bgp.Change) netip.Addr {
-	nh := c.Nexthop
-	if !nh.Is6() || !nh.IsLinkLocalUnicast() || nh.Zone() != "" || !c.Peer.IsValid() {
+// of returns a next hop a peer's path gave, with the zone of the peer's link when it
+// is a link-local address without one. Without a known link it is returned as it is:
+// the resolver refuses it and its routes pass to the kernel, logged.
+func (z *linkZones) of(nh, peer netip.Addr) netip.Addr {
+	if !nh.Is6() || !nh.IsLinkLocalUnicast() || nh.Zone() != "" || !peer.IsValid() {
 		return nh
 	}
-	zone, ok := z.byPeer[c.Peer]
+	zone, ok := z.byPeer[peer]
 	if !ok {
 		var err error
-		if zone, err = z.towards(c.Peer); err != nil {
-			z.log.Warn("link-local next hop: no link towards its BGP peer", "nexthop", nh, "peer", c.Peer, "err", err)
+		if zone, err = z.towards(peer); err != nil {
+			z.log.Warn("link-local next hop: no link towards its BGP peer", "nexthop", nh, "peer", peer, "err", err)
 			return nh
 		}
-		z.byPeer[c.Peer] = zone
+		z.byPeer[peer] = zone
 	}
 	return nh.WithZone(zone)
 }

@@ -32,7 +32,7 @@ func TestLinkZones(t *testing.T) {
 		{"an IPv4 next hop is left alone", bgp.Change{Nexthop: netip.MustParseAddr("192.0.2.1"), Peer: peer}, "192.0.2.1"},
 		{"no link towards the peer: left as it is", bgp.Change{Nexthop: ll, Peer: netip.MustParseAddr("2001:db8::99")}, "fe80::2"},
 	} {
-		if got := z.of(c.in); got.String() != c.want {
+		if got := z.of(c.in.Nexthop, c.in.Peer); got.String() != c.want {
 			t.Errorf("%s: %v, want %s", c.name, got, c.want)
 		}
 	}
