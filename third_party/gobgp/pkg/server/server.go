@@ -1744,7 +1744,13 @@ func (s *BgpServer) handleFSMMessage(peer *peer, e *fsmMsg) {
 		peer.fsm.lock.Unlock()
 
 		// PeerDown
+		broadcast := true
 		if oldState == bgp.BGP_FSM_ESTABLISHED {
+			// Tell the watchers the session is down before the withdrawals of its
+			// routes (a full table takes seconds to withdraw): a FIB with backup
+			// next hops moves the traffic off the peer at once, not after them.
+			s.broadcastPeerState(peer, nextState, oldState, e)
+			broadcast = false
 			t := time.Now()
 			peer.fsm.lock.Lock()
 			conf := peer.fsm.pConf.ReadCopy()
@@ -2027,7 +2033,9 @@ func (s *BgpServer) handleFSMMessage(peer *peer, e *fsmMsg) {
 			peer.fsm.bgpMessageResetStats()
 			peer.fsm.lock.Unlock()
 		}
-		s.broadcastPeerState(peer, nextState, oldState, e)
+		if broadcast {
+			s.broadcastPeerState(peer, nextState, oldState, e)
+		}
 	case fsmMsgBGPMessage:
 		m := e.MsgData.(*bgp.BGPMessage)
 		if m.Header.Type == bgp.BGP_MSG_UPDATE {
