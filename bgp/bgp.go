@@ -154,6 +154,11 @@ type Event struct {
 	// EndOfRIB, when valid, is a neighbour whose initial IPv4 dump GoBGP has processed
 	// (its End-of-RIB marker arrived): every change the dump caused precedes this event.
 	EndOfRIB netip.Addr
+	// SessionDown, when valid, is a neighbour whose established session ended: it
+	// comes before the withdrawals of the neighbour's routes (GoBGP patch 8), so the
+	// FIB can move traffic to backup next hops first. SessionUp is one whose session
+	// became established.
+	SessionDown, SessionUp netip.Addr
 	// At is when GoBGP emitted the event.
 	At time.Time
 }
@@ -656,12 +661,28 @@ func (s *Speaker) SetLimits(a netip.Addr, maxPrefixes, expected uint32, restart 
 }
 
 func (s *Speaker) onPeer(ev *apiutil.WatchEventMessage_PeerEvent, at time.Time) {
+	if up, down := s.peerState(ev, at); up || down {
+		e := Event{At: at}
+		if up {
+			e.SessionUp = ev.Peer.State.NeighborAddress
+		} else {
+			e.SessionDown = ev.Peer.State.NeighborAddress
+		}
+		s.send(e)
+	}
+}
+
+// peerState records a neighbour's session state; it says whether the session became
+// established, or left established.
+func (s *Speaker) peerState(ev *apiutil.WatchEventMessage_PeerEvent, at time.Time) (up, down bool) {
 	st := ev.Peer.State
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if p, ok := s.peers[st.NeighborAddress]; ok {
 		was := p.State
 		p.State = fsmState(st.SessionState)
+		up = p.State == "established" && was != p.State
+		down = was == "established" && p.State != was
 		switch {
 		case p.State == "established" && was != p.State:
 			p.Established = at
@@ -686,6 +707,7 @@ func (s *Speaker) onPeer(ev *apiutil.WatchEventMessage_PeerEvent, at time.Time) 
 		next.restart = a.restart
 		s.adjIn[st.NeighborAddress] = next
 	}
+	return up, down
 }
 
 // onUpdate counts each neighbour's unicast announcements (for load progress) and each

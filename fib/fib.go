@@ -164,10 +164,11 @@ type FIB struct {
 	// commit before the released nexthops.
 	releasedGroups []uint32
 	keyBuf         []byte
-	// downNeigh and downLink are the neighbours and links marked down, with why: the
-	// next hops through them are unusable.
-	downNeigh map[netip.Addr]string
-	downLink  map[uint32]string
+	// downNeigh and downLink are the neighbours and links marked down, with the
+	// causes that hold: the next hops through them are unusable.
+	downNeigh map[netip.Addr]map[string]bool
+	downLink  map[uint32]map[string]bool
+	failovers map[FailoverKey]FailoverCount
 	refused   uint64
 	// sync, when set, mirrors route changes into a kernel table.
 	sync *KernelSync
@@ -214,8 +215,9 @@ func New(dp Dataplane, res Resolver, log *slog.Logger) (*FIB, error) {
 		nhIDs:     idPool{next: 1, max: dataplane.MaxNexthops},
 		groups:    map[string]*group{},
 		gids:      idPool{next: 1, max: dataplane.MaxGroups},
-		downNeigh: map[netip.Addr]string{},
-		downLink:  map[uint32]string{},
+		downNeigh: map[netip.Addr]map[string]bool{},
+		downLink:  map[uint32]map[string]bool{},
+		failovers: map[FailoverKey]FailoverCount{},
 		indirect:  map[*nexthop]struct{}{},
 		dirty:     map[*nexthop]struct{}{},
 	}, nil
@@ -609,11 +611,12 @@ func (f *FIB) refresh(nh *nexthop) {
 		"ifindex", r.Nexthop.Ifindex, "mac", r.Nexthop.DstMAC.String())
 	moved := r.Neighbor != nh.res.Neighbor || r.Nexthop.Ifindex != nh.res.Nexthop.Ifindex || r.Nexthop.VLAN != nh.res.Nexthop.VLAN
 	f.unindex(nh)
-	wasDown := f.down(nh)
+	was := f.usable(nh)
 	nh.res = r
 	f.index(nh)
-	if f.down(nh) != wasDown {
-		// It now goes through a neighbour or link whose state differs.
+	if f.usable(nh) != was {
+		// Resolved or not any more, or through a neighbour or link whose state
+		// differs: its groups' traffic moves.
 		f.relayout([]*nexthop{nh})
 	}
 	if moved && f.sync != nil && !nh.local {

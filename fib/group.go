@@ -2,7 +2,10 @@ package fib
 
 import (
 	"cmp"
+	"context"
 	"fmt"
+	"log/slog"
+	"maps"
 	"net/netip"
 	"slices"
 	"time"
@@ -205,23 +208,38 @@ func (f *FIB) down(nh *nexthop) bool {
 	return ok && nh.res.Nexthop.Ifindex != 0
 }
 
+// usable says whether a member can carry traffic now: not down, and resolved (or the
+// discard nexthop, or one of the node's own addresses, which the kernel delivers).
+func (f *FIB) usable(nh *nexthop) bool {
+	return !f.down(nh) && (nh.res.Nexthop.Resolved || nh.drop || nh.local)
+}
+
 // layout computes a group's buckets from its members' state now and writes them if
-// they changed.
+// they changed: the usable active members; else the usable backups; else the active
+// members not down but unresolved (their traffic passes to the kernel, which
+// resolves them, as without a group); else none (GroupDown: to the kernel).
 func (f *FIB) layout(g *group) error {
 	var ids []uint16
 	state := GroupActive
 	for _, nh := range g.active {
-		if f.down(nh) {
-			state = GroupDegraded
-		} else {
+		if f.usable(nh) {
 			ids = append(ids, uint16(nh.id))
+		} else {
+			state = GroupDegraded
 		}
 	}
 	if len(ids) == 0 {
 		state = GroupDown
 		for _, nh := range g.backup {
-			if !f.down(nh) {
+			if f.usable(nh) {
 				ids, state = append(ids, uint16(nh.id)), GroupBackup
+			}
+		}
+	}
+	if len(ids) == 0 {
+		for _, nh := range g.active {
+			if !f.down(nh) {
+				ids, state = append(ids, uint16(nh.id)), GroupDegraded
 			}
 		}
 	}
@@ -325,27 +343,23 @@ type Failover struct {
 	Took time.Duration
 }
 
-// SetNeighborDown marks every next hop resolved through a neighbour (an upstream
-// whose BFD session or BGP session failed, a fleet node that died) down, or up again,
-// and rewrites at once each group that holds one. BGP reconverges behind it: routes
-// then move to groups without the failed next hop, and the groups follow.
+// SetNeighborDown marks every next hop resolved through a neighbour down for a cause
+// (its BFD session or BGP session failed, the fleet node died), or clears that cause,
+// and rewrites at once each group that holds one when the neighbour's state changed:
+// it is down while any cause holds. BGP reconverges behind it: routes then move to
+// groups without the failed next hop, and the groups follow.
 func (f *FIB) SetNeighborDown(neigh netip.Addr, down bool, cause string) Failover {
 	start := time.Now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, was := f.downNeigh[neigh]; was == down {
+	if !setCause(f.downNeigh, neigh, cause, down) {
 		return Failover{}
-	}
-	if down {
-		f.downNeigh[neigh] = cause
-	} else {
-		delete(f.downNeigh, neigh)
 	}
 	nhs := make([]*nexthop, 0, len(f.byNeigh[neigh]))
 	for nh := range f.byNeigh[neigh] {
 		nhs = append(nhs, nh)
 	}
-	return f.failover(nhs, start)
+	return f.failover(nhs, start, cause, down, "neighbor", neigh.String())
 }
 
 // SetLinkDown marks every next hop out of an interface down, or up again, as
@@ -354,13 +368,8 @@ func (f *FIB) SetLinkDown(ifindex uint32, down bool, cause string) Failover {
 	start := time.Now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, was := f.downLink[ifindex]; was == down {
+	if !setCause(f.downLink, ifindex, cause, down) {
 		return Failover{}
-	}
-	if down {
-		f.downLink[ifindex] = cause
-	} else {
-		delete(f.downLink, ifindex)
 	}
 	var nhs []*nexthop
 	for _, nh := range f.byGW {
@@ -368,12 +377,64 @@ func (f *FIB) SetLinkDown(ifindex uint32, down bool, cause string) Failover {
 			nhs = append(nhs, nh)
 		}
 	}
-	return f.failover(nhs, start)
+	return f.failover(nhs, start, cause, down, "ifindex", fmt.Sprint(ifindex))
 }
 
-func (f *FIB) failover(nhs []*nexthop, start time.Time) Failover {
+// setCause adds or removes a cause of k being down; it says whether k went down or
+// came up.
+func setCause[K comparable](m map[K]map[string]bool, k K, cause string, down bool) bool {
+	was := len(m[k]) > 0
+	if down {
+		if m[k] == nil {
+			m[k] = map[string]bool{}
+		}
+		m[k][cause] = true
+	} else {
+		delete(m[k], cause)
+		if len(m[k]) == 0 {
+			delete(m, k)
+		}
+	}
+	return was != (len(m[k]) > 0)
+}
+
+func (f *FIB) failover(nhs []*nexthop, start time.Time, cause string, down bool, key, what string) Failover {
 	slices.SortFunc(nhs, func(a, b *nexthop) int { return cmp.Compare(a.id, b.id) })
-	return Failover{Nexthops: len(nhs), Groups: f.relayout(nhs), Took: time.Since(start)}
+	fo := Failover{Nexthops: len(nhs), Groups: f.relayout(nhs), Took: time.Since(start)}
+	c := f.failovers[FailoverKey{Cause: cause, Down: down}]
+	c.Count++
+	c.Last = fo
+	f.failovers[FailoverKey{Cause: cause, Down: down}] = c
+	msg := "next hops down: their groups moved to the other members"
+	if !down {
+		msg = "next hops up again: their groups take them back"
+	}
+	level := slog.LevelInfo
+	if fo.Nexthops == 0 {
+		level = slog.LevelDebug // a link or neighbour no route goes through
+	}
+	f.log.Log(context.Background(), level, msg, key, what, "cause", cause, "nexthops", fo.Nexthops, "groups_written", fo.Groups, "took", fo.Took)
+	return fo
+}
+
+// FailoverKey is a failover's cause ("session", "bfd", "link", "member") and whether
+// next hops went down or came up.
+type FailoverKey struct {
+	Cause string
+	Down  bool
+}
+
+// FailoverCount counts failovers of one key, with the last one.
+type FailoverCount struct {
+	Count uint64
+	Last  Failover
+}
+
+// Failovers returns the failovers so far by cause and direction.
+func (f *FIB) Failovers() map[FailoverKey]FailoverCount {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.failovers)
 }
 
 // GroupMember is one member of a route's group.

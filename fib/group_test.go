@@ -115,10 +115,13 @@ func TestGroups(t *testing.T) {
 	if s := f.Stats(); s.GroupStates != [4]int{2, 1, 1, 1} {
 		t.Errorf("group states %v, want 2 active, 1 degraded, 1 backup, 1 down", s.GroupStates)
 	}
-	if fo := f.SetNeighborDown(a, true, "again"); fo.Groups != 0 {
-		t.Errorf("marking it down twice rewrote %d groups", fo.Groups)
+	if fo := f.SetNeighborDown(a, true, "session"); fo.Groups != 0 {
+		t.Errorf("a second cause rewrote %d groups", fo.Groups)
 	}
-	f.SetNeighborDown(a, false, "")
+	if fo := f.SetNeighborDown(a, false, "bfd"); fo.Groups != 0 || count(bucketsOf(t, f, dp, at(0)))[b] != 64 {
+		t.Errorf("one cause of two cleared: %+v; want the neighbour still down", fo)
+	}
+	f.SetNeighborDown(a, false, "session")
 	for i, want := range [][dataplane.GroupBuckets]netip.Addr{pic, picB, ecmp, single} {
 		if got := bucketsOf(t, f, dp, at(i)); got != want {
 			t.Errorf("route %d after the recovery: buckets %v, want them as before the failure %v", i, count(got), count(want))
@@ -126,11 +129,11 @@ func TestGroups(t *testing.T) {
 	}
 
 	// The link: 10.0.1.1 is on ifindex 2 (fakeRes), 10.0.2.1 on 3.
-	fo = f.SetLinkDown(3, true, "carrier")
+	fo = f.SetLinkDown(3, true, "link")
 	if c := count(bucketsOf(t, f, dp, at(1))); fo.Groups != 2 || c[a] != 64 {
 		t.Errorf("link of %s down: %+v, the route through it as active: %v; want 2 groups (ECMP, PIC with it active), all on %s", b, fo, c, a)
 	}
-	f.SetLinkDown(3, false, "")
+	f.SetLinkDown(3, false, "link")
 	if got := bucketsOf(t, f, dp, at(1)); got != picB {
 		t.Error("link up: buckets not restored")
 	}
@@ -250,5 +253,28 @@ func TestResilient(t *testing.T) {
 	}
 	if fmt.Sprint(resilient(full, nil).Buckets) != fmt.Sprint(dataplane.NexthopGroup{}.Buckets) {
 		t.Error("no member: buckets not empty")
+	}
+}
+
+// TestGroupUnresolved: an active next hop whose neighbour is not resolved yet leaves
+// the traffic to a resolved backup until it resolves; with no backup its traffic
+// passes to the kernel as before groups (the nexthop, unresolved, says so).
+func TestGroupUnresolved(t *testing.T) {
+	a, b := ip("10.0.1.1"), ip("10.0.2.1")
+	dp, res := newFakeDP(t, 16), &fakeRes{unresolved: map[netip.Addr]bool{a: true}}
+	f := newFIB(t, dp, res)
+	if err := f.Apply([]Update{{Prefix: pfx("198.18.0.0/24"), Nexthop: a, Backup: b}, {Prefix: pfx("198.18.1.0/24"), Nexthop: a}}); err != nil {
+		t.Fatal(err)
+	}
+	if c := count(bucketsOf(t, f, dp, ip("198.18.0.1"))); c[b] != 64 {
+		t.Errorf("active unresolved: buckets %v, want the resolved backup", c)
+	}
+	if c := count(bucketsOf(t, f, dp, ip("198.18.1.1"))); c[a] != 64 || dp.nexthop(f.v4.lookup(ip("198.18.1.1"))).Resolved {
+		t.Errorf("active unresolved, no backup: buckets %v, want it (unresolved: the kernel's)", c)
+	}
+	res.unresolved[a] = false
+	f.NeighborChanged(a)
+	if c := count(bucketsOf(t, f, dp, ip("198.18.0.1"))); c[a] != 64 {
+		t.Errorf("active resolved: buckets %v, want all back on it", c)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"time"
 
@@ -220,10 +221,17 @@ func (k *NexthopResolver) Watch(ctx context.Context, f *FIB, retry time.Duration
 			if a, ok := netip.AddrFromSlice(u.IP); ok {
 				f.NeighborChanged(a.Unmap())
 			}
-		case _, ok := <-linkCh:
+		case u, ok := <-linkCh:
 			if !ok {
 				return errors.New("fib: link subscription closed")
 			}
+			// A link that lost its carrier or went away: its next hops' groups move
+			// to their other members first (one write each), then the nexthops
+			// resolve again (the kernel flushed the link's neighbours and routes).
+			a := u.Attrs()
+			down := u.Header.Type == unix.RTM_DELLINK || a.Flags&net.FlagUp == 0 ||
+				a.OperState == netlink.OperDown || a.OperState == netlink.OperLowerLayerDown || a.OperState == netlink.OperNotPresent
+			f.SetLinkDown(uint32(a.Index), down, "link")
 			f.RefreshAll()
 		case <-tick.C:
 			f.RetryUnresolved()

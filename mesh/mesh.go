@@ -69,6 +69,12 @@ type Reconciler struct {
 	peered map[netip.Addr]string // address -> member
 	mu     sync.Mutex
 	recent []nodeapi.MeshChange
+
+	// Gone, when set, is told of a peer whose member is no longer alive, before its
+	// session is removed (and its routes withdrawn, which takes a while with a full
+	// table): the FIB moves the traffic through it to backup next hops at once.
+	// Back is told of a peer added again.
+	Gone, Back func(peer netip.Addr)
 }
 
 // logSize is how many of the last changes Log keeps.
@@ -99,6 +105,9 @@ func (r *Reconciler) Reconcile(ctx context.Context) {
 				reason = "member " + string(m.State)
 			}
 		}
+		if r.Gone != nil {
+			r.Gone(a)
+		}
 		if err := r.sessions.RemoveMeshPeer(ctx, a); err != nil {
 			r.log.Error("remove mesh peer", "peer", a, "err", err)
 			continue
@@ -116,6 +125,9 @@ func (r *Reconciler) Reconcile(ctx context.Context) {
 		}
 		r.peered[a] = m.Name
 		r.note(m.Name, a, "add", "member alive")
+		if r.Back != nil {
+			r.Back(a)
+		}
 	}
 }
 

@@ -46,6 +46,8 @@ type fleet struct {
 	// the prefixes the mesh carried (the alarm and the last resort).
 	mesh  *mesh.Reconciler
 	watch *mesh.Watch
+	// table is the node's FIB (attach), which a member's death fails over.
+	table *fib.FIB
 	// drained is the drain etcd holds for the node, and blackholes the fleet's
 	// blackholes in force, applied to the speaker once it is attached.
 	drained    bool
@@ -297,11 +299,12 @@ func (f *fleet) join(ctx context.Context) {
 	}
 }
 
-// attach gives the fleet the node's BGP speaker: it announces the node's subnets to
-// the mesh; runMesh then keeps the mesh.
-func (f *fleet) attach(s *bgp.Speaker, k *fib.NexthopResolver) {
+// attach gives the fleet the node's BGP speaker and FIB: it announces the node's
+// subnets to the mesh; runMesh then keeps the mesh.
+func (f *fleet) attach(s *bgp.Speaker, k *fib.NexthopResolver, table *fib.FIB) {
 	f.mu.Lock()
 	f.speaker = s
+	f.table = table
 	drained := f.drained
 	f.mu.Unlock()
 	if drained {
@@ -324,6 +327,11 @@ func (f *fleet) runMesh(ctx context.Context) {
 	}
 	f.mu.Lock()
 	r := mesh.NewReconciler(mesh.Self{Name: f.cfg.NodeName, Address: self, ASN: f.cfg.BGP.ASN}, f.speaker, f.members, f.log)
+	// A member's death moves the traffic through it (the paths via its upstreams)
+	// to backup next hops before its mesh session goes.
+	table := f.table
+	r.Gone = func(a netip.Addr) { table.SetNeighborDown(a, true, "member") }
+	r.Back = func(a netip.Addr) { table.SetNeighborDown(a, false, "member") }
 	f.mesh = r
 	f.mu.Unlock()
 	r.Run(ctx)

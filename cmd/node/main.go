@@ -216,7 +216,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, level *slog.LevelVar
 		return err
 	}
 	defer fl.close() // runs before BGP stops: the others see this node leave
-	fl.attach(speaker, resolver)
+	fl.attach(speaker, resolver, table)
 	go fl.runMesh(ctx)
 	go fl.repair(ctx)
 	rl := newReloader(args, cfg, log, level, speaker, fl.setConfigPolicy)
@@ -280,6 +280,14 @@ func consume(ctx context.Context, speaker *bgp.Speaker, table *fib.FIB, m *metri
 		case <-speaker.Done():
 			return errors.New("BGP speaker stopped")
 		case ev := <-speaker.Events():
+			// A session's end comes before its withdrawals: the groups move off the
+			// neighbour first, and the withdrawals then find nothing to move.
+			if a := ev.SessionDown; a.IsValid() {
+				table.SetNeighborDown(a, true, "session")
+			}
+			if a := ev.SessionUp; a.IsValid() {
+				table.SetNeighborDown(a, false, "session")
+			}
 			if len(ev.Changes) > 0 {
 				apply(table, m, ev.Changes, zones, log)
 				orig.observe(ev.Changes)

@@ -64,6 +64,8 @@ type metrics struct {
 	policyHash, drained         *prometheus.Desc
 	rpkiStates, rpkiUp, rpkiVRP *prometheus.Desc
 	blackholes                  *prometheus.Desc
+	nhGroups, failovers         *prometheus.Desc
+	failoverLast                *prometheus.Desc
 }
 
 func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.KernelSync, c *cacheLoop, fl *fleet, p *ports, rl *reloader) *metrics {
@@ -80,6 +82,9 @@ func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.Kern
 		xdpEgress:     d("xdp", "egress_frames_total", "Frames the XDP program redirected to the interface, by what its driver did with them (the kernel's xdp_devmap_xmit tracepoint): sent, or dropped (freed by the kernel: counted as forwarded, never sent; a veth whose peer has neither XDP nor GRO, a full or missing XDP transmit ring).", "interface", "result"),
 		xdpDriverErrs: d("xdp", "driver_errors_total", "The egress drivers' own counters of XDP frames they failed to transmit or redirect (ethtool statistics, summed over queues; veth: tx_xdp_xmit_errors): frames counted as forwarded that never reached the wire.", "interface", "counter"),
 		routes:        d("fib", "routes", "Routes in the FIB.", "family"),
+		nhGroups:      d("fib", "nexthop_groups", "Next-hop groups (the sets of next hops routes share) by state: active (every active member usable), degraded (some down or unresolved: the others carry their flows), backup (every active member down: the backup carries the traffic), down (no usable member: the traffic passes to the kernel, reason no_member).", "state"),
+		failovers:     d("fib", "failovers_total", "Next hops marked down or up again, by cause (session: the BGP session ended or came up; link: the interface's carrier; member: a fleet node died or came back) and direction; each rewrote every group holding them, once.", "cause", "direction"),
+		failoverLast:  d("fib", "failover_last_seconds", "How long the last failover of the cause and direction took to rewrite its groups.", "cause", "direction"),
 		blackholes:    d("fib", "blackholes", "Routes in the FIB through the discard nexthop (blackholed destinations, RFC 7999: from a neighbour allowed to send them, or the fleet's own): their traffic is dropped in XDP (reason blackhole)."),
 		nexthops:      d("fib", "nexthops", "Nexthops in the FIB by state: resolved, unresolved (their traffic passes to the kernel), recursive (resolved through another route's next hop; also counted as resolved or not), local (the node's own addresses: routes it originates, delivered by the kernel).", "state"),
 		refused:       d("fib", "refused_routes_total", "Routes the compiled FIB had no room for (no free second-level group); their /24 passes to the kernel.", "family"),
@@ -140,7 +145,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 		m.loadReceived, m.loadExpected, m.loadRate, m.loadETA, m.loadDone, m.loadSeconds, m.loadLag,
 		m.cacheEntries, m.cacheLookups, m.cacheEvents, m.cacheWS, m.cacheHitRate, m.cacheCost, m.cacheRegimes, m.cacheResizes, m.cacheEpoch, m.cacheMode,
 		m.etcdUp, m.registered, m.members, m.meshPeers, m.policySource, m.flushes, m.meshResends, m.meshAlarms, m.prefixes, m.epochs, m.gossipHS, m.ready, m.reloads, m.reloadOK, m.refusedRoutes,
-		m.advertised, m.originated, m.policyHash, m.drained, m.rpkiStates, m.rpkiUp, m.rpkiVRP} {
+		m.advertised, m.originated, m.policyHash, m.drained, m.rpkiStates, m.rpkiUp, m.rpkiVRP, m.nhGroups, m.failovers, m.failoverLast} {
 		ch <- d
 	}
 	m.announcements.Describe(ch)
@@ -214,6 +219,17 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(m.routes, prometheus.GaugeValue, float64(fs.RoutesV4), "ipv4")
 	ch <- prometheus.MustNewConstMetric(m.routes, prometheus.GaugeValue, float64(fs.RoutesV6), "ipv6")
 	ch <- prometheus.MustNewConstMetric(m.blackholes, prometheus.GaugeValue, float64(fs.Blackholes))
+	for st, n := range fs.GroupStates {
+		ch <- prometheus.MustNewConstMetric(m.nhGroups, prometheus.GaugeValue, float64(n), fib.GroupState(st).String())
+	}
+	for k, c := range m.fib.Failovers() {
+		dir := "up"
+		if k.Down {
+			dir = "down"
+		}
+		ch <- prometheus.MustNewConstMetric(m.failovers, prometheus.CounterValue, float64(c.Count), k.Cause, dir)
+		ch <- prometheus.MustNewConstMetric(m.failoverLast, prometheus.GaugeValue, c.Last.Took.Seconds(), k.Cause, dir)
+	}
 	// The discard nexthop, while in use, is none of these.
 	ch <- prometheus.MustNewConstMetric(m.nexthops, prometheus.GaugeValue, float64(fs.Nexthops-fs.UnresolvedNexthops-fs.LocalNexthops-min(fs.Blackholes, 1)), "resolved")
 	ch <- prometheus.MustNewConstMetric(m.nexthops, prometheus.GaugeValue, float64(fs.UnresolvedNexthops), "unresolved")
