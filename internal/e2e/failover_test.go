@@ -1,0 +1,240 @@
+package e2e
+
+import (
+	"math/rand/v2"
+	"net/netip"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/fibfleet/fibfleet/dataplane"
+	"github.com/fibfleet/fibfleet/internal/lab"
+	"github.com/fibfleet/fibfleet/internal/table"
+	"github.com/fibfleet/fibfleet/internal/testutil"
+)
+
+// startDual starts the two-upstream lab, its logs in the test's output on failure.
+func startDual(t *testing.T, cfg lab.DualConfig) *lab.Dual {
+	t.Helper()
+	testutil.Need(t, os.Geteuid() == 0, "needs root for namespaces and XDP (CI runs as root)")
+	testutil.Need(t, testutil.Have("bird") && testutil.Have("birdc"), "needs BIRD 2 (make test installs bird2)")
+	testutil.Need(t, testutil.Have("nsenter"), "needs nsenter (util-linux)")
+	cfg.Dir = t.TempDir()
+	cfg.NodeBinary = build(t, "github.com/fibfleet/fibfleet/cmd/node", "fibfleet-node")
+	d, err := lab.StartDual(cfg)
+	if d != nil {
+		t.Cleanup(func() {
+			if t.Failed() {
+				for _, f := range []string{d.NodeLog, d.Dir + "/birda.log", d.Dir + "/birdb.log"} {
+					if b, err := os.ReadFile(f); err == nil {
+						t.Logf("--- %s (last 20,000 bytes)\n%s", f, b[max(0, len(b)-20_000):])
+					}
+				}
+			}
+			if err := d.Close(); err != nil {
+				t.Errorf("tear down the lab: %v", err)
+			}
+			if _, err := os.Stat(dataplane.PinDir("", d.NodeName)); !os.IsNotExist(err) {
+				t.Errorf("pins still there after the lab was torn down: %v", err)
+			}
+		})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// dualTable is n prefixes of the 2026 table (/24 and shorter), and a destination in
+// each of k of them.
+func dualTable(t *testing.T, n, k int) ([]netip.Prefix, []netip.Addr) {
+	t.Helper()
+	routes, err := table.Real2026()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ps []netip.Prefix
+	for _, r := range routes {
+		if r.Prefix.Bits() >= 8 && r.Prefix.Bits() <= 24 {
+			ps = append(ps, r.Prefix)
+		}
+		if len(ps) == n {
+			break
+		}
+	}
+	rng := rand.New(rand.NewPCG(21, 1))
+	var dsts []netip.Addr
+	for _, i := range rng.Perm(len(ps))[:k] {
+		dsts = append(dsts, ps[i].Addr().Next())
+	}
+	return ps, dsts
+}
+
+// waitLoaded waits until the node holds n routes from both upstreams (both loads
+// complete), with its groups in place.
+func waitLoaded(t *testing.T, d *lab.Dual, n int) {
+	t.Helper()
+	err := lab.WaitFor(t.Context(), 3*time.Minute, "both upstreams' tables in the dataplane", func() (bool, error) {
+		m, err := d.Metrics()
+		if err != nil {
+			return false, nil
+		}
+		return m[`fibfleet_bgp_load_complete{neighbor="`+lab.DualAddrA+`"}`] == 1 && m[`fibfleet_bgp_load_complete{neighbor="`+lab.DualAddrB+`"}`] == 1 &&
+			m[`fibfleet_fib_routes{family="ipv4"}`] >= float64(n), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitWhere waits until every flow's datagrams reach the upstream side (0 A, 1 B).
+func waitWhere(t *testing.T, f *lab.Flows, side int, within time.Duration, what string) {
+	t.Helper()
+	err := lab.WaitFor(t.Context(), within, what, func() (bool, error) {
+		for _, w := range f.Where() {
+			if w != side {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("%v: flows at %v", err, f.Where())
+	}
+}
+
+// TestFailover: two upstreams announce the same 100,000 prefixes, A's paths better,
+// so B's are every route's backup (PIC edge). 64 flows at 3,200 datagrams/s go to A.
+// A's link losing its carrier, then A's BIRD stopping (its session ends), each moves
+// every flow to B with no flow losing more than a loose bound (the tight figure is a
+// benchmark's), counted by cause; A's return brings them back.
+func TestFailover(t *testing.T) {
+	const n = 100_000
+	prefixes, dsts := dualTable(t, n, 16)
+	d := startDual(t, lab.DualConfig{Prefixes: prefixes, PrependB: 2})
+	waitLoaded(t, d, n)
+	flows, err := d.NewFlows(dsts, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := flows.Start(d, 3200); err != nil {
+		t.Fatal(err)
+	}
+	defer flows.Stop()
+	waitWhere(t, flows, 0, 10*time.Second, "every flow through A, the best path")
+	m, err := d.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := m[`fibfleet_fib_nexthop_groups{state="active"}`]; g < 1 || g > 4 {
+		t.Errorf("%v active next-hop groups for %d routes over two upstreams: want a handful", g, n)
+	}
+
+	for _, c := range []struct {
+		cause     string
+		fail, fix func() error
+	}{
+		{"link", func() error { return d.SetLink("a", false) }, func() error { return d.SetLink("a", true) }},
+		{"session", func() error { return d.StopUpstream("a") }, func() error { return d.StartUpstream("a") }},
+	} {
+		t.Run(c.cause, func(t *testing.T) {
+			t0 := time.Now()
+			if err := c.fail(); err != nil {
+				t.Fatal(err)
+			}
+			waitWhere(t, flows, 1, 10*time.Second, "every flow through B, the backup")
+			time.Sleep(time.Second)
+			gap := flows.LongestGap(t0.Add(-100*time.Millisecond), time.Now().Add(-200*time.Millisecond))
+			t.Logf("A failed (%s): the longest any flow went without a datagram: %v", c.cause, gap)
+			if gap > time.Second {
+				t.Errorf("a flow lost its datagrams for %v after A's %s failed: want well under a second (no detection delay for this cause)", gap, c.cause)
+			}
+			m, err := d.Metrics()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m[`fibfleet_fib_failovers_total{cause="`+c.cause+`",direction="down"}`] < 1 {
+				t.Errorf("no failover counted for cause %s", c.cause)
+			}
+			if err := c.fix(); err != nil {
+				t.Fatal(err)
+			}
+			waitWhere(t, flows, 0, 2*time.Minute, "every flow back through A")
+		})
+	}
+}
+
+// TestECMP: two upstreams announce the same prefixes with equal paths and the node
+// runs multipath: 10,000 flows split within 5% of even over the two; B's link down
+// moves B's flows to A and no other; B back takes back exactly its own.
+func TestECMP(t *testing.T) {
+	prefixes, dsts := dualTable(t, 2000, 32)
+	d := startDual(t, lab.DualConfig{Prefixes: prefixes, Multipath: true})
+	waitLoaded(t, d, len(prefixes))
+	flows, err := d.NewFlows(dsts, 10_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	split := func() ([]int, [3]int) {
+		t.Helper()
+		where, err := flows.Once(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c [3]int // A, B, lost
+		for _, w := range where {
+			c[(w+3)%3]++
+		}
+		return where, c
+	}
+	// The node may still be writing the last groups: wait until both carry flows.
+	var before []int
+	var c [3]int
+	if err := lab.WaitFor(t.Context(), 30*time.Second, "flows over both upstreams", func() (bool, error) {
+		before, c = split()
+		return c[0] > 0 && c[1] > 0 && c[2] < 50, nil
+	}); err != nil {
+		t.Fatalf("%v: A %d, B %d, lost %d", err, c[0], c[1], c[2])
+	}
+	t.Logf("10,000 flows: A %d, B %d, lost %d", c[0], c[1], c[2])
+	for side := range 2 {
+		if c[side] < 4750 || c[side] > 5250 {
+			t.Errorf("upstream %c took %d of 10,000 flows: want within 5%% of 5,000", 'A'+side, c[side])
+		}
+	}
+
+	if err := d.SetLink("b", false); err != nil {
+		t.Fatal(err)
+	}
+	var during []int
+	if err := lab.WaitFor(t.Context(), 10*time.Second, "every flow through A", func() (bool, error) {
+		during, c = split()
+		return c[0] == len(during), nil
+	}); err != nil {
+		t.Fatalf("%v: A %d, B %d, lost %d", err, c[0], c[1], c[2])
+	}
+	if err := d.SetLink("b", true); err != nil {
+		t.Fatal(err)
+	}
+	var after []int
+	if err := lab.WaitFor(t.Context(), 30*time.Second, "B's flows back on B", func() (bool, error) {
+		after, c = split()
+		return c[1] > 0 && c[2] < 50, nil
+	}); err != nil {
+		t.Fatalf("%v: A %d, B %d, lost %d", err, c[0], c[1], c[2])
+	}
+	moved := 0
+	for i := range before {
+		if before[i] >= 0 && after[i] >= 0 && before[i] != after[i] {
+			moved++
+		}
+	}
+	t.Logf("B back: %d flows on another upstream than before B failed", moved)
+	if moved > 20 {
+		t.Errorf("%d flows took another upstream than before B's failure and return: want only B's own back", moved)
+	}
+	if !slices.Contains(after, 1) {
+		t.Error("no flow back on B")
+	}
+}

@@ -1,0 +1,498 @@
+package lab
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Dual is a node with two upstreams on two links, for next-hop groups: ECMP, backup
+// paths, failover. Each upstream is a BIRD that announces the same prefixes with
+// itself as next hop, and takes the traffic to the destinations a test sends to as
+// its own (FlowSink), so a datagram's sink says which upstream the node chose.
+//
+//	src (s0) ── (r0) node (r1) ── (a0) upA: BIRD AS 65001, sink
+//	                      (r2) ── (b0) upB: BIRD AS 65002, sink
+type Dual struct {
+	*Lab
+	Src, Router, UpA, UpB *Netns
+	NodeName, Dir         string
+	NodeLog               string
+	NodePID               int
+	// BirdA and BirdB are the upstreams' control sockets (Birdc).
+	BirdA, BirdB string
+	birdCmd      map[string]*exec.Cmd
+	birdConf     map[string]*birdConfig
+	cfg          DualConfig
+}
+
+// DualConfig configures a Dual.
+type DualConfig struct {
+	NodeBinary string
+	Dir        string
+	// Prefixes are announced by both upstreams.
+	Prefixes []netip.Prefix
+	// PrependB makes B's paths longer by that many ASes: 0 makes them equal to A's
+	// (ECMP with Multipath), more makes A's the best and B's the backup.
+	PrependB  int
+	Multipath bool
+	// NodeExtra is appended to the node's configuration (YAML, top level).
+	NodeExtra string
+}
+
+// The dual topology's addresses.
+const (
+	DualSrcAddr    = "10.20.0.2"
+	DualRouterAddr = "10.20.0.1"
+	DualAddrA      = "10.21.1.2"
+	DualRouterA    = "10.21.1.1"
+	DualAddrB      = "10.21.2.2"
+	DualRouterB    = "10.21.2.1"
+	dualASNA       = 65001
+	dualASNB       = 65002
+)
+
+// StartDual builds the topology, starts both BIRDs and the node.
+func StartDual(cfg DualConfig) (*Dual, error) {
+	l, err := New()
+	if err != nil {
+		return nil, err
+	}
+	d := &Dual{Lab: l, Dir: cfg.Dir, NodeName: l.Prefix + "-rtr", birdCmd: map[string]*exec.Cmd{}, birdConf: map[string]*birdConfig{}, cfg: cfg}
+	if err := d.build(); err != nil {
+		return d, err
+	}
+	return d, nil
+}
+
+func (d *Dual) build() error {
+	var err error
+	for _, n := range []struct {
+		p    **Netns
+		role string
+	}{{&d.Src, "src"}, {&d.Router, "rtr"}, {&d.UpA, "upa"}, {&d.UpB, "upb"}} {
+		if *n.p, err = d.Netns(n.role); err != nil {
+			return err
+		}
+	}
+	for _, k := range []struct {
+		a            *Netns
+		aRole, aAddr string
+		b            *Netns
+		bRole, bAddr string
+	}{
+		{d.Src, "s0", DualSrcAddr + "/24", d.Router, "r0", DualRouterAddr + "/24"},
+		{d.Router, "r1", DualRouterA + "/24", d.UpA, "a0", DualAddrA + "/24"},
+		{d.Router, "r2", DualRouterB + "/24", d.UpB, "b0", DualAddrB + "/24"},
+	} {
+		if err := d.Link(k.a, k.aRole, k.aAddr, k.b, k.bRole, k.bAddr); err != nil {
+			return err
+		}
+	}
+	if err := disableTxChecksum(d.Src, d.If("s0")); err != nil {
+		return err
+	}
+	for _, up := range []struct {
+		ns   *Netns
+		role string
+	}{{d.UpA, "a0"}, {d.UpB, "b0"}} {
+		for _, k := range []string{"net.ipv4.conf.all.rp_filter", "net.ipv4.conf.default.rp_filter"} {
+			if err := up.ns.Sysctl(k, "0"); err != nil {
+				return err
+			}
+		}
+		// The source's replies (none are sent; for completeness) go back the way.
+		if _, err := up.ns.Exec("ip", "route", "add", "10.20.0.0/24", "via", map[string]string{"a0": DualRouterA, "b0": DualRouterB}[up.role]); err != nil {
+			return err
+		}
+		if err := d.AttachPass(up.ns, d.If(up.role)); err != nil {
+			return err
+		}
+	}
+	if err := d.Router.Sysctl("net.ipv4.ip_forward", "0"); err != nil {
+		return err
+	}
+	if err := d.CheckIsolated(); err != nil {
+		return err
+	}
+	for _, b := range []struct {
+		name, addr, neighbor string
+		asn                  int
+		prepend              int
+	}{{"birda", DualAddrA, DualRouterA, dualASNA, 0}, {"birdb", DualAddrB, DualRouterB, dualASNB, d.cfg.PrependB}} {
+		if err := d.startUpstream(b.name, b.addr, b.neighbor, b.asn, b.prepend); err != nil {
+			return err
+		}
+	}
+	d.BirdA, d.BirdB = filepath.Join(d.Dir, "birda.ctl"), filepath.Join(d.Dir, "birdb.ctl")
+	return d.startNode()
+}
+
+// startUpstream writes and starts one upstream's BIRD.
+func (d *Dual) startUpstream(name, addr, neighbor string, asn, prepend int) error {
+	ns := map[string]*Netns{"birda": d.UpA, "birdb": d.UpB}[name]
+	c, err := newBirdConfig(filepath.Join(d.Dir, name+".conf"), addr)
+	if err != nil {
+		return err
+	}
+	c.static("announced", d.cfg.Prefixes...)
+	exp := "all"
+	if prepend > 0 {
+		exp = "filter { " + strings.Repeat(fmt.Sprintf("bgp_path.prepend(%d); ", asn), prepend) + "accept; }"
+	}
+	c.bgp(birdSession{name: "node", local: addr, localAS: asn, neighbor: neighbor, neighborAS: RouterASN, quickRetry: true,
+		channels: []birdChannel{{family: "ipv4", imp: "none", exp: exp}}})
+	sock, log, cmd, err := startBird(ns, d.Dir, name, c)
+	if err != nil {
+		return err
+	}
+	d.birdCmd[name] = cmd
+	// Fail here, not in a test's wait, when BIRD refused its configuration.
+	for end := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if exec.Command("birdc", "-s", sock, "show", "status").Run() == nil {
+			return nil
+		}
+		if time.Now().After(end) {
+			b, _ := os.ReadFile(log)
+			return fmt.Errorf("lab: %s does not answer on %s: %s", name, sock, b)
+		}
+	}
+}
+
+func (d *Dual) startNode() error {
+	body := fmt.Sprintf(`node_name: %s
+interfaces: [%s, %s, %s]
+http_address: %s
+cluster:
+  embedded:
+    data_dir: %s
+bgp:
+  asn: %d
+  router_id: %s
+  multipath: %v
+  neighbors:
+    - {address: %s, asn: %d, import: %s, expected_prefixes: %d}
+    - {address: %s, asn: %d, import: %s, expected_prefixes: %d}
+%s`, d.NodeName, d.If("r0"), d.If("r1"), d.If("r2"), MetricsAddr, filepath.Join(d.Dir, "etcd"), RouterASN, DualRouterA, d.cfg.Multipath,
+		DualAddrA, dualASNA, LabImport, len(d.cfg.Prefixes), DualAddrB, dualASNB, LabImport, len(d.cfg.Prefixes), d.cfg.NodeExtra)
+	conf := filepath.Join(d.Dir, "node.yaml")
+	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
+		return err
+	}
+	d.NodeLog = filepath.Join(d.Dir, "node.log")
+	cmd, err := d.Router.Start(d.NodeLog, d.cfg.NodeBinary, "-config", conf)
+	if err == nil {
+		d.NodePID = cmd.Process.Pid
+	}
+	return err
+}
+
+// Birdc runs a birdc command against upstream "a" or "b".
+func (d *Dual) Birdc(up string, args ...string) (string, error) {
+	sock := map[string]string{"a": d.BirdA, "b": d.BirdB}[up]
+	out, err := exec.Command("birdc", append([]string{"-s", sock}, args...)...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("birdc %v: %w: %s", args, err, out)
+	}
+	return string(out), nil
+}
+
+// StopUpstream stops upstream "a" or "b"'s BIRD (SIGTERM: it ends its session with a
+// NOTIFICATION) and waits until it is gone; StartUpstream starts it again.
+func (d *Dual) StopUpstream(up string) error {
+	cmd := d.birdCmd["bird"+up]
+	if cmd == nil {
+		return fmt.Errorf("lab: no upstream %q running", up)
+	}
+	delete(d.birdCmd, "bird"+up)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return err
+	}
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if err := syscall.Kill(cmd.Process.Pid, 0); errors.Is(err, syscall.ESRCH) {
+			return nil
+		}
+	}
+	_ = cmd.Process.Kill()
+	return fmt.Errorf("lab: BIRD of upstream %s did not stop within 10s of SIGTERM; killed", up)
+}
+
+// StartUpstream starts upstream "a" or "b" again on its configuration.
+func (d *Dual) StartUpstream(up string) error {
+	ns := map[string]*Netns{"a": d.UpA, "b": d.UpB}[up]
+	name := "bird" + up
+	cmd, err := ns.Start(filepath.Join(d.Dir, name+".log"), "bird", "-f", "-c", filepath.Join(d.Dir, name+".conf"), "-s", filepath.Join(d.Dir, name+".ctl"))
+	if err != nil {
+		return err
+	}
+	d.birdCmd[name] = cmd
+	return nil
+}
+
+// SetLink brings upstream "a" or "b"'s end of its link down or up: the node's end
+// loses its carrier.
+func (d *Dual) SetLink(up string, on bool) error {
+	ns, dev := d.UpA, d.If("a0")
+	if up == "b" {
+		ns, dev = d.UpB, d.If("b0")
+	}
+	state := "down"
+	if on {
+		state = "up"
+	}
+	_, err := ns.Exec("ip", "link", "set", dev, state)
+	return err
+}
+
+// Get fetches a path of the node's HTTP API.
+func (d *Dual) Get(path string) ([]byte, error) { return d.Router.HTTPGet(MetricsAddr, path) }
+
+// Metrics returns the node's metrics.
+func (d *Dual) Metrics() (map[string]float64, error) {
+	b, err := d.Get("/metrics")
+	if err != nil {
+		return nil, err
+	}
+	return ParseMetrics(b), nil
+}
+
+// Flows sends UDP flows from Src through the node and records, at both upstreams,
+// which upstream each flow's datagrams reached and when they were sent: a flow is a
+// source port and a destination, so the node's flow hash spreads flows over a group's
+// members. Datagrams carry their flow and send time.
+type Flows struct {
+	dsts   []netip.Addr
+	n      int
+	mu     sync.Mutex
+	at     [][]time.Time // per flow, the send times of the datagrams received
+	where  [][2]int      // per flow, datagrams received at A and at B
+	last   []int         // per flow, where its last datagram arrived (0 A, 1 B, -1 none)
+	conns  []*net.UDPConn
+	sender *net.UDPConn
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+// flowPort is the first flow's source port.
+const flowPort = 20000
+
+// NewFlows prepares n flows over the destinations (each a host both upstreams take
+// as their own) and starts the sinks.
+func (d *Dual) NewFlows(dsts []netip.Addr, n int) (*Flows, error) {
+	f := &Flows{dsts: dsts, n: n, at: make([][]time.Time, n), where: make([][2]int, n), last: make([]int, n)}
+	for i := range f.last {
+		f.last[i] = -1
+	}
+	// The source sends to exactly these hosts through the node (no default route:
+	// the lab stays isolated, CheckIsolated).
+	for _, a := range dsts {
+		if _, err := d.Src.Exec("ip", "route", "add", a.String()+"/32", "via", DualRouterAddr); err != nil && !strings.Contains(err.Error(), "File exists") {
+			return nil, err
+		}
+	}
+	for side, ns := range []*Netns{d.UpA, d.UpB} {
+		for _, a := range dsts {
+			if _, err := ns.Exec("ip", "route", "add", "local", a.String()+"/32", "dev", "lo"); err != nil && !strings.Contains(err.Error(), "File exists") {
+				return nil, err
+			}
+		}
+		var conn *net.UDPConn
+		if err := ns.Do(func() error {
+			var err error
+			conn, err = net.ListenUDP("udp4", &net.UDPAddr{Port: SinkPort})
+			return err
+		}); err != nil {
+			return nil, err
+		}
+		d.Defer(conn.Close)
+		f.conns = append(f.conns, conn)
+		go f.receive(conn, side)
+	}
+	return f, nil
+}
+
+func (f *Flows) receive(conn *net.UDPConn, side int) {
+	buf := make([]byte, 64)
+	for {
+		n, _, err := conn.ReadFromUDP(buf)
+		if err != nil {
+			return
+		}
+		if n < 12 {
+			continue
+		}
+		flow := int(binary.BigEndian.Uint32(buf))
+		sent := time.Unix(0, int64(binary.BigEndian.Uint64(buf[4:])))
+		if flow < 0 || flow >= f.n {
+			continue
+		}
+		f.mu.Lock()
+		f.at[flow] = append(f.at[flow], sent)
+		f.where[flow][side]++
+		f.last[flow] = side
+		f.mu.Unlock()
+	}
+}
+
+// flowSocket opens the socket of flow i in src: its source port is flowPort+i.
+func flowSockets(src *Netns, n int) ([]*net.UDPConn, error) {
+	conns := make([]*net.UDPConn, 0, n)
+	err := src.Do(func() error {
+		for i := range n {
+			c, err := net.ListenUDP("udp4", &net.UDPAddr{Port: flowPort + i})
+			if err != nil {
+				return err
+			}
+			conns = append(conns, c)
+		}
+		return nil
+	})
+	if err != nil {
+		for _, c := range conns {
+			c.Close()
+		}
+	}
+	return conns, err
+}
+
+// Start sends every flow at rate datagrams per second in all (round robin) until
+// Stop.
+func (f *Flows) Start(d *Dual, rate int) error {
+	conns, err := flowSockets(d.Src, f.n)
+	if err != nil {
+		return err
+	}
+	f.stop, f.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(f.done)
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		const tick = time.Millisecond
+		tk := time.NewTicker(tick)
+		defer tk.Stop()
+		start, sent, next := time.Now(), 0, 0
+		buf := make([]byte, 12)
+		for {
+			select {
+			case <-f.stop:
+				return
+			case now := <-tk.C:
+				due := int(now.Sub(start).Seconds() * float64(rate))
+				for ; sent < due; sent++ {
+					i := next
+					next = (next + 1) % f.n
+					binary.BigEndian.PutUint32(buf, uint32(i))
+					binary.BigEndian.PutUint64(buf[4:], uint64(time.Now().UnixNano()))
+					_, _ = conns[i].WriteToUDPAddrPort(buf, netip.AddrPortFrom(f.dsts[i%len(f.dsts)], SinkPort))
+				}
+			}
+		}
+	}()
+	return nil
+}
+
+// Stop stops the sending and waits a moment for the datagrams in flight.
+func (f *Flows) Stop() {
+	if f.stop == nil {
+		return
+	}
+	close(f.stop)
+	<-f.done
+	f.stop = nil
+	time.Sleep(100 * time.Millisecond)
+}
+
+// Once sends one datagram per flow (each from its own socket, opened and closed in
+// turn), waits for them, and returns where each arrived (0 A, 1 B, -1 lost).
+func (f *Flows) Once(d *Dual) ([]int, error) {
+	f.mu.Lock()
+	before := slices.Clone(f.where)
+	f.mu.Unlock()
+	buf := make([]byte, 12)
+	err := d.Src.Do(func() error {
+		for i := range f.n {
+			c, err := net.ListenUDP("udp4", &net.UDPAddr{Port: flowPort + i})
+			if err != nil {
+				return err
+			}
+			binary.BigEndian.PutUint32(buf, uint32(i))
+			binary.BigEndian.PutUint64(buf[4:], uint64(time.Now().UnixNano()))
+			_, _ = c.WriteToUDPAddrPort(buf, netip.AddrPortFrom(f.dsts[i%len(f.dsts)], SinkPort))
+			c.Close()
+			if i%32 == 31 {
+				time.Sleep(time.Millisecond) // stay inside veth's XDP ring
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	time.Sleep(300 * time.Millisecond)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]int, f.n)
+	for i := range out {
+		out[i] = -1
+		for side := range 2 {
+			if f.where[i][side] > before[i][side] {
+				out[i] = side
+			}
+		}
+	}
+	return out, nil
+}
+
+// Where returns, per flow, the upstream its last datagram reached (0 A, 1 B, -1 none).
+func (f *Flows) Where() []int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.last)
+}
+
+// Received returns the datagrams received at A and at B.
+func (f *Flows) Received() (a, b int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, w := range f.where {
+		a += w[0]
+		b += w[1]
+	}
+	return a, b
+}
+
+// LongestGap is the longest time any flow went without a datagram getting through,
+// between from and to (send times): the gap between consecutive received datagrams
+// of the flow, from its first after from to its last before to.
+func (f *Flows) LongestGap(from, to time.Time) time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var worst time.Duration
+	for _, at := range f.at {
+		ts := slices.Clone(at)
+		slices.SortFunc(ts, time.Time.Compare)
+		prev := from
+		for _, t := range ts {
+			if t.Before(from) || t.After(to) {
+				continue
+			}
+			worst = max(worst, t.Sub(prev))
+			prev = t
+		}
+		worst = max(worst, to.Sub(prev))
+	}
+	return worst
+}
