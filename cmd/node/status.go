@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
+	"net/url"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -78,6 +81,8 @@ type nodeStatus struct {
 	ports   *ports
 	reload  *reloader
 	origin  *originator
+	// seed is the dataplane's flow-hash seed, to say which member a flow takes.
+	seed uint32
 }
 
 func (n *nodeStatus) status() nodeapi.Status {
@@ -117,12 +122,26 @@ func (n *nodeStatus) status() nodeapi.Status {
 	return st
 }
 
-// lookup answers GET /api/v1/lookup: the route and whether the cache holds it.
-func (n *nodeStatus) lookup(a netip.Addr) (nodeapi.Lookup, error) {
+// lookup answers GET /api/v1/lookup: the route, its next-hop group, the member a
+// flow takes when one is given (its Dst is a), and whether the cache holds it.
+func (n *nodeStatus) lookup(a netip.Addr, flow *dataplane.Flow) (nodeapi.Lookup, error) {
 	out := nodeapi.Lookup{Addr: a}
 	p, gw, ok := n.table.Lookup(a)
 	if ok {
 		out.Found, out.Prefix, out.Nexthop, out.Blackhole = true, p, gw, !gw.IsValid()
+	}
+	if _, gi, ok := n.table.LookupGroup(a); ok {
+		g := &nodeapi.Group{ID: gi.ID, State: gi.State.String()}
+		byID := map[uint16]netip.Addr{}
+		for _, m := range gi.Members {
+			g.Members = append(g.Members, nodeapi.GroupMember{Nexthop: m.Nexthop, Backup: m.Backup, Down: m.Down, Buckets: m.Buckets})
+			byID[uint16(m.ID)] = m.Nexthop
+		}
+		out.Group = g
+		if flow != nil {
+			h := dataplane.FlowHash(n.seed, *flow)
+			out.Flow = &nodeapi.FlowChoice{Hash: h, Nexthop: byID[gi.Buckets.Pick(h)]}
+		}
 	}
 	var err error
 	out.CachedCPUs, out.StaleCPUs, err = n.dp.Cached(a)
@@ -207,4 +226,36 @@ func (n *nodeStatus) routes(q string) (nodeapi.Routes, error) {
 		out.Paths = append(out.Paths, rp)
 	}
 	return out, nil
+}
+
+// flowQuery reads a lookup's flow (from, proto, sport, dport) if it names one.
+func flowQuery(q url.Values, dst netip.Addr) (*dataplane.Flow, error) {
+	if q.Get("from") == "" && q.Get("proto") == "" {
+		return nil, nil
+	}
+	src, err := netip.ParseAddr(q.Get("from"))
+	if err != nil || src.Is4() != dst.Is4() {
+		return nil, fmt.Errorf("from %q: give the flow's source, an address of the destination's family", q.Get("from"))
+	}
+	f := &dataplane.Flow{Src: src, Dst: dst}
+	for _, v := range []struct {
+		name string
+		max  uint64
+		set  func(uint64)
+	}{
+		{"proto", 255, func(x uint64) { f.Proto = uint8(x) }},
+		{"sport", 65535, func(x uint64) { f.Sport = uint16(x) }},
+		{"dport", 65535, func(x uint64) { f.Dport = uint16(x) }},
+	} {
+		s := q.Get(v.name)
+		if s == "" {
+			continue
+		}
+		x, err := strconv.ParseUint(s, 10, 16)
+		if err != nil || x > v.max {
+			return nil, fmt.Errorf("%s %q: give a number from 0 to %d", v.name, s, v.max)
+		}
+		v.set(x)
+	}
+	return f, nil
 }

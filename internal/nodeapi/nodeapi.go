@@ -272,6 +272,35 @@ type Lookup struct {
 	// StaleCPUs, an entry of an old epoch or route generation.
 	CachedCPUs int `json:"cached_cpus"`
 	StaleCPUs  int `json:"stale_cpus"`
+	// Group is the route's next-hop group; Flow, when the lookup named a flow, the
+	// member the node's flow hash gives it.
+	Group *Group      `json:"group,omitempty"`
+	Flow  *FlowChoice `json:"flow,omitempty"`
+}
+
+// Group is a route's next-hop group: its state (active, degraded, backup, down) and
+// members.
+type Group struct {
+	ID      uint32        `json:"id"`
+	State   string        `json:"state"`
+	Members []GroupMember `json:"members"`
+}
+
+// GroupMember is one next hop of a group: a backup carries traffic only when no
+// active member is usable; Buckets are how many of the group's 64 it holds now.
+type GroupMember struct {
+	Nexthop netip.Addr `json:"nexthop"`
+	Backup  bool       `json:"backup,omitempty"`
+	Down    bool       `json:"down,omitempty"`
+	Buckets int        `json:"buckets"`
+}
+
+// FlowChoice is the member a flow takes.
+type FlowChoice struct {
+	Hash uint32 `json:"hash"`
+	// Nexthop is the member's next hop; invalid when the group has no usable one
+	// (the traffic passes to the kernel).
+	Nexthop netip.Addr `json:"nexthop,omitzero"`
 }
 
 // Fleet is GET /api/v1/fleet: the node's view of its fleet.
