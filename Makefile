@@ -24,6 +24,7 @@ deps:
 	command -v ip >/dev/null || missing="$$missing iproute2"; \
 	command -v nsenter >/dev/null || missing="$$missing util-linux"; \
 	command -v cpio >/dev/null || missing="$$missing cpio"; \
+	command -v nft >/dev/null || missing="$$missing nftables"; \
 	command -v stayrtr >/dev/null || missing="$$missing stayrtr"; \
 	command -v qemu-system-x86_64 >/dev/null || missing="$$missing qemu-system-x86"; \
 	if [ -n "$$missing" ]; then \

@@ -597,6 +597,16 @@ func (s *Speaker) shutdownOver(a netip.Addr, maxPrefixes uint32, restart time.Du
 	}
 }
 
+// ResetNeighbor ends the session with a neighbour (a NOTIFICATION saying why; its
+// routes are withdrawn) and lets it start again: what a failed BFD session asks for,
+// once the FIB has moved the traffic.
+func (s *Speaker) ResetNeighbor(ctx context.Context, a netip.Addr, why string) error {
+	if err := s.srv.ResetPeer(ctx, &api.ResetPeerRequest{Address: a.String(), Communication: why}); err != nil {
+		return fmt.Errorf("bgp: reset the session with %s: %w", a, err)
+	}
+	return nil
+}
+
 // RemoveNeighbor closes the session with an upstream (its routes are withdrawn at
 // once) and forgets it.
 func (s *Speaker) RemoveNeighbor(ctx context.Context, a netip.Addr) error {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/fibfleet/fibfleet/announce"
+	"github.com/fibfleet/fibfleet/bfd"
 	"github.com/fibfleet/fibfleet/bgp"
 	"github.com/fibfleet/fibfleet/cache"
 	"github.com/fibfleet/fibfleet/cluster"
@@ -240,6 +242,35 @@ type OriginPrefix struct {
 	Reaches string `yaml:"reaches"`
 }
 
+// BFDConfig is a neighbour's BFD session (RFC 5880, single hop: RFC 5881).
+type BFDConfig struct {
+	// Interval is how often each side sends, and the slowest it accepts (default
+	// 300ms; the neighbour may ask for slower).
+	Interval time.Duration `yaml:"interval"`
+	// Multiplier is how many intervals without a packet mean the neighbour is down
+	// (default 3).
+	Multiplier uint8 `yaml:"multiplier"`
+}
+
+// bfdPeer is the neighbour's BFD session, if it has one, or what is wrong with its
+// settings.
+func (n NeighborConfig) bfdPeer(a netip.Addr, field string) (*bfd.Peer, error) {
+	if n.BFD == nil {
+		return nil, nil
+	}
+	p := bfd.Peer{Addr: a, MinTx: cmp.Or(n.BFD.Interval, 300*time.Millisecond), Multiplier: cmp.Or(n.BFD.Multiplier, 3)}
+	p.MinRx = p.MinTx
+	switch {
+	case p.MinTx < 10*time.Millisecond || p.MinTx > 10*time.Second:
+		return nil, fmt.Errorf("%s.interval %v: use 10ms to 10s (300ms is a safe start; 50ms needs an unloaded machine)", field, n.BFD.Interval)
+	case p.Multiplier > 50:
+		return nil, fmt.Errorf("%s.multiplier %d: use 1 to 50 (3 is usual)", field, p.Multiplier)
+	case n.MultihopTTL > 0:
+		return nil, fmt.Errorf("%s: BFD here is single hop: the neighbour must be directly connected (multihop_ttl is set)", field)
+	}
+	return &p, nil
+}
+
 // ExportConfig is what a neighbour is sent of the originated prefixes: nothing
 // unless prefixes lists some (export is deny-by-default).
 type ExportConfig struct {
@@ -287,6 +318,10 @@ type NeighborConfig struct {
 	Import ImportConfig `yaml:"import"`
 	// Export is what the neighbour is sent of the fleet's prefixes.
 	Export ExportConfig `yaml:"export"`
+	// BFD, when set, runs a BFD session with the neighbour (single hop: it must be
+	// directly connected): its failure moves the traffic through it to backup next
+	// hops within the detection time, then resets the BGP session.
+	BFD *BFDConfig `yaml:"bfd"`
 
 	// password is password_file's content, read with the configuration (or why it
 	// could not be): the running configuration keeps the password it was started
@@ -772,6 +807,9 @@ func (c Config) bgpConfig() (bgp.Config, error) {
 		errs = append(errs, rerrs...)
 		export, eerrs := n.Export.export(fmt.Sprintf("bgp.neighbors[%d].export", i))
 		errs = append(errs, eerrs...)
+		if _, err := n.bfdPeer(a, fmt.Sprintf("bgp.neighbors[%d].bfd", i)); err != nil {
+			errs = append(errs, err)
+		}
 		out.Neighbors = append(out.Neighbors, bgp.Neighbor{Address: a, ASN: n.ASN, Port: n.Port, MaxPrefixes: n.MaxPrefixes, ExpectedPrefixes: n.ExpectedPrefixes,
 			Passive: n.Passive, MultihopTTL: n.MultihopTTL, Families: fams, Password: password, TTLSecurity: n.TTLSecurity, MaxPrefixRestart: n.MaxPrefixRestart,
 			Import: rules, Export: export, ImportActions: n.Import.actions()})

@@ -62,13 +62,16 @@ bgp:
   grpc_address: 0.0.0.0:50051
   neighbors:
     - {address: not-an-ip, asn: 1}
-    - {address: 192.0.2.7, asn: 1, password_file: /nonexistent/md5, ttl_security: true, multihop_ttl: 2, max_prefix_restart: 1m}
+    - {address: 192.0.2.7, asn: 1, password_file: /nonexistent/md5, ttl_security: true, multihop_ttl: 2, max_prefix_restart: 1m, bfd: {interval: 300ms}}
+    - {address: 192.0.2.8, asn: 1, bfd: {interval: 1ms}}
+    - {address: 192.0.2.9, asn: 1, bfd: {multiplier: 60}}
 `)
 	_, err := loadConfig([]string{"-config", p})
 	if err == nil {
 		t.Fatal("a bad config was accepted")
 	}
-	for _, want := range []string{`bgp.grpc_address "0.0.0.0:50051": GoBGP's API changes routes without credentials`, "bgp.neighbors[1].password_file: open /nonexistent/md5"} {
+	for _, want := range []string{`bgp.grpc_address "0.0.0.0:50051": GoBGP's API changes routes without credentials`, "bgp.neighbors[1].password_file: open /nonexistent/md5",
+		"bgp.neighbors[1].bfd: BFD here is single hop", "bgp.neighbors[2].bfd.interval 1ms: use 10ms to 10s", "bgp.neighbors[3].bfd.multiplier 60: use 1 to 50"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %q:\n%v", want, err)
 		}

@@ -219,7 +219,13 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, level *slog.LevelVar
 	fl.attach(speaker, resolver, table)
 	go fl.runMesh(ctx)
 	go fl.repair(ctx)
+	bfds := newBFDSessions(table, speaker.ResetNeighbor, log)
+	defer bfds.close()
+	if err := bfds.set(cfg.BGP.Neighbors); err != nil {
+		return fmt.Errorf("bfd: %w", err)
+	}
 	rl := newReloader(args, cfg, log, level, speaker, fl.setConfigPolicy)
+	rl.bfd = bfds.set
 	defer func() {
 		// Bounded: with a full table GoBGP's StopBgp can take minutes (it withdraws
 		// every path first). The sessions close with the process anyway, and detaching
@@ -236,6 +242,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, level *slog.LevelVar
 	rov := startOriginValidation(ctx, cfg.RPKI, speaker, log)
 	m := newMetrics(dp, table, speaker, ksync, dcache, fl, pts, rl)
 	m.rov = rov
+	m.bfd = bfds
 	orig := newOriginator(cfg, speaker, dp.Attachments, m.load.doneWith, log)
 	m.origin, rl.origin = orig, orig
 	go orig.run(ctx)
@@ -245,7 +252,8 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, level *slog.LevelVar
 	var ready atomic.Bool
 	rt := &rates{dp: dp}
 	go rt.run(ctx)
-	ns := &nodeStatus{name: cfg.NodeName, started: time.Now(), dp: dp, table: table, speaker: speaker, cache: dcache, fleet: fl, rates: rt, ports: pts, reload: rl, origin: orig}
+	ns := &nodeStatus{name: cfg.NodeName, started: time.Now(), dp: dp, table: table, speaker: speaker, cache: dcache, fleet: fl, rates: rt, ports: pts, reload: rl, origin: orig,
+		seed: dataplane.FlowSeedOf(cfg.NodeName)}
 	srv, err := newHTTPServer(cfg, httpHandler(reg, cfg.Pprof, &ready, m.readiness, table, dcache, fl, ns))
 	if err != nil {
 		return err
@@ -371,12 +379,18 @@ func httpHandler(reg *prometheus.Registry, pprofOn bool, ready *atomic.Bool, rea
 			Refused: s.Refused, KernelSlots: s.KernelSlots, Groups: s.Groups, GroupsUsed: s.GroupsUsed})
 	})
 	mux.HandleFunc("GET /api/v1/lookup", func(w http.ResponseWriter, r *http.Request) {
-		a, err := netip.ParseAddr(r.URL.Query().Get("addr"))
+		q := r.URL.Query()
+		a, err := netip.ParseAddr(q.Get("addr"))
 		if err != nil {
 			http.Error(w, "addr: give an IP address, as in /api/v1/lookup?addr=192.0.2.1", http.StatusBadRequest)
 			return
 		}
-		l, err := ns.lookup(a)
+		flow, err := flowQuery(q, a)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		l, err := ns.lookup(a, flow)
 		if err != nil {
 			http.Error(w, fmt.Sprintf("lookup %s: %v", a, err), http.StatusInternalServerError)
 			return

@@ -29,6 +29,7 @@ type metrics struct {
 	reload  *reloader
 	origin  *originator
 	rov     *originValidation
+	bfd     *bfdSessions
 
 	// announcements and withdrawals count best-path changes received from BGP.
 	announcements prometheus.Counter
@@ -66,6 +67,7 @@ type metrics struct {
 	blackholes                  *prometheus.Desc
 	nhGroups, failovers         *prometheus.Desc
 	failoverLast                *prometheus.Desc
+	bfdUp, bfdFlaps             *prometheus.Desc
 }
 
 func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.KernelSync, c *cacheLoop, fl *fleet, p *ports, rl *reloader) *metrics {
@@ -83,8 +85,10 @@ func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.Kern
 		xdpDriverErrs: d("xdp", "driver_errors_total", "The egress drivers' own counters of XDP frames they failed to transmit or redirect (ethtool statistics, summed over queues; veth: tx_xdp_xmit_errors): frames counted as forwarded that never reached the wire.", "interface", "counter"),
 		routes:        d("fib", "routes", "Routes in the FIB.", "family"),
 		nhGroups:      d("fib", "nexthop_groups", "Next-hop groups (the sets of next hops routes share) by state: active (every active member usable), degraded (some down or unresolved: the others carry their flows), backup (every active member down: the backup carries the traffic), down (no usable member: the traffic passes to the kernel, reason no_member).", "state"),
-		failovers:     d("fib", "failovers_total", "Next hops marked down or up again, by cause (session: the BGP session ended or came up; link: the interface's carrier; member: a fleet node died or came back) and direction; each rewrote every group holding them, once.", "cause", "direction"),
+		failovers:     d("fib", "failovers_total", "Next hops marked down or up again, by cause (bfd: the BFD session went down or up; session: the BGP session ended or came up; link: the interface's carrier; member: a fleet node died or came back) and direction; each rewrote every group holding them, once.", "cause", "direction"),
 		failoverLast:  d("fib", "failover_last_seconds", "How long the last failover of the cause and direction took to rewrite its groups.", "cause", "direction"),
+		bfdUp:         d("bfd", "session_up", "1 while the BFD session with the neighbour is up, 0 otherwise (down, or not yet up).", "neighbor"),
+		bfdFlaps:      d("bfd", "session_flaps_total", "Times the BFD session with the neighbour went down after being up.", "neighbor"),
 		blackholes:    d("fib", "blackholes", "Routes in the FIB through the discard nexthop (blackholed destinations, RFC 7999: from a neighbour allowed to send them, or the fleet's own): their traffic is dropped in XDP (reason blackhole)."),
 		nexthops:      d("fib", "nexthops", "Nexthops in the FIB by state: resolved, unresolved (their traffic passes to the kernel), recursive (resolved through another route's next hop; also counted as resolved or not), local (the node's own addresses: routes it originates, delivered by the kernel).", "state"),
 		refused:       d("fib", "refused_routes_total", "Routes the compiled FIB had no room for (no free second-level group); their /24 passes to the kernel.", "family"),
@@ -145,7 +149,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 		m.loadReceived, m.loadExpected, m.loadRate, m.loadETA, m.loadDone, m.loadSeconds, m.loadLag,
 		m.cacheEntries, m.cacheLookups, m.cacheEvents, m.cacheWS, m.cacheHitRate, m.cacheCost, m.cacheRegimes, m.cacheResizes, m.cacheEpoch, m.cacheMode,
 		m.etcdUp, m.registered, m.members, m.meshPeers, m.policySource, m.flushes, m.meshResends, m.meshAlarms, m.prefixes, m.epochs, m.gossipHS, m.ready, m.reloads, m.reloadOK, m.refusedRoutes,
-		m.advertised, m.originated, m.policyHash, m.drained, m.rpkiStates, m.rpkiUp, m.rpkiVRP, m.nhGroups, m.failovers, m.failoverLast} {
+		m.advertised, m.originated, m.policyHash, m.drained, m.rpkiStates, m.rpkiUp, m.rpkiVRP, m.nhGroups, m.failovers, m.failoverLast, m.bfdUp, m.bfdFlaps} {
 		ch <- d
 	}
 	m.announcements.Describe(ch)
@@ -221,6 +225,16 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(m.blackholes, prometheus.GaugeValue, float64(fs.Blackholes))
 	for st, n := range fs.GroupStates {
 		ch <- prometheus.MustNewConstMetric(m.nhGroups, prometheus.GaugeValue, float64(n), fib.GroupState(st).String())
+	}
+	if m.bfd != nil {
+		for _, s := range m.bfd.sessions() {
+			up := 0.0
+			if s.State == "up" {
+				up = 1
+			}
+			ch <- prometheus.MustNewConstMetric(m.bfdUp, prometheus.GaugeValue, up, s.Peer.String())
+			ch <- prometheus.MustNewConstMetric(m.bfdFlaps, prometheus.CounterValue, float64(s.Flaps), s.Peer.String())
+		}
 	}
 	for k, c := range m.fib.Failovers() {
 		dir := "up"

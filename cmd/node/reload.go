@@ -188,6 +188,8 @@ type reloader struct {
 	cachePolicy func(cache.Policy) error
 	// origin applies bgp.originate (set before run).
 	origin origins
+	// bfd makes the BFD sessions those of the neighbours (set before run; nil: none).
+	bfd func([]NeighborConfig) error
 
 	mu      sync.Mutex
 	running Config
@@ -234,7 +236,8 @@ func (r *reloader) reloadLocked(ctx context.Context) (string, error) {
 	if err != nil {
 		return reloadRefused, fmt.Errorf("refused whole:\n  %w", joinLines(unjoin(err)))
 	}
-	if plan.empty() {
+	bfdChanged := !reflect.DeepEqual(bfdOf(r.running), bfdOf(cur))
+	if plan.empty() && !bfdChanged {
 		r.running = cur
 		return reloadUnchanged, nil
 	}
@@ -326,6 +329,7 @@ func (r *reloader) reloadLocked(ctx context.Context) (string, error) {
 	next.BGP.Neighbors = nil
 	for _, n := range cur.BGP.Neighbors { // in the file's order
 		if rn, ok := running[netip.MustParseAddr(n.Address)]; ok {
+			rn.BFD = n.BFD // applied below, for the neighbours running
 			next.BGP.Neighbors = append(next.BGP.Neighbors, rn)
 		}
 	}
@@ -334,6 +338,13 @@ func (r *reloader) reloadLocked(ctx context.Context) (string, error) {
 			if _, still := running[netip.MustParseAddr(n.Address)]; still {
 				next.BGP.Neighbors = append(next.BGP.Neighbors, n)
 			}
+		}
+	}
+	if bfdChanged && r.bfd != nil {
+		if err := r.bfd(next.BGP.Neighbors); err != nil {
+			errs = append(errs, fmt.Errorf("bfd: %w", err))
+		} else {
+			r.log.Info("BFD sessions changed", "sessions", len(bfdOf(next)))
 		}
 	}
 	if plan.cache != nil {
@@ -357,6 +368,17 @@ func (r *reloader) reloadLocked(ctx context.Context) (string, error) {
 	r.log.Info("configuration reloaded", "files", cur.files, "added", len(plan.add), "removed", len(plan.remove), "reset", len(plan.reset), "limits", len(plan.limits),
 		"import_rules", len(plan.imports), "exports", len(plan.exports), "originate", plan.originate != nil)
 	return reloadApplied, nil
+}
+
+// bfdOf is the neighbours' BFD settings, by address.
+func bfdOf(c Config) map[string]BFDConfig {
+	out := map[string]BFDConfig{}
+	for _, n := range c.BGP.Neighbors {
+		if n.BFD != nil {
+			out[n.Address] = *n.BFD
+		}
+	}
+	return out
 }
 
 // unjoin splits a joined error into its parts.

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // The upstream link, the same in every topology: the router (the skeleton's, or a
@@ -97,7 +98,10 @@ type birdSession struct {
 	// retry of 120 s, 240 s for an OPEN (startup hold time)): a lab's peer that a test brings back must
 	// not wait for minutes.
 	quickRetry bool
-	channels   []birdChannel
+	// bfd asks the BFD protocol (birdConfig.bfd) for a session with the neighbour:
+	// its failure ends the BGP session.
+	bfd      bool
+	channels []birdChannel
 }
 
 func (c *birdConfig) bgp(s birdSession) {
@@ -115,6 +119,9 @@ func (c *birdConfig) bgp(s birdSession) {
 	if s.quickRetry {
 		c.b.WriteString("  error wait time 1, 5;\n  connect retry time 5;\n  startup hold time 10;\n")
 	}
+	if s.bfd {
+		c.b.WriteString("  bfd on;\n")
+	}
 	for _, ch := range s.channels {
 		fmt.Fprintf(c.b, "  %s {\n", ch.family)
 		if ch.extendedNexthop {
@@ -123,6 +130,13 @@ func (c *birdConfig) bgp(s birdSession) {
 		fmt.Fprintf(c.b, "    import %s;\n    export %s;\n  };\n", ch.imp, ch.exp)
 	}
 	c.b.WriteString("}\n")
+}
+
+// bfdProto runs BIRD's BFD on every interface at an interval (both directions) and
+// multiplier, for the sessions that ask for it.
+func (c *birdConfig) bfdProto(interval time.Duration, multiplier int) {
+	ms := interval.Milliseconds()
+	fmt.Fprintf(c.b, "protocol bfd {\n  interface \"*\" { min rx interval %d ms; min tx interval %d ms; idle tx interval 1000 ms; multiplier %d; };\n}\n", ms, ms, multiplier)
 }
 
 // kernelExport exports every IPv4 route to the namespace's kernel table.

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -29,11 +30,12 @@ type Dual struct {
 	NodeName, Dir         string
 	NodeLog               string
 	NodePID               int
-	// BirdA and BirdB are the upstreams' control sockets (Birdc).
-	BirdA, BirdB string
-	birdCmd      map[string]*exec.Cmd
-	birdConf     map[string]*birdConfig
-	cfg          DualConfig
+	// BirdA and BirdB are the upstreams' control sockets (Birdc); RouterBird the
+	// router's, when BIRD is the router.
+	BirdA, BirdB, RouterBird string
+	birdCmd                  map[string]*exec.Cmd
+	birdConf                 map[string]*birdConfig
+	cfg                      DualConfig
 }
 
 // DualConfig configures a Dual.
@@ -48,6 +50,13 @@ type DualConfig struct {
 	Multipath bool
 	// NodeExtra is appended to the node's configuration (YAML, top level).
 	NodeExtra string
+	// BFD, when set, runs BFD on both upstream sessions at that interval (and a
+	// multiplier of 3): in BIRD (bfd on) and in the node.
+	BFD time.Duration
+	// Router is what routes between them: "node" (fibfleet, the default) or "bird"
+	// (BIRD 2 installing its best routes into the kernel, which forwards: the
+	// baseline).
+	Router string
 }
 
 // The dual topology's addresses.
@@ -68,7 +77,7 @@ func StartDual(cfg DualConfig) (*Dual, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Dual{Lab: l, Dir: cfg.Dir, NodeName: l.Prefix + "-rtr", birdCmd: map[string]*exec.Cmd{}, birdConf: map[string]*birdConfig{}, cfg: cfg}
+	d := &Dual{Lab: l, Dir: cfg.Dir, NodeName: l.Prefix + "-rtr", birdCmd: map[string]*exec.Cmd{}, cfg: cfg}
 	if err := d.build(); err != nil {
 		return d, err
 	}
@@ -119,7 +128,11 @@ func (d *Dual) build() error {
 			return err
 		}
 	}
-	if err := d.Router.Sysctl("net.ipv4.ip_forward", "0"); err != nil {
+	forwarding := "0"
+	if d.cfg.Router == "bird" {
+		forwarding = "1"
+	}
+	if err := d.Router.Sysctl("net.ipv4.ip_forward", forwarding); err != nil {
 		return err
 	}
 	if err := d.CheckIsolated(); err != nil {
@@ -135,7 +148,37 @@ func (d *Dual) build() error {
 		}
 	}
 	d.BirdA, d.BirdB = filepath.Join(d.Dir, "birda.ctl"), filepath.Join(d.Dir, "birdb.ctl")
-	return d.startNode()
+	switch d.cfg.Router {
+	case "", "node":
+		return d.startNode()
+	case "bird":
+		return d.startBirdRouter()
+	}
+	return fmt.Errorf("lab: router %q: use node or bird", d.cfg.Router)
+}
+
+// startBirdRouter runs BIRD 2 as the router: both sessions, its best routes into the
+// kernel's main table (one next hop each), the kernel forwarding.
+func (d *Dual) startBirdRouter() error {
+	c, err := newBirdConfig(filepath.Join(d.Dir, "router.conf"), DualRouterA)
+	if err != nil {
+		return err
+	}
+	c.kernelExport("kernel4")
+	for _, s := range []struct {
+		name, local, neighbor string
+		asn                   int
+	}{{"a", DualRouterA, DualAddrA, dualASNA}, {"b", DualRouterB, DualAddrB, dualASNB}} {
+		c.bgp(birdSession{name: s.name, local: s.local, localAS: RouterASN, neighbor: s.neighbor, neighborAS: s.asn, quickRetry: true,
+			channels: []birdChannel{{family: "ipv4", imp: "all", exp: "none"}}})
+	}
+	sock, log, cmd, err := startBird(d.Router, d.Dir, "router", c)
+	if err != nil {
+		return err
+	}
+	d.RouterBird = sock
+	d.NodeLog, d.NodePID = log, cmd.Process.Pid
+	return nil
 }
 
 // startUpstream writes and starts one upstream's BIRD.
@@ -146,11 +189,14 @@ func (d *Dual) startUpstream(name, addr, neighbor string, asn, prepend int) erro
 		return err
 	}
 	c.static("announced", d.cfg.Prefixes...)
+	if d.cfg.BFD > 0 {
+		c.bfdProto(d.cfg.BFD, 3)
+	}
 	exp := "all"
 	if prepend > 0 {
 		exp = "filter { " + strings.Repeat(fmt.Sprintf("bgp_path.prepend(%d); ", asn), prepend) + "accept; }"
 	}
-	c.bgp(birdSession{name: "node", local: addr, localAS: asn, neighbor: neighbor, neighborAS: RouterASN, quickRetry: true,
+	c.bgp(birdSession{name: "node", local: addr, localAS: asn, neighbor: neighbor, neighborAS: RouterASN, quickRetry: true, bfd: d.cfg.BFD > 0,
 		channels: []birdChannel{{family: "ipv4", imp: "none", exp: exp}}})
 	sock, log, cmd, err := startBird(ns, d.Dir, name, c)
 	if err != nil {
@@ -170,6 +216,10 @@ func (d *Dual) startUpstream(name, addr, neighbor string, asn, prepend int) erro
 }
 
 func (d *Dual) startNode() error {
+	bfd := ""
+	if d.cfg.BFD > 0 {
+		bfd = fmt.Sprintf(", bfd: {interval: %v, multiplier: 3}", d.cfg.BFD)
+	}
 	body := fmt.Sprintf(`node_name: %s
 interfaces: [%s, %s, %s]
 http_address: %s
@@ -181,10 +231,10 @@ bgp:
   router_id: %s
   multipath: %v
   neighbors:
-    - {address: %s, asn: %d, import: %s, expected_prefixes: %d}
-    - {address: %s, asn: %d, import: %s, expected_prefixes: %d}
+    - {address: %s, asn: %d, import: %s, expected_prefixes: %d%s}
+    - {address: %s, asn: %d, import: %s, expected_prefixes: %d%s}
 %s`, d.NodeName, d.If("r0"), d.If("r1"), d.If("r2"), MetricsAddr, filepath.Join(d.Dir, "etcd"), RouterASN, DualRouterA, d.cfg.Multipath,
-		DualAddrA, dualASNA, LabImport, len(d.cfg.Prefixes), DualAddrB, dualASNB, LabImport, len(d.cfg.Prefixes), d.cfg.NodeExtra)
+		DualAddrA, dualASNA, LabImport, len(d.cfg.Prefixes), bfd, DualAddrB, dualASNB, LabImport, len(d.cfg.Prefixes), bfd, d.cfg.NodeExtra)
 	conf := filepath.Join(d.Dir, "node.yaml")
 	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
 		return err
@@ -197,9 +247,10 @@ bgp:
 	return err
 }
 
-// Birdc runs a birdc command against upstream "a" or "b".
+// Birdc runs a birdc command against upstream "a" or "b", or "router" (BIRD as
+// the router).
 func (d *Dual) Birdc(up string, args ...string) (string, error) {
-	sock := map[string]string{"a": d.BirdA, "b": d.BirdB}[up]
+	sock := map[string]string{"a": d.BirdA, "b": d.BirdB, "router": d.RouterBird}[up]
 	out, err := exec.Command("birdc", append([]string{"-s", sock}, args...)...).CombinedOutput()
 	if err != nil {
 		return string(out), fmt.Errorf("birdc %v: %w: %s", args, err, out)
@@ -254,6 +305,18 @@ func (d *Dual) SetLink(up string, on bool) error {
 	return err
 }
 
+// DropBFD drops (or lets through again) the BFD packets upstream "a" or "b"
+// receives, with nftables: BFD fails, the link and the BGP session stay up.
+func (d *Dual) DropBFD(up string, drop bool) error {
+	ns := map[string]*Netns{"a": d.UpA, "b": d.UpB}[up]
+	if !drop {
+		_, err := ns.Exec("nft", "delete table inet ffbfd")
+		return err
+	}
+	_, err := ns.Exec("nft", "add table inet ffbfd; add chain inet ffbfd in { type filter hook input priority 0; }; add rule inet ffbfd in udp dport 3784 drop")
+	return err
+}
+
 // Get fetches a path of the node's HTTP API.
 func (d *Dual) Get(path string) ([]byte, error) { return d.Router.HTTPGet(MetricsAddr, path) }
 
@@ -271,20 +334,20 @@ func (d *Dual) Metrics() (map[string]float64, error) {
 // source port and a destination, so the node's flow hash spreads flows over a group's
 // members. Datagrams carry their flow and send time.
 type Flows struct {
-	dsts   []netip.Addr
-	n      int
-	mu     sync.Mutex
-	at     [][]time.Time // per flow, the send times of the datagrams received
-	where  [][2]int      // per flow, datagrams received at A and at B
-	last   []int         // per flow, where its last datagram arrived (0 A, 1 B, -1 none)
-	conns  []*net.UDPConn
-	sender *net.UDPConn
-	stop   chan struct{}
-	done   chan struct{}
+	dsts  []netip.Addr
+	n     int
+	mu    sync.Mutex
+	at    [][]time.Time // per flow, the send times of the datagrams received
+	where [][2]int      // per flow, datagrams received at A and at B
+	last  []int         // per flow, where its last datagram arrived (0 A, 1 B, -1 none)
+	conns []*net.UDPConn
+	sent  atomic.Int64
+	stop  chan struct{}
+	done  chan struct{}
 }
 
-// flowPort is the first flow's source port.
-const flowPort = 20000
+// FlowPort is the first flow's source port (flow i sends from FlowPort+i).
+const FlowPort = 20000
 
 // NewFlows prepares n flows over the destinations (each a host both upstreams take
 // as their own) and starts the sinks.
@@ -344,12 +407,12 @@ func (f *Flows) receive(conn *net.UDPConn, side int) {
 	}
 }
 
-// flowSocket opens the socket of flow i in src: its source port is flowPort+i.
+// flowSocket opens the socket of flow i in src: its source port is FlowPort+i.
 func flowSockets(src *Netns, n int) ([]*net.UDPConn, error) {
 	conns := make([]*net.UDPConn, 0, n)
 	err := src.Do(func() error {
 		for i := range n {
-			c, err := net.ListenUDP("udp4", &net.UDPAddr{Port: flowPort + i})
+			c, err := net.ListenUDP("udp4", &net.UDPAddr{Port: FlowPort + i})
 			if err != nil {
 				return err
 			}
@@ -397,6 +460,7 @@ func (f *Flows) Start(d *Dual, rate int) error {
 					binary.BigEndian.PutUint32(buf, uint32(i))
 					binary.BigEndian.PutUint64(buf[4:], uint64(time.Now().UnixNano()))
 					_, _ = conns[i].WriteToUDPAddrPort(buf, netip.AddrPortFrom(f.dsts[i%len(f.dsts)], SinkPort))
+					f.sent.Add(1)
 				}
 			}
 		}
@@ -424,7 +488,7 @@ func (f *Flows) Once(d *Dual) ([]int, error) {
 	buf := make([]byte, 12)
 	err := d.Src.Do(func() error {
 		for i := range f.n {
-			c, err := net.ListenUDP("udp4", &net.UDPAddr{Port: flowPort + i})
+			c, err := net.ListenUDP("udp4", &net.UDPAddr{Port: FlowPort + i})
 			if err != nil {
 				return err
 			}
@@ -455,6 +519,9 @@ func (f *Flows) Once(d *Dual) ([]int, error) {
 	}
 	return out, nil
 }
+
+// Sent returns how many datagrams Start has sent.
+func (f *Flows) Sent() int { return int(f.sent.Load()) }
 
 // Where returns, per flow, the upstream its last datagram reached (0 A, 1 B, -1 none).
 func (f *Flows) Where() []int {

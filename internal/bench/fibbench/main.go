@@ -20,9 +20,11 @@ import (
 	"fmt"
 	"image/color"
 	"log/slog"
+	"net/netip"
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -58,6 +60,7 @@ func main() {
 	importAB := flag.Bool("import-ab", false, "measure full-table convergence with the lab's import rules and without, interleaved (-runs pairs), instead")
 	rovAB := flag.Bool("rov-ab", false, "measure full-table convergence without route origin validation, against the 9,999 real VRPs and against 500,000 synthesized ones (rpki.invalid: mark), interleaved (-runs rounds), instead")
 	rovLate := flag.Bool("rov-late", false, "measure a validator's 500,000 VRPs arriving after the full table is loaded (sessions do not wait for validators): the set's transfer and the re-check until the invalid routes left the FIB (-runs times), instead")
+	failover := flag.Bool("failover", false, "fail the better of two upstreams (its session ends; for the node, also its link) under 64 flows at 6,400 datagrams/s, the node against BIRD 2 into the kernel, at 10k, 100k prefixes and the whole table (-runs times each), instead")
 	policy := flag.Bool("policy", false, "measure a policy change on a full table (refuse the upstream's routes, then accept them again) reaching the dataplane (-runs times), instead")
 	cacheModes := flag.Bool("cache", false, "measure the destination cache (floods; off vs fixed 512 vs auto over flows to D destinations) in front of each FIB instead; -png takes a %s for the FIB's name")
 	flag.Parse()
@@ -70,6 +73,8 @@ func main() {
 		err = runROVLate(*runs)
 	} else if *policy {
 		err = runPolicy(*runs)
+	} else if *failover {
+		err = runFailover(*runs)
 	} else if *kill {
 		err = runKill(*kills)
 	} else if *flush {
@@ -767,6 +772,46 @@ func runKill(kills int) error {
 		ds   []time.Duration
 	}{{"marked dead", res.Dead}, {"iBGP session removed", res.Unpeered}} {
 		fmt.Printf("| %s | %.2f s | %.2f s | %.2f s |\n", r.what, bench.Percentile(r.ds, 50).Seconds(), bench.Percentile(r.ds, 100).Seconds(), bench.Percentile(r.ds, 0).Seconds())
+	}
+	return nil
+}
+
+// runFailover times an upstream's failure at three table sizes: the longest any flow
+// went without a datagram, the node (backup next hops: one write per group) against
+// BIRD 2 rewriting the kernel's routes.
+func runFailover(runs int) error {
+	routes, dir, node, cleanup, err := fullTableLab()
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	all := make([]netip.Prefix, len(routes))
+	for i, r := range routes {
+		all[i] = r.Prefix
+	}
+	fmt.Printf("\nTwo upstreams announce the same prefixes (A's paths better); 64 flows at 6,400 datagrams/s (one each 10 ms) through A; A fails. Longest outage of any flow, median of %d (max), and datagrams lost\n\n", runs)
+	fmt.Println("| prefixes | router | A fails by | outage median | outage max | lost (median) |")
+	fmt.Println("|---|---|---|---|---|---|")
+	for _, n := range []int{10_000, 100_000, len(all)} {
+		for _, c := range []struct{ router, cause string }{{"node", "session"}, {"node", "link"}, {"bird", "session"}} {
+			var outs, lost []float64
+			for range runs {
+				rdir, err := os.MkdirTemp(dir, "run-")
+				if err != nil {
+					return err
+				}
+				r, err := bench.MeasureFailover(bench.FailoverOptions{NodeBinary: node, Dir: rdir, Prefixes: all[:n], Router: c.router, Cause: c.cause,
+					Flows: 64, Rate: 6400, Log: func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }})
+				if err != nil {
+					return err
+				}
+				outs = append(outs, float64(r.Outage)/float64(time.Millisecond))
+				lost = append(lost, float64(r.Lost))
+				time.Sleep(5 * time.Second)
+			}
+			fmt.Printf("| %d | %s | %s | %.0f ms | %.0f ms | %.0f |\n", n, map[string]string{"node": "fibfleet", "bird": "BIRD 2 + kernel"}[c.router], c.cause,
+				bench.Median(outs), slices.Max(outs), bench.Median(lost))
+		}
 	}
 	return nil
 }

@@ -1,0 +1,162 @@
+package bench
+
+import (
+	"fmt"
+	"net/netip"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/fibfleet/fibfleet/internal/lab"
+)
+
+// FailoverOptions say what MeasureFailover measures: a router (fibfleet's node, or
+// BIRD 2 with the kernel forwarding) between two upstreams that announce the same
+// prefixes, A's paths the better ones, while flows run through it to A; then A fails.
+type FailoverOptions struct {
+	NodeBinary string
+	Dir        string
+	Prefixes   []netip.Prefix
+	// Router is "node" or "bird" (lab.DualConfig.Router).
+	Router string
+	// Cause is how A fails: "session" (A's BIRD stops: its session ends with a
+	// NOTIFICATION) or "link" (A's end of the link goes down: the router's loses its
+	// carrier).
+	Cause string
+	// Flows go to as many destinations, one in each of as many random prefixes, at
+	// Rate datagrams per second in all.
+	Flows, Rate int
+	Log         func(format string, args ...any)
+}
+
+// FailoverResult is one failover.
+type FailoverResult struct {
+	// Load is from the start to both tables in place and every flow through A.
+	Load time.Duration
+	// Outage is the longest any flow went without a datagram getting through after
+	// A failed (its resolution: the flow's interval, Flows/Rate).
+	Outage time.Duration
+	// Lost is how many datagrams never arrived, of Sent.
+	Lost, Sent int
+}
+
+// MeasureFailover builds the lab, loads the tables, runs the flows and fails A.
+func MeasureFailover(o FailoverOptions) (FailoverResult, error) {
+	var r FailoverResult
+	start := time.Now()
+	d, err := lab.StartDual(lab.DualConfig{NodeBinary: o.NodeBinary, Dir: o.Dir, Prefixes: o.Prefixes, PrependB: 2, Router: o.Router})
+	if d != nil {
+		defer d.Close()
+	}
+	if err != nil {
+		return r, err
+	}
+	if err := waitDualLoaded(d, o.Router, len(o.Prefixes)); err != nil {
+		return r, err
+	}
+	// A destination in each of Flows prefixes spread over the table (/24 or shorter:
+	// an address of its own inside).
+	var short []netip.Prefix
+	for _, p := range o.Prefixes {
+		if p.Bits() <= 24 {
+			short = append(short, p)
+		}
+	}
+	if len(short) == 0 {
+		return r, fmt.Errorf("bench: no prefix of /24 or shorter to send flows to")
+	}
+	dsts := make([]netip.Addr, o.Flows)
+	step := max(1, len(short)/o.Flows)
+	for i := range dsts {
+		dsts[i] = short[(i*step+step/2)%len(short)].Addr().Next()
+	}
+	flows, err := d.NewFlows(dsts, o.Flows)
+	if err != nil {
+		return r, err
+	}
+	if err := flows.Start(d, o.Rate); err != nil {
+		return r, err
+	}
+	defer flows.Stop()
+	if err := waitFlows(flows, 0, 2*time.Minute); err != nil {
+		return r, fmt.Errorf("before the failure: %w", err)
+	}
+	r.Load = time.Since(start)
+	t0 := time.Now()
+	switch o.Cause {
+	case "session":
+		err = d.StopUpstream("a")
+	case "link":
+		err = d.SetLink("a", false)
+	default:
+		err = fmt.Errorf("bench: failover cause %q: use session or link", o.Cause)
+	}
+	if err != nil {
+		return r, err
+	}
+	if err := waitFlows(flows, 1, 5*time.Minute); err != nil {
+		return r, fmt.Errorf("after A failed: %w", err)
+	}
+	time.Sleep(time.Second)
+	r.Outage = flows.LongestGap(t0, time.Now().Add(-300*time.Millisecond))
+	flows.Stop()
+	a, b := flows.Received()
+	r.Sent = flows.Sent()
+	r.Lost = r.Sent - a - b
+	if o.Log != nil {
+		o.Log("%s, %d prefixes, %s failure: outage %v, %d of %d datagrams lost (loaded in %v)", o.Router, len(o.Prefixes), o.Cause,
+			r.Outage.Round(time.Millisecond), r.Lost, r.Sent, r.Load.Round(time.Second))
+	}
+	return r, nil
+}
+
+var birdImported = regexp.MustCompile(`Routes:\s+(\d+) imported`)
+
+// waitDualLoaded waits until the router holds both upstreams' tables.
+func waitDualLoaded(d *lab.Dual, router string, n int) error {
+	deadline := time.Now().Add(15 * time.Minute)
+	for time.Now().Before(deadline) {
+		ok := true
+		if router == "bird" {
+			for _, s := range []string{"a", "b"} {
+				out, err := d.Birdc("router", "show", "protocols", "all", s)
+				m := birdImported.FindStringSubmatch(out)
+				if err != nil || m == nil {
+					ok = false
+					break
+				}
+				if got, _ := strconv.Atoi(m[1]); got < n {
+					ok = false
+				}
+			}
+		} else {
+			m, err := d.Metrics()
+			ok = err == nil && m[`fibfleet_bgp_load_complete{neighbor="`+lab.DualAddrA+`"}`] == 1 &&
+				m[`fibfleet_bgp_load_complete{neighbor="`+lab.DualAddrB+`"}`] == 1
+		}
+		if ok {
+			return nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("bench: the %s router did not load both tables of %d prefixes within 15 minutes", router, n)
+}
+
+// waitFlows waits until every flow's last datagram reached side (0 A, 1 B).
+func waitFlows(f *lab.Flows, side int, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		all := true
+		for _, w := range f.Where() {
+			if w != side {
+				all = false
+				break
+			}
+		}
+		if all {
+			return nil
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return fmt.Errorf("bench: flows not all through upstream %c within %v: %v", 'A'+side, within, f.Where())
+}

@@ -1,0 +1,47 @@
+package e2e
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/fibfleet/fibfleet/internal/bench"
+)
+
+// BenchmarkFailover fails the better of two upstreams (its BGP session ends; for
+// fibfleet also its link's carrier) under 64 flows at 6,400 datagrams/s, and reports
+// the longest any flow went without a datagram, fibfleet (backup next hops, one write
+// per group) against BIRD 2 rewriting the kernel's routes; b.N failovers each. CI runs
+// it once at a tiny size; the full run (10k, 100k and the whole 2026 table) is `go run
+// ./internal/bench/fibbench -failover`.
+func BenchmarkFailover(b *testing.B) {
+	prefixes := benchPrefixes(b, 2000)
+	node := build(b, "github.com/fibfleet/fibfleet/cmd/node", "fibfleet-node")
+	for _, c := range []struct{ router, cause string }{{"node", "session"}, {"node", "link"}, {"bird", "session"}} {
+		b.Run(c.router+"-"+c.cause, func(b *testing.B) {
+			var outage []float64
+			lost := 0
+			for range b.N {
+				r, err := bench.MeasureFailover(bench.FailoverOptions{NodeBinary: node, Dir: b.TempDir(), Prefixes: prefixes, Router: c.router,
+					Cause: c.cause, Flows: 64, Rate: 6400, Log: b.Logf})
+				if err != nil {
+					b.Fatal(err)
+				}
+				outage = append(outage, float64(r.Outage)/float64(time.Millisecond))
+				lost += r.Lost
+			}
+			b.ReportMetric(bench.Median(outage), "ms-outage")
+			b.ReportMetric(float64(lost)/float64(b.N), "lost/op")
+		})
+	}
+}
+
+// benchPrefixes is the first n prefixes of the 2026 table.
+func benchPrefixes(b *testing.B, n int) []netip.Prefix {
+	routes := benchTable(b, n)
+	out := make([]netip.Prefix, len(routes))
+	for i, r := range routes {
+		out[i] = r.Prefix
+	}
+	return out
+}
