@@ -2,10 +2,10 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"cmp"
 	"errors"
 	"flag"
 	"fmt"
