@@ -14,8 +14,9 @@ import (
 
 // bfdSessions keeps a BFD session with each neighbour whose configuration asks for
 // one. A session going down marks the neighbour down in the FIB at once (its groups
-// move to their other members), then resets its BGP session (which BGP would
-// otherwise hold for its hold time); up again, the neighbour is usable again.
+// move to their other members); when the neighbour went silent (the detection time
+// expired), it then resets its BGP session, which BGP would otherwise hold for its
+// hold time. Up again, the neighbour is usable again.
 type bfdSessions struct {
 	log   *slog.Logger
 	table *fib.FIB
@@ -33,8 +34,15 @@ func newBFDSessions(table *fib.FIB, reset func(context.Context, netip.Addr, stri
 func (b *bfdSessions) changed(ev bfd.Event) {
 	if ev.State == bfd.Down {
 		b.table.SetNeighborDown(ev.Peer, true, "bfd")
-		// After the FIB: the session's end withdraws the neighbour's routes, which
-		// takes a while with a full table.
+		if ev.Diag != bfd.DiagDetectionExpired {
+			// The neighbour said its session is down: its BGP decides about its own
+			// session (BIRD's "bfd on" ends it). A reset from here would restart its
+			// BGP, which starts a new BFD session (Down, no discriminator), which
+			// would take this one down again: a loop.
+			return
+		}
+		// The neighbour went silent. After the FIB: the session's end withdraws the
+		// neighbour's routes, which takes a while with a full table.
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
