@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -21,10 +22,14 @@ const (
 	// ModeXDPTbl24 is fibfleet's program with every Dir entry sending lookups to tbl24
 	// (its fallback path): plain DIR-24-8, to measure what the compression brings.
 	ModeXDPTbl24 = "XDP + fibfleet FIB uncompressed (DIR-24-8)"
+	// ModeXDPECMP2 and ModeXDPECMP16 are fibfleet's FIB with every route's group
+	// holding 2 and 16 members (ECMP): the flow hash picks one per packet.
+	ModeXDPECMP2  = "XDP + fibfleet FIB, 2-way ECMP"
+	ModeXDPECMP16 = "XDP + fibfleet FIB, 16-way ECMP"
 )
 
 // PPSModes in the order they are measured; the kernel is the baseline.
-var PPSModes = []string{ModeKernel, ModeXDPKernelFIB, ModeXDPCompiled, ModeXDPTbl24}
+var PPSModes = []string{ModeKernel, ModeXDPKernelFIB, ModeXDPCompiled, ModeXDPTbl24, ModeXDPECMP2, ModeXDPECMP16}
 
 // PPSSetup is gen -- router -- sink in namespaces, the router holding a table three
 // ways: in its kernel table, and in two dataplanes (kernel FIB and compiled FIB) that
@@ -36,6 +41,28 @@ type PPSSetup struct {
 	gen0                 int
 	g                    *Generator
 	sinkLink             link.Link
+	fib                  *fib.FIB
+	resolver             *fib.NexthopResolver
+	routes               []table.Route
+}
+
+// ecmpGateways are the router's neighbours towards the sink: the first is every
+// route's next hop; ECMP modes add the others (all the sink's MAC).
+var ecmpGateways = func() []netip.Addr {
+	out := make([]netip.Addr, 16)
+	for i := range out {
+		out[i] = netip.AddrFrom4([4]byte{10, 21, 0, byte(2 + i)})
+	}
+	return out
+}()
+
+// setMembers points every route at the first n gateways (one group of n members).
+func (s *PPSSetup) setMembers(n int) error {
+	batch := make([]fib.Update, 0, len(s.routes))
+	for _, r := range s.routes {
+		batch = append(batch, fib.Update{Prefix: r.Prefix, Nexthop: ecmpGateways[0], Multipath: ecmpGateways[1:n]})
+	}
+	return s.rtr.Do(func() error { return s.fib.Apply(batch) })
 }
 
 // Close removes everything.
@@ -45,6 +72,9 @@ func (s *PPSSetup) Close() {
 	}
 	if s.g != nil {
 		s.g.Close()
+	}
+	if s.resolver != nil {
+		s.resolver.Close()
 	}
 	for _, dp := range []*dataplane.Dataplane{s.kernelDP, s.compiledDP} {
 		if dp != nil {
@@ -111,9 +141,11 @@ func NewPPSSetup(routes []table.Route, trace []netip.Addr) (_ *PPSSetup, err err
 		return nil, err
 	}
 	s.gen0 = g0Idx
-	// A permanent neighbour: every mode starts resolved.
-	if _, err = s.rtr.Exec("ip", "neigh", "replace", "10.21.0.2", "lladdr", sinkMAC.String(), "dev", s.lab.If("r1"), "nud", "permanent"); err != nil {
-		return nil, err
+	// Permanent neighbours: every mode starts resolved.
+	for _, gw := range ecmpGateways {
+		if _, err = s.rtr.Exec("ip", "neigh", "replace", gw.String(), "lladdr", sinkMAC.String(), "dev", s.lab.If("r1"), "nud", "permanent"); err != nil {
+			return nil, err
+		}
 	}
 	// Without an XDP program, r0 accepts the generator's XDP frames only with GRO on.
 	if err = lab.SetGRO(s.rtr, s.lab.If("r0"), true); err != nil {
@@ -140,15 +172,14 @@ func NewPPSSetup(routes []table.Route, trace []netip.Addr) (_ *PPSSetup, err err
 	if s.compiledDP, err = dataplane.Load(dataplane.Config{NodeName: s.lab.Prefix + "-cfib", GroupsV4: 32768}); err != nil {
 		return nil, err
 	}
-	var resolver *fib.NexthopResolver
-	if err = s.rtr.Do(func() error { resolver, err = fib.NewNexthopResolver(nil); return err }); err != nil {
+	if err = s.rtr.Do(func() error { s.resolver, err = fib.NewNexthopResolver(nil); return err }); err != nil {
 		return nil, err
 	}
-	defer resolver.Close()
-	f, err := fib.New(s.compiledDP, resolver, nil)
+	f, err := fib.New(s.compiledDP, s.resolver, nil)
 	if err != nil {
 		return nil, err
 	}
+	s.fib, s.routes = f, routes
 	batch := make([]fib.Update, 0, len(routes))
 	for _, r := range routes {
 		batch = append(batch, fib.Update{Prefix: r.Prefix, Nexthop: gw})
@@ -185,7 +216,7 @@ func (s *PPSSetup) detach(dp *dataplane.Dataplane) error {
 
 // Measure offers frames with the router in a mode and returns the rate at which they
 // reached the sink, in packets per second.
-func (s *PPSSetup) Measure(mode string, frames int) (float64, error) {
+func (s *PPSSetup) Measure(mode string, frames int) (_ float64, err error) {
 	var dp *dataplane.Dataplane
 	switch mode {
 	case ModeXDPKernelFIB:
@@ -204,6 +235,17 @@ func (s *PPSSetup) Measure(mode string, frames int) (float64, error) {
 			t.Dir[i] = dataplane.FIB4Tbl24
 		}
 		defer copy(t.Dir, saved)
+	case ModeXDPECMP2, ModeXDPECMP16:
+		dp = s.compiledDP
+		n := map[string]int{ModeXDPECMP2: 2, ModeXDPECMP16: 16}[mode]
+		if err := s.setMembers(n); err != nil {
+			return 0, err
+		}
+		defer func() {
+			if e := s.setMembers(1); e != nil {
+				err = errors.Join(err, fmt.Errorf("bench: put the routes back on one next hop: %w", e))
+			}
+		}()
 	}
 	if dp != nil {
 		if err := s.attach(dp); err != nil {
@@ -248,5 +290,6 @@ func (s *PPSSetup) Measure(mode string, frames int) (float64, error) {
 func (s *PPSSetup) SetTrace(trace []netip.Addr) error { return s.g.SetTrace(trace) }
 
 func ppsShort(mode string) string {
-	return map[string]string{ModeKernel: "kernel", ModeXDPKernelFIB: "xdp-kfib", ModeXDPCompiled: "fibfleet", ModeXDPTbl24: "tbl24"}[mode]
+	return map[string]string{ModeKernel: "kernel", ModeXDPKernelFIB: "xdp-kfib", ModeXDPCompiled: "fibfleet", ModeXDPTbl24: "tbl24",
+		ModeXDPECMP2: "ecmp2", ModeXDPECMP16: "ecmp16"}[mode]
 }

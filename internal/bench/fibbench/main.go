@@ -277,14 +277,16 @@ func runPPS(which string, n, runs, frames int, png string) error {
 }
 
 func plotPPS(res []bench.Result, path, title string) error {
-	return barChart(res, bench.PPSModes, func(r bench.Result) string { return r.Label }, []color.Color{grey, red, blue, green}, path, title, "Mpps (64-byte frames)", true)
+	return barChart(res, bench.PPSModes, func(r bench.Result) string { return r.Label }, []color.Color{grey, red, blue, green, orange, purple}, path, title, "Mpps (64-byte frames)", true)
 }
 
 var (
-	red   = color.RGBA{200, 80, 60, 255}
-	blue  = color.RGBA{40, 120, 200, 255}
-	grey  = color.RGBA{120, 120, 120, 255}
-	green = color.RGBA{60, 160, 90, 255}
+	red    = color.RGBA{200, 80, 60, 255}
+	blue   = color.RGBA{40, 120, 200, 255}
+	grey   = color.RGBA{120, 120, 120, 255}
+	green  = color.RGBA{60, 160, 90, 255}
+	orange = color.RGBA{230, 150, 40, 255}
+	purple = color.RGBA{140, 80, 170, 255}
 )
 
 // barChart draws one bar per series (in order, in the given colors) for each trace.
