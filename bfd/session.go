@@ -348,36 +348,42 @@ func (s *Server) notify(ev Event) {
 }
 
 func (s *Server) receive4() {
-	defer s.wg.Done()
-	buf := make([]byte, 128)
-	for {
-		n, cm, src, err := s.conn4.ReadFrom(buf)
-		if err != nil {
-			return
-		}
+	s.receive(func(b []byte) (int, netip.Addr, int, error) {
+		n, cm, src, err := s.conn4.ReadFrom(b)
 		ua, ok := src.(*net.UDPAddr)
-		if !ok || cm == nil {
-			continue
+		if err != nil || !ok || cm == nil {
+			return 0, netip.Addr{}, 0, err
 		}
 		from, _ := netip.AddrFromSlice(ua.IP)
-		s.handle(buf[:n], from.Unmap(), cm.TTL)
-	}
+		return n, from.Unmap(), cm.TTL, nil
+	})
 }
 
 func (s *Server) receive6() {
+	s.receive(func(b []byte) (int, netip.Addr, int, error) {
+		n, cm, src, err := s.conn6.ReadFrom(b)
+		ua, ok := src.(*net.UDPAddr)
+		if err != nil || !ok || cm == nil {
+			return 0, netip.Addr{}, 0, err
+		}
+		from, _ := netip.AddrFromSlice(ua.IP)
+		return n, from.WithZone(ua.Zone), cm.HopLimit, nil
+	})
+}
+
+// receive handles the packets read returns (with their source and TTL or hop limit)
+// until the socket is closed.
+func (s *Server) receive(read func([]byte) (n int, from netip.Addr, ttl int, err error)) {
 	defer s.wg.Done()
 	buf := make([]byte, 128)
 	for {
-		n, cm, src, err := s.conn6.ReadFrom(buf)
+		n, from, ttl, err := read(buf)
 		if err != nil {
 			return
 		}
-		ua, ok := src.(*net.UDPAddr)
-		if !ok || cm == nil {
-			continue
+		if from.IsValid() {
+			s.handle(buf[:n], from, ttl)
 		}
-		from, _ := netip.AddrFromSlice(ua.IP)
-		s.handle(buf[:n], from.WithZone(ua.Zone), cm.HopLimit)
 	}
 }
 

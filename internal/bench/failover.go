@@ -19,9 +19,10 @@ type FailoverOptions struct {
 	Prefixes   []netip.Prefix
 	// Router is "node" or "bird" (lab.DualConfig.Router).
 	Router string
-	// Cause is how A fails: "session" (A's BIRD stops: its session ends with a
-	// NOTIFICATION) or "link" (A's end of the link goes down: the router's loses its
-	// carrier).
+	// Cause is how A fails: "link" (A's end of the link goes down: the router's end
+	// loses its carrier) or "silent" (A drops everything it receives: forwarding, BGP
+	// and BFD stop, the link stays up; both routers run BFD, 300 ms x 3, to tell).
+	// (A's BIRD stopping is no forwarding failure: A still delivers.)
 	Cause string
 	// Flows go to as many destinations, one in each of as many random prefixes, at
 	// Rate datagrams per second in all.
@@ -44,7 +45,11 @@ type FailoverResult struct {
 func MeasureFailover(o FailoverOptions) (FailoverResult, error) {
 	var r FailoverResult
 	start := time.Now()
-	d, err := lab.StartDual(lab.DualConfig{NodeBinary: o.NodeBinary, Dir: o.Dir, Prefixes: o.Prefixes, PrependB: 2, Router: o.Router})
+	cfg := lab.DualConfig{NodeBinary: o.NodeBinary, Dir: o.Dir, Prefixes: o.Prefixes, PrependB: 2, Router: o.Router}
+	if o.Cause == "silent" {
+		cfg.BFD = 300 * time.Millisecond
+	}
+	d, err := lab.StartDual(cfg)
 	if d != nil {
 		defer d.Close()
 	}
@@ -84,12 +89,12 @@ func MeasureFailover(o FailoverOptions) (FailoverResult, error) {
 	r.Load = time.Since(start)
 	t0 := time.Now()
 	switch o.Cause {
-	case "session":
-		err = d.StopUpstream("a")
 	case "link":
 		err = d.SetLink("a", false)
+	case "silent":
+		err = d.Silence("a")
 	default:
-		err = fmt.Errorf("bench: failover cause %q: use session or link", o.Cause)
+		err = fmt.Errorf("bench: failover cause %q: use link or silent", o.Cause)
 	}
 	if err != nil {
 		return r, err

@@ -157,19 +157,23 @@ func (d *Dual) build() error {
 	return fmt.Errorf("lab: router %q: use node or bird", d.cfg.Router)
 }
 
-// startBirdRouter runs BIRD 2 as the router: both sessions, its best routes into the
-// kernel's main table (one next hop each), the kernel forwarding.
+// startBirdRouter runs BIRD 2 as the router: both sessions (with BFD when the
+// upstreams run it), its best routes into the kernel's main table (one next hop
+// each), the kernel forwarding.
 func (d *Dual) startBirdRouter() error {
 	c, err := newBirdConfig(filepath.Join(d.Dir, "router.conf"), DualRouterA)
 	if err != nil {
 		return err
 	}
 	c.kernelExport("kernel4")
+	if d.cfg.BFD > 0 {
+		c.bfdProto(d.cfg.BFD, 3)
+	}
 	for _, s := range []struct {
 		name, local, neighbor string
 		asn                   int
 	}{{"a", DualRouterA, DualAddrA, dualASNA}, {"b", DualRouterB, DualAddrB, dualASNB}} {
-		c.bgp(birdSession{name: s.name, local: s.local, localAS: RouterASN, neighbor: s.neighbor, neighborAS: s.asn, quickRetry: true,
+		c.bgp(birdSession{name: s.name, local: s.local, localAS: RouterASN, neighbor: s.neighbor, neighborAS: s.asn, quickRetry: true, bfd: d.cfg.BFD > 0,
 			channels: []birdChannel{{family: "ipv4", imp: "all", exp: "none"}}})
 	}
 	sock, log, cmd, err := startBird(d.Router, d.Dir, "router", c)
@@ -317,17 +321,20 @@ func (d *Dual) DropBFD(up string, drop bool) error {
 	return err
 }
 
+// Silence makes upstream "a" or "b" drop everything it receives (nftables): its
+// forwarding, its BGP session and its BFD all go quiet, its link stays up. Only BFD
+// (or, much later, the BGP hold timer) can tell.
+func (d *Dual) Silence(up string) error {
+	ns := map[string]*Netns{"a": d.UpA, "b": d.UpB}[up]
+	_, err := ns.Exec("nft", "add table inet ffsilent; add chain inet ffsilent in { type filter hook input priority 0; policy drop; }")
+	return err
+}
+
 // Get fetches a path of the node's HTTP API.
 func (d *Dual) Get(path string) ([]byte, error) { return d.Router.HTTPGet(MetricsAddr, path) }
 
 // Metrics returns the node's metrics.
-func (d *Dual) Metrics() (map[string]float64, error) {
-	b, err := d.Get("/metrics")
-	if err != nil {
-		return nil, err
-	}
-	return ParseMetrics(b), nil
-}
+func (d *Dual) Metrics() (map[string]float64, error) { return d.Router.Metrics(MetricsAddr) }
 
 // Flows sends UDP flows from Src through the node and records, at both upstreams,
 // which upstream each flow's datagrams reached and when they were sent: a flow is a

@@ -394,6 +394,16 @@ func (l *Lab) AttachPass(ns *Netns, ifname string) error {
 	return nil
 }
 
+// Metrics scrapes /metrics from a node's HTTP server at addr inside the namespace:
+// the samples as "name{labels}" -> value.
+func (n *Netns) Metrics(addr string) (map[string]float64, error) {
+	b, err := n.HTTPGet(addr, "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	return ParseMetrics(b), nil
+}
+
 // HTTPGet fetches a path from an HTTP server listening at addr inside the namespace.
 func (n *Netns) HTTPGet(addr, path string) ([]byte, error) {
 	// The connection must be opened on the thread that is in the namespace;

@@ -807,13 +807,7 @@ func (s *Skeleton) WriteConfig(body string) error {
 func (s *Skeleton) Get(path string) ([]byte, error) { return s.Router.HTTPGet(MetricsAddr, path) }
 
 // Metrics scrapes the node's /metrics and returns the samples as "name{labels}" -> value.
-func (s *Skeleton) Metrics() (map[string]float64, error) {
-	body, err := s.Get("/metrics")
-	if err != nil {
-		return nil, err
-	}
-	return ParseMetrics(body), nil
-}
+func (s *Skeleton) Metrics() (map[string]float64, error) { return s.Router.Metrics(MetricsAddr) }
 
 // WaitFor polls cond every 100 ms until it returns true, the timeout passes or ctx ends.
 func WaitFor(ctx context.Context, timeout time.Duration, what string, cond func() (bool, error)) error {
