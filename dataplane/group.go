@@ -107,10 +107,10 @@ func FlowHash(seed uint32, f Flow) uint32 {
 		binary.BigEndian.PutUint16(p[2:], f.Dport)
 		words(p[:])
 	}
-	return hashFinal(hashWord(h, uint32(f.Proto)))
+	return dcHash32(hashWord(h, uint32(f.Proto)))
 }
 
-// hashWord and hashFinal are MurmurHash3's 32-bit block mixing and finaliser.
+// hashWord is MurmurHash3's 32-bit block mixing (its finaliser is dcHash32).
 func hashWord(h, k uint32) uint32 {
 	k *= 0xcc9e2d51
 	k = k<<15 | k>>17
@@ -118,15 +118,6 @@ func hashWord(h, k uint32) uint32 {
 	h ^= k
 	h = h<<13 | h>>19
 	return h*5 + 0xe6546b64
-}
-
-func hashFinal(h uint32) uint32 {
-	h ^= h >> 16
-	h *= 0x85ebca6b
-	h ^= h >> 13
-	h *= 0xc2b2ae35
-	h ^= h >> 16
-	return h
 }
 
 // FlowSeedOf is a node's flow-hash seed, from its name: stable across restarts (a

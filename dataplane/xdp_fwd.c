@@ -189,7 +189,7 @@ struct frame {
 #define IPPROTO_UDP 17
 
 /* The flow hash: MurmurHash3's 32-bit mixing over the words of the flow (addresses
- * and the ports word as they sit in the packet), then its finaliser. */
+ * and the ports word as they sit in the packet), then its finaliser (dc_hash32). */
 static __always_inline __u32 hash_word(__u32 h, __u32 k)
 {
 	k *= 0xcc9e2d51;
@@ -198,16 +198,6 @@ static __always_inline __u32 hash_word(__u32 h, __u32 k)
 	h ^= k;
 	h = (h << 13) | (h >> 19);
 	return h * 5 + 0xe6546b64;
-}
-
-static __always_inline __u32 hash_final(__u32 h)
-{
-	h ^= h >> 16;
-	h *= 0x85ebca6b;
-	h ^= h >> 13;
-	h *= 0xc2b2ae35;
-	h ^= h >> 16;
-	return h;
 }
 
 /* flow_hash hashes the packet's 5-tuple (TCP and UDP, not fragmented) or 3-tuple
@@ -247,7 +237,7 @@ static __always_inline __u32 flow_hash(struct frame *f)
 	}
 	if (ports && (void *)(ports + 1) <= f->end)
 		h = hash_word(h, *ports);
-	return hash_final(hash_word(h, proto));
+	return dc_hash32(hash_word(h, proto));
 }
 
 /* egress checks the MTU and port, fixes the VLAN tag, decrements TTL or hop limit,
