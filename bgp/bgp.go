@@ -1,8 +1,9 @@
 // Package bgp embeds GoBGP v4 behind a small interface: it starts a speaker with
-// upstream neighbours from config and streams best-path changes as plain values
-// (prefix -> next hop), so fib never sees a GoBGP type.
+// upstream neighbours from config and streams each prefix's forwarding changes as
+// plain values (prefix -> next hop, the equal paths' next hops, a backup next hop),
+// so fib never sees a GoBGP type.
 //
-// Best paths come from GoBGP's WatchEvent, never from walking the table: a walk runs
+// They come from GoBGP's WatchEvent, never from walking the table: a walk runs
 // inside GoBGP's server loop and slowed a full-table load 5x. GoBGP queues watch
 // events without bound in its own goroutine, so a slow consumer of Changes delays
 // only the stream, never the BGP sessions.
@@ -116,7 +117,8 @@ type Config struct {
 	Logger  *slog.Logger
 }
 
-// Change is one best-path change for a prefix (IPv4 or IPv6).
+// Change is one change of a prefix's forwarding paths (IPv4 or IPv6): its best path,
+// with the next hops of its equal paths and its backup.
 type Change struct {
 	Prefix  netip.Prefix
 	Nexthop netip.Addr // zero when Withdraw

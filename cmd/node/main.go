@@ -272,7 +272,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, level *slog.LevelVar
 	return consume(ctx, speaker, table, m, dcache, orig, newLinkZones(resolver.LinkTowards, log), log, httpErr)
 }
 
-// consume applies best-path changes to the FIB until ctx ends, and follows each
+// consume applies forwarding changes to the FIB until ctx ends, and follows each
 // neighbour's initial dump: progress with rate and ETA while it arrives, and when the
 // dataplane holds all of it.
 func consume(ctx context.Context, speaker *bgp.Speaker, table *fib.FIB, m *metrics, dcache *cacheLoop, orig *originator, zones *linkZones, log *slog.Logger, httpErr <-chan error) error {
