@@ -169,7 +169,11 @@ type FIB struct {
 	downNeigh map[netip.Addr]map[string]bool
 	downLink  map[uint32]map[string]bool
 	failovers map[FailoverKey]FailoverCount
-	refused   uint64
+	// flaps are each neighbour's recent failures; holdBase and holdWindow the hold
+	// down of one that flaps (SetHoldDown).
+	flaps                map[netip.Addr][]time.Time
+	holdBase, holdWindow time.Duration
+	refused              uint64
 	// sync, when set, mirrors route changes into a kernel table.
 	sync *KernelSync
 	// digest is the sum of routeHash over the master table, per family (0: IPv4,
@@ -218,6 +222,7 @@ func New(dp Dataplane, res Resolver, log *slog.Logger) (*FIB, error) {
 		downNeigh: map[netip.Addr]map[string]bool{},
 		downLink:  map[uint32]map[string]bool{},
 		failovers: map[FailoverKey]FailoverCount{},
+		flaps:     map[netip.Addr][]time.Time{},
 		indirect:  map[*nexthop]struct{}{},
 		dirty:     map[*nexthop]struct{}{},
 	}, nil

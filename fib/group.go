@@ -348,11 +348,27 @@ type Failover struct {
 // and rewrites at once each group that holds one when the neighbour's state changed:
 // it is down while any cause holds. BGP reconverges behind it: routes then move to
 // groups without the failed next hop, and the groups follow.
+//
+// A neighbour that flaps is held down (SetHoldDown): coming back up after its second
+// failure within the window, it stays down for the hold time (cause "hold"), which
+// doubles with each further failure.
 func (f *FIB) SetNeighborDown(neigh netip.Addr, down bool, cause string) Failover {
 	start := time.Now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !setCause(f.downNeigh, neigh, cause, down) {
+		return Failover{}
+	}
+	if down {
+		f.noteDown(neigh, start)
+	} else if hold := f.holdFor(neigh, start); hold > 0 && cause != "hold" {
+		// Still down, for the hold time, then up unless another cause holds it.
+		setCause(f.downNeigh, neigh, "hold", true)
+		f.log.Warn("neighbour flapping: held down", "neighbor", neigh, "for", hold, "failures", len(f.flaps[neigh]))
+		c := f.failovers[FailoverKey{Cause: "hold", Down: true}]
+		c.Count++
+		f.failovers[FailoverKey{Cause: "hold", Down: true}] = c
+		time.AfterFunc(hold, func() { f.SetNeighborDown(neigh, false, "hold") })
 		return Failover{}
 	}
 	nhs := make([]*nexthop, 0, len(f.byNeigh[neigh]))
@@ -378,6 +394,36 @@ func (f *FIB) SetLinkDown(ifindex uint32, down bool, cause string) Failover {
 		}
 	}
 	return f.failover(nhs, start, cause, down, "ifindex", fmt.Sprint(ifindex))
+}
+
+// SetHoldDown holds a flapping neighbour down: after its second failure within
+// window, it stays down for base once every cause cleared, twice that after the
+// third, and so on up to window; a neighbour up for a whole window is forgiven. A
+// base of 0 turns it off.
+func (f *FIB) SetHoldDown(base, window time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.holdBase, f.holdWindow = base, window
+}
+
+// noteDown records a neighbour's failure, forgetting those older than the window.
+func (f *FIB) noteDown(n netip.Addr, now time.Time) {
+	if f.holdBase <= 0 {
+		return
+	}
+	downs := slices.DeleteFunc(f.flaps[n], func(t time.Time) bool { return now.Sub(t) > f.holdWindow })
+	f.flaps[n] = append(downs, now)
+}
+
+// holdFor is how long a neighbour coming back up stays held down.
+func (f *FIB) holdFor(n netip.Addr, now time.Time) time.Duration {
+	downs := slices.DeleteFunc(f.flaps[n], func(t time.Time) bool { return now.Sub(t) > f.holdWindow })
+	f.flaps[n] = downs
+	if f.holdBase <= 0 || len(downs) < 2 {
+		return 0
+	}
+	hold := f.holdBase << min(len(downs)-2, 20)
+	return min(hold, f.holdWindow)
 }
 
 // setCause adds or removes a cause of k being down; it says whether k went down or

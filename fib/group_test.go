@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"slices"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 
@@ -276,5 +277,53 @@ func TestGroupUnresolved(t *testing.T) {
 	f.NeighborChanged(a)
 	if c := count(bucketsOf(t, f, dp, ip("198.18.0.1"))); c[a] != 64 {
 		t.Errorf("active resolved: buckets %v, want all back on it", c)
+	}
+}
+
+// TestHoldDown: a neighbour that fails once comes back at once; after its second
+// failure within the window it is held down for the base time, after its third for
+// twice that; each hold counted (cause "hold").
+func TestHoldDown(t *testing.T) {
+	dp, res := newFakeDP(t, 16), &fakeRes{}
+	f := newFIB(t, dp, res)
+	const base = 200 * time.Millisecond
+	f.SetHoldDown(base, 10*time.Second)
+	a, b := ip("10.0.1.1"), ip("10.0.2.1")
+	if err := f.Apply([]Update{{Prefix: pfx("198.18.0.0/24"), Nexthop: a, Backup: b}}); err != nil {
+		t.Fatal(err)
+	}
+	onA := func() bool { return count(bucketsOf(t, f, dp, ip("198.18.0.1")))[a] == 64 }
+	// back measures how long a's return takes to reach the buckets.
+	back := func() time.Duration {
+		t.Helper()
+		f.SetNeighborDown(a, true, "bfd")
+		if onA() {
+			t.Fatal("a down: its route still on it")
+		}
+		start := time.Now()
+		f.SetNeighborDown(a, false, "bfd")
+		for !onA() {
+			if time.Since(start) > 5*time.Second {
+				t.Fatal("a never back")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		return time.Since(start)
+	}
+	if d := back(); d > base/2 {
+		t.Errorf("first failure: back after %v, want at once", d)
+	}
+	if d := back(); d < base || d > base+time.Second {
+		t.Errorf("second failure: back after %v, want held for %v", d, base)
+	}
+	if d := back(); d < 2*base || d > 2*base+time.Second {
+		t.Errorf("third failure: back after %v, want held for %v", d, 2*base)
+	}
+	if c := f.Failovers()[FailoverKey{Cause: "hold", Down: true}].Count; c != 2 {
+		t.Errorf("%d holds counted, want 2", c)
+	}
+	f.SetHoldDown(0, 0)
+	if d := back(); d > base/2 {
+		t.Errorf("hold-down off: back after %v, want at once", d)
 	}
 }

@@ -521,6 +521,11 @@ type FIBConfig struct {
 	KernelSync    bool          `yaml:"kernel_sync"`
 	KernelTable   uint32        `yaml:"kernel_table"`
 	RetryInterval time.Duration `yaml:"retry_interval"`
+	// HoldDown holds a flapping neighbour down: back up after its second failure
+	// within HoldDownWindow, its next hops stay unused for HoldDown, twice that after
+	// the third, up to the window (0: off).
+	HoldDown       time.Duration `yaml:"hold_down"`
+	HoldDownWindow time.Duration `yaml:"hold_down_window"`
 }
 
 func defaults() Config {
@@ -533,7 +538,8 @@ func defaults() Config {
 		LogLevel:    "info",
 		Pprof:       true,
 		BGP:         BGPConfig{ListenPort: 179, BackupPaths: true},
-		FIB:         FIBConfig{Backend: string(dataplane.BackendCompiled), GroupsV4: 16384, LinesV4: 1 << 18, BucketsV6: dataplane.DefaultBucketsV6, RetryInterval: time.Second, KernelSync: true, KernelTable: 254},
+		FIB:         FIBConfig{Backend: string(dataplane.BackendCompiled), GroupsV4: 16384, LinesV4: 1 << 18, BucketsV6: dataplane.DefaultBucketsV6, RetryInterval: time.Second, KernelSync: true, KernelTable: 254,
+			HoldDown: time.Second, HoldDownWindow: time.Minute},
 		Cache:       CacheConfig{FlatPolicy: cache.FlatPolicy{Mode: string(cache.Auto), MinEntries: 1 << 10, MaxEntries: 1 << 16}, Interval: time.Second},
 		Cluster: ClusterConfig{Name: "default", LeaseTTL: 5 * time.Second, Gossip: GossipConfig{Profile: cluster.ProfileTuned, Port: 7946},
 			Mesh: MeshConfig{ResendAfter: 2 * time.Minute}},
@@ -721,6 +727,9 @@ func (c Config) validate() error {
 	}
 	if c.FIB.RetryInterval <= 0 {
 		errs = append(errs, errors.New("fib.retry_interval: use a positive duration such as 1s"))
+	}
+	if c.FIB.HoldDown < 0 || c.FIB.HoldDown > 0 && c.FIB.HoldDownWindow < c.FIB.HoldDown {
+		errs = append(errs, fmt.Errorf("fib.hold_down %v, fib.hold_down_window %v: use a hold down of 0 (off) or more, and a window at least as long (defaults 1s and 1m)", c.FIB.HoldDown, c.FIB.HoldDownWindow))
 	}
 	if _, err := c.bgpConfig(); err != nil {
 		errs = append(errs, err)

@@ -168,6 +168,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, level *slog.LevelVar
 	if err != nil {
 		return err
 	}
+	table.SetHoldDown(cfg.FIB.HoldDown, cfg.FIB.HoldDownWindow)
 	var ksync *fib.KernelSync
 	if cfg.FIB.KernelSync {
 		ksync = fib.NewKernelSync(cfg.FIB.KernelTable, log)

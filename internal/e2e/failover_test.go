@@ -114,7 +114,7 @@ func waitWhere(t *testing.T, f *lab.Flows, side int, within time.Duration, what 
 // carrier, A's BIRD stopping (its session ends), and A's BFD packets dropped (the link
 // and the session up), each moves every flow to B with no flow losing more than the
 // detection time and a loose margin (the tight figure is a benchmark's), counted by
-// cause; A's return brings them back.
+// cause; A's return brings them back, after a hold down once it has flapped.
 func TestFailover(t *testing.T) {
 	testutil.Need(t, testutil.Have("nft"), "needs nft to drop BFD packets (make test installs nftables)")
 	const n = 100_000
@@ -172,6 +172,10 @@ func TestFailover(t *testing.T) {
 			}
 			waitWhere(t, flows, 0, 2*time.Minute, "every flow back through A")
 		})
+	}
+	// A failed three times within two minutes: its later returns were held down.
+	if m, err := d.Metrics(); err != nil || m[`fibfleet_fib_failovers_total{cause="hold",direction="down"}`] < 1 {
+		t.Errorf("A flapped three times and was never held down (fib.hold_down): %v", err)
 	}
 }
 
