@@ -316,7 +316,10 @@ func (f *FIB) apply(u Update) error {
 		return fmt.Errorf("fib: route %s has no next hop", p)
 	}
 	active, backup := members(u)
-	if had && string(appendKey(f.keyBuf[:0], active, backup)) == old.key {
+	// The key once per update (a full table is a million of them), in the reused
+	// buffer acquireGroup reads.
+	f.keyBuf = appendKey(f.keyBuf[:0], active, backup)
+	if had && string(f.keyBuf) == old.key {
 		return nil
 	}
 	g, err := f.acquireGroup(active, backup)

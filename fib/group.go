@@ -136,9 +136,9 @@ func appendKey(b []byte, active []netip.Addr, backup netip.Addr) []byte {
 	return b
 }
 
-// acquireGroup returns the group of these members, creating and writing it if new.
+// acquireGroup returns the group of these members, creating and writing it if new;
+// f.keyBuf holds their key (appendKey).
 func (f *FIB) acquireGroup(active []netip.Addr, backup netip.Addr) (*group, error) {
-	f.keyBuf = appendKey(f.keyBuf[:0], active, backup)
 	if g, ok := f.groups[string(f.keyBuf)]; ok {
 		g.refs++
 		return g, nil

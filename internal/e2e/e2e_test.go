@@ -91,27 +91,33 @@ func startSkeleton(t testing.TB, cfg lab.SkeletonConfig) *lab.Skeleton {
 	}
 	sk, err := lab.StartSkeleton(cfg)
 	if sk != nil {
-		t.Cleanup(func() {
-			if t.Failed() {
-				for _, f := range []string{sk.NodeLog, sk.BirdLog} {
-					if b, err := os.ReadFile(f); err == nil {
-						t.Logf("--- %s (last 20,000 bytes)\n%s", f, b[max(0, len(b)-20_000):])
-					}
-				}
-			}
-			// Close fails if the node did not stop on SIGTERM or left its pins behind.
-			if err := sk.Close(); err != nil {
-				t.Errorf("tear down the lab: %v", err)
-			}
-			if _, err := os.Stat(dataplane.PinDir("", sk.NodeName)); !os.IsNotExist(err) {
-				t.Errorf("pins still there after the lab was torn down: %v", err)
-			}
-		})
+		tearDown(t, sk.Close, sk.NodeName, sk.NodeLog, sk.BirdLog)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	return sk
+}
+
+// tearDown closes a one-node lab when the test ends: the logs' tails in the test's
+// output if it failed, then the lab closed (which fails if the node did not stop on
+// SIGTERM or left its pins behind), then its pins checked gone.
+func tearDown(t testing.TB, close func() error, node string, logs ...string) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, f := range logs {
+				if b, err := os.ReadFile(f); err == nil {
+					t.Logf("--- %s (last 20,000 bytes)\n%s", f, b[max(0, len(b)-20_000):])
+				}
+			}
+		}
+		if err := close(); err != nil {
+			t.Errorf("tear down the lab: %v", err)
+		}
+		if _, err := os.Stat(dataplane.PinDir("", node)); !os.IsNotExist(err) {
+			t.Errorf("pins still there after the lab was torn down: %v", err)
+		}
+	})
 }
 
 func TestNodeRejectsBadConfig(t *testing.T) {

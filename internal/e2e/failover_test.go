@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/internal/lab"
 	"github.com/fibfleet/fibfleet/internal/nodeapi"
 	"github.com/fibfleet/fibfleet/internal/table"
@@ -28,21 +27,7 @@ func startDual(t *testing.T, cfg lab.DualConfig) *lab.Dual {
 	cfg.NodeBinary = build(t, "github.com/fibfleet/fibfleet/cmd/node", "fibfleet-node")
 	d, err := lab.StartDual(cfg)
 	if d != nil {
-		t.Cleanup(func() {
-			if t.Failed() {
-				for _, f := range []string{d.NodeLog, d.Dir + "/birda.log", d.Dir + "/birdb.log"} {
-					if b, err := os.ReadFile(f); err == nil {
-						t.Logf("--- %s (last 20,000 bytes)\n%s", f, b[max(0, len(b)-20_000):])
-					}
-				}
-			}
-			if err := d.Close(); err != nil {
-				t.Errorf("tear down the lab: %v", err)
-			}
-			if _, err := os.Stat(dataplane.PinDir("", d.NodeName)); !os.IsNotExist(err) {
-				t.Errorf("pins still there after the lab was torn down: %v", err)
-			}
-		})
+		tearDown(t, d.Close, d.NodeName, d.NodeLog, d.Dir+"/birda.log", d.Dir+"/birdb.log")
 	}
 	if err != nil {
 		t.Fatal(err)
