@@ -27,9 +27,12 @@ deps:
 	command -v nft >/dev/null || missing="$$missing nftables"; \
 	command -v stayrtr >/dev/null || missing="$$missing stayrtr"; \
 	command -v qemu-system-x86_64 >/dev/null || missing="$$missing qemu-system-x86"; \
+	[ -x /usr/lib/frr/bgpd ] || missing="$$missing frr"; \
 	if [ -n "$$missing" ]; then \
 		echo "deps: installing$$missing"; \
+		rc=""; [ -e /usr/sbin/policy-rc.d ] || { rc=1; printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d; }; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+		st=$$?; [ -z "$$rc" ] || rm -f /usr/sbin/policy-rc.d; [ $$st = 0 ] || exit $$st; \
 	fi; \
 	mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
 

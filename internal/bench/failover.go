@@ -11,13 +11,13 @@ import (
 )
 
 // FailoverOptions say what MeasureFailover measures: a router (fibfleet's node, or
-// BIRD 2 with the kernel forwarding) between two upstreams that announce the same
+// BIRD 2 or FRR 8.4 with the kernel forwarding) between two upstreams that announce the same
 // prefixes, A's paths the better ones, while flows run through it to A; then A fails.
 type FailoverOptions struct {
 	NodeBinary string
 	Dir        string
 	Prefixes   []netip.Prefix
-	// Router is "node" or "bird" (lab.DualConfig.Router).
+	// Router is "node", "bird" or "frr" (lab.DualConfig.Router).
 	Router string
 	// Cause is how A fails: "link" (A's end of the link goes down: the router's end
 	// loses its carrier) or "silent" (A drops everything it receives: forwarding, BGP
@@ -79,7 +79,7 @@ func MeasureFailover(o FailoverOptions) (FailoverResult, error) {
 	if err != nil {
 		return r, err
 	}
-	if err := flows.Start(d, o.Rate); err != nil {
+	if err := flows.Start(o.Rate); err != nil {
 		return r, err
 	}
 	defer flows.Stop()
@@ -122,7 +122,11 @@ func waitDualLoaded(d *lab.Dual, router string, n int) error {
 	deadline := time.Now().Add(15 * time.Minute)
 	for time.Now().Before(deadline) {
 		ok := true
-		if router == "bird" {
+		switch router {
+		case "frr":
+			got, err := d.FRRReceived()
+			ok = err == nil && got[lab.DualAddrA] >= n && got[lab.DualAddrB] >= n
+		case "bird":
 			for _, s := range []string{"a", "b"} {
 				out, err := d.Birdc("router", "show", "protocols", "all", s)
 				m := birdImported.FindStringSubmatch(out)
@@ -134,7 +138,7 @@ func waitDualLoaded(d *lab.Dual, router string, n int) error {
 					ok = false
 				}
 			}
-		} else {
+		default:
 			m, err := d.Metrics()
 			ok = err == nil && m[`fibfleet_bgp_load_complete{neighbor="`+lab.DualAddrA+`"}`] == 1 &&
 				m[`fibfleet_bgp_load_complete{neighbor="`+lab.DualAddrB+`"}`] == 1

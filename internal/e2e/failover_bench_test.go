@@ -12,14 +12,15 @@ import (
 // BenchmarkFailover fails the better of two upstreams (its link's carrier lost, or
 // the upstream gone silent, found by BFD) under 64 flows at 6,400 datagrams/s, and
 // reports the longest any flow went without a datagram, fibfleet (backup next hops,
-// one write per group) against BIRD 2 rewriting the kernel's routes; b.N failovers
+// one write per group) against BIRD 2 and FRR 8.4 rewriting the kernel's routes; b.N failovers
 // each. CI runs it once at a tiny size; the full run (10k, 100k and the whole 2026
 // table) is `go run ./internal/bench/fibbench -failover`.
 func BenchmarkFailover(b *testing.B) {
 	prefixes := benchPrefixes(b, 2000)
 	node := build(b, "github.com/fibfleet/fibfleet/cmd/node", "fibfleet-node")
 	testutil.Need(b, testutil.Have("nft"), "needs nft (make test installs nftables)")
-	for _, c := range []struct{ router, cause string }{{"node", "link"}, {"bird", "link"}, {"node", "silent"}, {"bird", "silent"}} {
+	testutil.Need(b, testutil.Have("vtysh"), "needs FRR (make test installs frr, its services masked)")
+	for _, c := range []struct{ router, cause string }{{"node", "link"}, {"bird", "link"}, {"frr", "link"}, {"node", "silent"}, {"bird", "silent"}, {"frr", "silent"}} {
 		b.Run(c.router+"-"+c.cause, func(b *testing.B) {
 			var outage []float64
 			lost := 0

@@ -111,7 +111,7 @@ func TestFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := flows.Start(d, 3200); err != nil {
+	if err := flows.Start(3200); err != nil {
 		t.Fatal(err)
 	}
 	defer flows.Stop()
@@ -177,7 +177,7 @@ func TestECMP(t *testing.T) {
 	}
 	split := func() ([]int, [3]int) {
 		t.Helper()
-		where, err := flows.Once(d)
+		where, err := flows.Once()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -258,5 +258,100 @@ func TestECMP(t *testing.T) {
 	}
 	if !slices.Contains(after, 1) {
 		t.Error("no flow back on B")
+	}
+}
+
+// TestFleetFailover: a fleet of three where n1 and n3 each have an upstream of their
+// own announcing the same 100,000 prefixes. Traffic enters n2, which selects n1's
+// paths (n1's upstream) with n3's as their backup. n1's machine dying (its mesh port
+// cut, then its process killed: no TCP goodbye) moves every flow at n2 to n3's
+// upstream when memberlist declares n1 dead (cause member), within the member-death
+// time and a loose margin; n1's process crashing (SIGKILL: its XDP program goes with
+// it, its kernel closes the mesh sessions) moves them when n2 sees the session end
+// (cause session). Each time n1 returns, the flows come back to it.
+func TestFleetFailover(t *testing.T) {
+	const n = 100_000
+	prefixes, dsts := dualTable(t, n, 16)
+	routes := make([]table.Route, len(prefixes))
+	for i, p := range prefixes {
+		routes[i] = table.Route{Prefix: p}
+	}
+	fl, _ := startFleet(t, lab.FleetConfig{Table: routes, Upstream2: true})
+	n1, n2 := fl.Nodes[0], fl.Nodes[1]
+	// Every node holds the table, BIRD's own routes (some may be in the table) and
+	// the two upstream subnets n1 and n3 announce to the mesh.
+	v4 := map[netip.Prefix]bool{netip.MustParsePrefix("10.12.0.0/24"): true, netip.MustParsePrefix("10.14.0.0/24"): true}
+	for _, p := range append(slices.Clone(prefixes), lab.FleetRoutes...) {
+		if p.Addr().Is4() {
+			v4[p] = true
+		}
+	}
+	routes4, routes6 := len(v4), 3
+	if err := fl.WaitFormed(3*time.Minute, routes4, routes6); err != nil {
+		t.Fatal(err)
+	}
+	flows, err := fl.NewFlows(dsts, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := flows.Start(3200); err != nil {
+		t.Fatal(err)
+	}
+	defer flows.Stop()
+	waitWhere(t, flows, 0, 30*time.Second, "every flow through n1's upstream, n2's best path")
+	// n2's group for the destinations: n1's upstream active, n3's its backup.
+	b, err := n2.Get("/api/v1/lookup?addr=" + dsts[0].String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l nodeapi.Lookup
+	if err := json.Unmarshal(b, &l); err != nil {
+		t.Fatalf("lookup: %v: %s", err, b)
+	}
+	if l.Group == nil || len(l.Group.Members) != 2 || l.Group.Members[0].Nexthop.String() != lab.UpstreamAddr || l.Group.Members[0].Backup ||
+		l.Group.Members[1].Nexthop.String() != lab.Upstream2Addr || !l.Group.Members[1].Backup {
+		t.Fatalf("n2's group for %s: %s; want %s active and %s backup", dsts[0], b, lab.UpstreamAddr, lab.Upstream2Addr)
+	}
+
+	for _, c := range []struct {
+		name, cause string
+		cut         bool
+	}{{"machine dies", "member", true}, {"process crashes", "session", false}} {
+		t.Run(c.name, func(t *testing.T) {
+			t0 := time.Now()
+			if c.cut {
+				if err := fl.SetMeshLink(n1, false); err != nil {
+					t.Fatal(err)
+				}
+			}
+			dead, unpeered, err := fl.KillWatch(n1, 30*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitWhere(t, flows, 1, 10*time.Second, "every flow through n3's upstream, the backup")
+			time.Sleep(time.Second)
+			gap := flows.LongestGap(t0.Add(-100*time.Millisecond), time.Now().Add(-200*time.Millisecond))
+			t.Logf("n2 marked n1 dead after %v and unpeered it after %v; the longest any flow went without a datagram: %v",
+				dead[n2.Name], unpeered[n2.Name], gap)
+			if gap > dead[n2.Name]+time.Second {
+				t.Errorf("a flow lost its datagrams for %v after n1 died: want at most the member-death time (%v at n2) and a loose second", gap, dead[n2.Name])
+			}
+			m, err := n2.Metrics()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m[`fibfleet_fib_failovers_total{cause="`+c.cause+`",direction="down"}`] < 1 {
+				t.Errorf("n2 counted no failover of cause %s", c.cause)
+			}
+			if c.cut {
+				if err := fl.SetMeshLink(n1, true); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := fl.StartNode(n1); err != nil {
+				t.Fatal(err)
+			}
+			waitWhere(t, flows, 0, 3*time.Minute, "every flow back through n1's upstream")
+		})
 	}
 }

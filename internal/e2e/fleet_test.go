@@ -39,7 +39,7 @@ func startFleet(t testing.TB, cfg lab.FleetConfig) (*lab.Fleet, *cluster.Store) 
 	if fl != nil {
 		t.Cleanup(func() {
 			if t.Failed() {
-				logs := []string{fl.BirdLog}
+				logs := []string{fl.BirdLog, fl.Bird2Log}
 				for _, n := range fl.Nodes {
 					logs = append(logs, n.LogPath)
 				}

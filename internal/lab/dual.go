@@ -34,6 +34,7 @@ type Dual struct {
 	// router's, when BIRD is the router.
 	BirdA, BirdB, RouterBird string
 	birdCmd                  map[string]*exec.Cmd
+	frrDir                   string
 	birdConf                 map[string]*birdConfig
 	cfg                      DualConfig
 }
@@ -53,9 +54,9 @@ type DualConfig struct {
 	// BFD, when set, runs BFD on both upstream sessions at that interval (and a
 	// multiplier of 3): in BIRD (bfd on) and in the node.
 	BFD time.Duration
-	// Router is what routes between them: "node" (fibfleet, the default) or "bird"
+	// Router is what routes between them: "node" (fibfleet, the default), "bird"
 	// (BIRD 2 installing its best routes into the kernel, which forwards: the
-	// baseline).
+	// baseline) or "frr" (FRR 8.4's bgpd and zebra into the kernel, which forwards).
 	Router string
 }
 
@@ -129,7 +130,7 @@ func (d *Dual) build() error {
 		}
 	}
 	forwarding := "0"
-	if d.cfg.Router == "bird" {
+	if d.cfg.Router == "bird" || d.cfg.Router == "frr" {
 		forwarding = "1"
 	}
 	if err := d.Router.Sysctl("net.ipv4.ip_forward", forwarding); err != nil {
@@ -153,8 +154,10 @@ func (d *Dual) build() error {
 		return d.startNode()
 	case "bird":
 		return d.startBirdRouter()
+	case "frr":
+		return d.startFRRRouter()
 	}
-	return fmt.Errorf("lab: router %q: use node or bird", d.cfg.Router)
+	return fmt.Errorf("lab: router %q: use node, bird or frr", d.cfg.Router)
 }
 
 // startBirdRouter runs BIRD 2 as the router: both sessions (with BFD when the
@@ -336,11 +339,12 @@ func (d *Dual) Get(path string) ([]byte, error) { return d.Router.HTTPGet(Metric
 // Metrics returns the node's metrics.
 func (d *Dual) Metrics() (map[string]float64, error) { return d.Router.Metrics(MetricsAddr) }
 
-// Flows sends UDP flows from Src through the node and records, at both upstreams,
-// which upstream each flow's datagrams reached and when they were sent: a flow is a
-// source port and a destination, so the node's flow hash spreads flows over a group's
-// members. Datagrams carry their flow and send time.
+// Flows sends UDP flows from a source namespace through a router and records, at two
+// sinks (upstreams A and B), which one each flow's datagrams reached and when they
+// were sent: a flow is a source port and a destination, so the node's flow hash
+// spreads flows over a group's members. Datagrams carry their flow and send time.
 type Flows struct {
+	src   *Netns
 	dsts  []netip.Addr
 	n     int
 	mu    sync.Mutex
@@ -356,21 +360,27 @@ type Flows struct {
 // FlowPort is the first flow's source port (flow i sends from FlowPort+i).
 const FlowPort = 20000
 
-// NewFlows prepares n flows over the destinations (each a host both upstreams take
-// as their own) and starts the sinks.
+// NewFlows prepares n flows from Src over the destinations (each a host both
+// upstreams take as their own) and starts the sinks.
 func (d *Dual) NewFlows(dsts []netip.Addr, n int) (*Flows, error) {
-	f := &Flows{dsts: dsts, n: n, at: make([][]time.Time, n), where: make([][2]int, n), last: make([]int, n)}
+	return newFlows(d.Lab, d.Src, DualRouterAddr, [2]*Netns{d.UpA, d.UpB}, dsts, n)
+}
+
+// newFlows prepares n flows from src, through the router at via, to the
+// destinations, which both sinks take as their own, and starts the sinks.
+func newFlows(l *Lab, src *Netns, via string, sinks [2]*Netns, dsts []netip.Addr, n int) (*Flows, error) {
+	f := &Flows{src: src, dsts: dsts, n: n, at: make([][]time.Time, n), where: make([][2]int, n), last: make([]int, n)}
 	for i := range f.last {
 		f.last[i] = -1
 	}
-	// The source sends to exactly these hosts through the node (no default route:
+	// The source sends to exactly these hosts through the router (no default route:
 	// the lab stays isolated, CheckIsolated).
 	for _, a := range dsts {
-		if _, err := d.Src.Exec("ip", "route", "add", a.String()+"/32", "via", DualRouterAddr); err != nil && !strings.Contains(err.Error(), "File exists") {
+		if _, err := src.Exec("ip", "route", "replace", a.String()+"/32", "via", via); err != nil {
 			return nil, err
 		}
 	}
-	for side, ns := range []*Netns{d.UpA, d.UpB} {
+	for side, ns := range sinks {
 		for _, a := range dsts {
 			if _, err := ns.Exec("ip", "route", "add", "local", a.String()+"/32", "dev", "lo"); err != nil && !strings.Contains(err.Error(), "File exists") {
 				return nil, err
@@ -384,7 +394,7 @@ func (d *Dual) NewFlows(dsts []netip.Addr, n int) (*Flows, error) {
 		}); err != nil {
 			return nil, err
 		}
-		d.Defer(conn.Close)
+		l.Defer(conn.Close)
 		f.conns = append(f.conns, conn)
 		go f.receive(conn, side)
 	}
@@ -437,8 +447,8 @@ func flowSockets(src *Netns, n int) ([]*net.UDPConn, error) {
 
 // Start sends every flow at rate datagrams per second in all (round robin) until
 // Stop.
-func (f *Flows) Start(d *Dual, rate int) error {
-	conns, err := flowSockets(d.Src, f.n)
+func (f *Flows) Start(rate int) error {
+	conns, err := flowSockets(f.src, f.n)
 	if err != nil {
 		return err
 	}
@@ -488,12 +498,12 @@ func (f *Flows) Stop() {
 
 // Once sends one datagram per flow (each from its own socket, opened and closed in
 // turn), waits for them, and returns where each arrived (0 A, 1 B, -1 lost).
-func (f *Flows) Once(d *Dual) ([]int, error) {
+func (f *Flows) Once() ([]int, error) {
 	f.mu.Lock()
 	before := slices.Clone(f.where)
 	f.mu.Unlock()
 	buf := make([]byte, 12)
-	err := d.Src.Do(func() error {
+	err := f.src.Do(func() error {
 		for i := range f.n {
 			c, err := net.ListenUDP("udp4", &net.UDPAddr{Port: FlowPort + i})
 			if err != nil {

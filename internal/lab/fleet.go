@@ -25,8 +25,9 @@ import (
 //	src (10.10.0.2, fd00:10::2) -- n2
 //	                                |
 //	     n1 ------ [bridge: the mesh link, 10.20.0.0/24, fd00:20::/64] ------ n3 ...
-//	     |
-//	upstream (10.12.0.2, fd00:12::2: BIRD AS65001, and the sink of FleetRoutes)
+//	     |                                                               |
+//	upstream (10.12.0.2, fd00:12::2: BIRD AS65001,           up2 (10.14.0.2: BIRD AS65003,
+//	          and the sink of FleetRoutes)                        with FleetConfig.Upstream2)
 //
 // Node i (1-based) has 10.20.0.i and fd00:20::i on the mesh link; n1 also has
 // 10.12.0.1 and fd00:12::1 towards the upstream, n2 10.10.0.1 and fd00:10::1 towards
@@ -37,6 +38,9 @@ import (
 // resolve that next hop through the subnet n1 announces. No namespace is connected to
 // the host.
 const FleetSinkPort = SinkPort
+
+// fleetSrcRouter is n2's address on src's link.
+const fleetSrcRouter = "10.10.0.1"
 
 // FleetRoutes are the prefixes BIRD announces to n1 (besides a table), which the
 // upstream namespace takes as its own: two documentation prefixes and 1.1.1.0/24
@@ -117,6 +121,12 @@ type FleetConfig struct {
 	Cluster string
 	// MeshResendAfter is the nodes' cluster.mesh.resend_after (0: the node's default).
 	MeshResendAfter time.Duration
+	// Upstream2 adds a second upstream on n3's own link (at least 3 nodes): a BIRD
+	// (Upstream2ASN, IPv4) announcing the same Table with itself as next hop. Each of n1
+	// and n3 then prefers its own upstream's paths (eBGP over iBGP) and announces
+	// them to the mesh; the other nodes select n1's (the lower router id) with n3's
+	// as their backup.
+	Upstream2 bool
 }
 
 // FleetNode is one node of the fleet.
@@ -143,9 +153,13 @@ type Fleet struct {
 	Nodes                 []*FleetNode
 	Bridge, Upstream, Src *Netns
 	BirdSock, BirdLog     string
-	etcd                  []*exec.Cmd
-	etcdArgs              [][]string
-	etcdLogs              []string
+	// Upstream2 is the second upstream's namespace, Bird2Log its BIRD's log (with
+	// FleetConfig.Upstream2).
+	Upstream2 *Netns
+	Bird2Log  string
+	etcd      []*exec.Cmd
+	etcdArgs  [][]string
+	etcdLogs  []string
 	// EtcdSockets are the etcd members' unix-socket client URLs (the test's endpoints).
 	EtcdSockets []string
 }
@@ -158,6 +172,9 @@ func StartFleet(cfg FleetConfig) (*Fleet, error) {
 	}
 	if cfg.Nodes < 2 || cfg.Nodes > 200 {
 		return nil, fmt.Errorf("lab: a fleet of %d nodes: use 2 to 200", cfg.Nodes)
+	}
+	if cfg.Upstream2 && (cfg.Nodes < 3 || len(cfg.Feeder) > 0) {
+		return nil, fmt.Errorf("lab: a second upstream sits on n3 and announces BIRD's table: it needs 3 nodes or more and no feeder")
 	}
 	if cfg.EtcdMembers == 0 && cfg.Etcd == "" {
 		cfg.EtcdMembers = min(3, cfg.Nodes)
@@ -215,6 +232,13 @@ func (f *Fleet) build() error {
 			return err
 		}
 		if _, err := f.Bridge.Exec("ip", "link", "set", f.If(port), "master", "br0"); err != nil {
+			return err
+		}
+		// A switch floods a frame for a MAC it has not learned (a dead node's, once
+		// its port went down) to every port, where a host's NIC drops it. A veth
+		// delivers it, and the nodes' XDP programs do not look at the destination MAC
+		// (ARCHITECTURE, simplified for now): so the bridge floods no unknown unicast.
+		if _, err := f.Bridge.Exec("bridge", "link", "set", "dev", f.If(port), "flood", "off"); err != nil {
 			return err
 		}
 		if _, err := n.NS.Exec("ip", "-6", "addr", "add", n.MeshAddr6+"/64", "dev", f.If(fmt.Sprintf("m%d", i)), "nodad"); err != nil {
@@ -286,6 +310,11 @@ func (f *Fleet) build() error {
 			return err
 		}
 	}
+	if f.Cfg.Upstream2 {
+		if err := f.buildUpstream2(); err != nil {
+			return err
+		}
+	}
 	if err := f.CheckIsolated(); err != nil {
 		return err
 	}
@@ -309,6 +338,11 @@ func (f *Fleet) build() error {
 		}
 	} else if err := f.startBird(); err != nil {
 		return err
+	}
+	if f.Cfg.Upstream2 {
+		if err := f.startBird2(); err != nil {
+			return err
+		}
 	}
 	for _, n := range f.Nodes {
 		if err := os.WriteFile(n.ConfigPath, []byte(f.nodeConfig(n)), 0o644); err != nil {
@@ -362,6 +396,13 @@ func (f *Fleet) nodeConfig(n *FleetNode) string {
 		}
 	case 2:
 		ifaces = append(ifaces, f.If("s1"))
+	case 3:
+		if f.Cfg.Upstream2 {
+			ifaces = append(ifaces, f.If("u3"))
+			neighbors = fmt.Sprintf(`  neighbors:
+    - {address: %s, asn: %d, expected_prefixes: %d, import: %s}
+`, Upstream2Addr, Upstream2ASN, len(f.Cfg.Table), LabImport)
+		}
 	}
 	resendAfter := ""
 	if f.Cfg.MeshResendAfter > 0 {
@@ -414,6 +455,14 @@ func (f *Fleet) KillNode(n *FleetNode) error {
 		}
 	}
 	return nil
+}
+
+// SetMeshLink takes node n's port on the mesh bridge down (a machine gone without a
+// word: no TCP goodbye reaches the others) or up.
+func (f *Fleet) SetMeshLink(n *FleetNode, up bool) error {
+	state := map[bool]string{true: "up", false: "down"}[up]
+	_, err := f.Bridge.Exec("ip", "link", "set", f.If(fmt.Sprintf("b%d", n.Index)), state)
+	return err
 }
 
 // KillWatch kills node n with SIGKILL and reads the other nodes' views (every 10 ms)
@@ -579,6 +628,54 @@ func (f *Fleet) startBird() error {
 	return err
 }
 
+// buildUpstream2 links n3 to the second upstream's namespace.
+func (f *Fleet) buildUpstream2() error {
+	var err error
+	if f.Upstream2, err = f.Netns("up2"); err != nil {
+		return err
+	}
+	if err := f.Link(f.Nodes[2].NS, "u3", RouterUp2Addr+"/24", f.Upstream2, "u2", Upstream2Addr+"/24"); err != nil {
+		return err
+	}
+	if err := f.AttachPass(f.Upstream2, f.If("u2")); err != nil {
+		return err
+	}
+	for _, k := range []string{"net.ipv4.conf.all.rp_filter", "net.ipv4.conf.default.rp_filter"} {
+		if err := f.Upstream2.Sysctl(k, "0"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startBird2 starts the second upstream's BIRD, peering with n3 and announcing the
+// table.
+func (f *Fleet) startBird2() error {
+	c, err := newBirdConfig(filepath.Join(f.Cfg.Dir, "bird2.conf"), Upstream2Addr)
+	if err != nil {
+		return err
+	}
+	var t4 []netip.Prefix
+	for _, r := range f.Cfg.Table {
+		t4 = append(t4, r.Prefix)
+	}
+	c.static("table4", t4...)
+	c.bgp(birdSession{name: "n3", local: Upstream2Addr, localAS: Upstream2ASN, neighbor: RouterUp2Addr, neighborAS: RouterASN, quickRetry: true,
+		channels: []birdChannel{{family: "ipv4", imp: "none", exp: "where source = RTS_STATIC"}}})
+	_, f.Bird2Log, _, err = startBird(f.Upstream2, f.Cfg.Dir, "bird2", c)
+	return err
+}
+
+// NewFlows prepares n flows from src through n2 to the destinations, which both
+// upstreams take as their own (FleetConfig.Upstream2): A is the first upstream, B
+// the second.
+func (f *Fleet) NewFlows(dsts []netip.Addr, n int) (*Flows, error) {
+	if f.Upstream2 == nil {
+		return nil, errors.New("lab: fleet flows end at two upstreams: set FleetConfig.Upstream2")
+	}
+	return newFlows(f.Lab, f.Src, fleetSrcRouter, [2]*Netns{f.Upstream, f.Upstream2}, dsts, n)
+}
+
 // Birdc runs a birdc command against the upstream's BIRD.
 func (f *Fleet) Birdc(args ...string) (string, error) {
 	return run(append([]string{"birdc", "-s", f.BirdSock}, args...)...)
@@ -636,11 +733,26 @@ func (f *Fleet) Formed(routes4, routes6 int) (bool, []FleetView, error) {
 			}
 		}
 		if alive != len(f.Nodes) || v.Established() != len(f.Nodes)-1 || !v.Registered || len(v.Applied) != len(f.Nodes) ||
-			!v.Digests.Agree || v.Applied[n.Name].Routes != [2]int{routes4, routes6} {
+			!f.sameTables(v) || v.Applied[n.Name].Routes != [2]int{routes4, routes6} {
 			return false, views, nil
 		}
 	}
 	return true, views, nil
+}
+
+// sameTables says whether the nodes' FIBs agree in a view: their digests (prefixes
+// and selected next hops) with one upstream; with two, where n1 and n3 each select
+// their own upstream's paths, their prefixes.
+func (f *Fleet) sameTables(v FleetView) bool {
+	if !f.Cfg.Upstream2 {
+		return v.Digests.Agree
+	}
+	for _, a := range v.Applied {
+		if a.Prefixes != v.Applied[f.Nodes[0].Name].Prefixes {
+			return false
+		}
+	}
+	return true
 }
 
 // WaitFormed waits until the fleet is Formed.

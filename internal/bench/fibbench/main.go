@@ -60,7 +60,7 @@ func main() {
 	importAB := flag.Bool("import-ab", false, "measure full-table convergence with the lab's import rules and without, interleaved (-runs pairs), instead")
 	rovAB := flag.Bool("rov-ab", false, "measure full-table convergence without route origin validation, against the 9,999 real VRPs and against 500,000 synthesized ones (rpki.invalid: mark), interleaved (-runs rounds), instead")
 	rovLate := flag.Bool("rov-late", false, "measure a validator's 500,000 VRPs arriving after the full table is loaded (sessions do not wait for validators): the set's transfer and the re-check until the invalid routes left the FIB (-runs times), instead")
-	failover := flag.Bool("failover", false, "fail the better of two upstreams (its link's carrier lost; it gone silent, found by BFD 300 ms x 3) under 64 flows at 6,400 datagrams/s, the node against BIRD 2 into the kernel, at 10k, 100k prefixes and the whole table (-runs times each), instead")
+	failover := flag.Bool("failover", false, "fail the better of two upstreams (its link's carrier lost; it gone silent, found by BFD 300 ms x 3) under 64 flows at 6,400 datagrams/s, the node against BIRD 2 and FRR 8.4 into the kernel, at 10k, 100k prefixes and the whole table (-runs times each), instead")
 	policy := flag.Bool("policy", false, "measure a policy change on a full table (refuse the upstream's routes, then accept them again) reaching the dataplane (-runs times), instead")
 	cacheModes := flag.Bool("cache", false, "measure the destination cache (floods; off vs fixed 512 vs auto over flows to D destinations) in front of each FIB instead; -png takes a %s for the FIB's name")
 	flag.Parse()
@@ -780,7 +780,7 @@ func runKill(kills int) error {
 
 // runFailover times an upstream's failure at three table sizes: the longest any flow
 // went without a datagram, the node (backup next hops: one write per group) against
-// BIRD 2 rewriting the kernel's routes.
+// BIRD 2 and FRR 8.4 rewriting the kernel's routes.
 func runFailover(runs int) error {
 	routes, dir, node, cleanup, err := fullTableLab()
 	if err != nil {
@@ -795,7 +795,7 @@ func runFailover(runs int) error {
 	fmt.Println("| prefixes | router | A fails by | outage median | outage max | lost (median) |")
 	fmt.Println("|---|---|---|---|---|---|")
 	for _, n := range []int{10_000, 100_000, len(all)} {
-		for _, c := range []struct{ router, cause string }{{"node", "link"}, {"bird", "link"}, {"node", "silent"}, {"bird", "silent"}} {
+		for _, c := range []struct{ router, cause string }{{"node", "link"}, {"bird", "link"}, {"frr", "link"}, {"node", "silent"}, {"bird", "silent"}, {"frr", "silent"}} {
 			var outs, lost []float64
 			for range runs {
 				rdir, err := os.MkdirTemp(dir, "run-")
@@ -811,7 +811,7 @@ func runFailover(runs int) error {
 				lost = append(lost, float64(r.Lost))
 				time.Sleep(5 * time.Second)
 			}
-			fmt.Printf("| %d | %s | %s | %.0f ms | %.0f ms | %.0f |\n", n, map[string]string{"node": "fibfleet", "bird": "BIRD 2 + kernel"}[c.router], c.cause,
+			fmt.Printf("| %d | %s | %s | %.0f ms | %.0f ms | %.0f |\n", n, map[string]string{"node": "fibfleet", "bird": "BIRD 2 + kernel", "frr": "FRR 8.4 + kernel"}[c.router], c.cause,
 				bench.Median(outs), slices.Max(outs), bench.Median(lost))
 		}
 	}
