@@ -167,6 +167,8 @@ type FIB struct {
 	// downNeigh and downLink are the neighbours and links marked down, with the
 	// causes that hold: the next hops through them are unusable.
 	downNeigh map[netip.Addr]map[string]bool
+	// weights are the neighbours' member weights (SetNeighborWeights); absent: 1.
+	weights map[netip.Addr]int
 	downLink  map[uint32]map[string]bool
 	failovers map[FailoverKey]FailoverCount
 	// flaps are each neighbour's recent failures; holdBase and holdWindow the hold

@@ -220,10 +220,14 @@ func (f *FIB) usable(nh *nexthop) bool {
 // resolves them, as without a group); else none (GroupDown: to the kernel).
 func (f *FIB) layout(g *group) error {
 	var ids []uint16
+	var weights []int
+	add := func(nh *nexthop) {
+		ids, weights = append(ids, uint16(nh.id)), append(weights, f.weight(nh))
+	}
 	state := GroupActive
 	for _, nh := range g.active {
 		if f.usable(nh) {
-			ids = append(ids, uint16(nh.id))
+			add(nh)
 		} else {
 			state = GroupDegraded
 		}
@@ -232,18 +236,20 @@ func (f *FIB) layout(g *group) error {
 		state = GroupDown
 		for _, nh := range g.backup {
 			if f.usable(nh) {
-				ids, state = append(ids, uint16(nh.id)), GroupBackup
+				add(nh)
+				state = GroupBackup
 			}
 		}
 	}
 	if len(ids) == 0 {
 		for _, nh := range g.active {
 			if !f.down(nh) {
-				ids, state = append(ids, uint16(nh.id)), GroupDegraded
+				add(nh)
+				state = GroupDegraded
 			}
 		}
 	}
-	b := resilient(g.buckets, ids)
+	b := resilient(g.buckets, ids, weights)
 	g.state = state
 	if b == g.buckets && g.buckets != (dataplane.NexthopGroup{}) {
 		return nil
@@ -278,12 +284,14 @@ func (f *FIB) relayout(nhs []*nexthop) int {
 }
 
 // resilient returns buckets for the members ids (nexthop ids, in the group's order)
-// that move as few of prev's as it can. Each member's share is an equal quota;
-// member i's home buckets are those b with b mod len(ids) == i. A bucket at home stays;
-// another bucket stays with its member while that member is under quota; the rest go
-// home when home has room, else to the first member under quota. So a member that
-// leaves gives up only its own buckets, and one that returns takes back only its home.
-func resilient(prev dataplane.NexthopGroup, ids []uint16) dataplane.NexthopGroup {
+// with their weights (nil: equal) that move as few of prev's as it can. Each member's
+// home buckets are its turns in a smooth weighted round robin over the buckets (equal
+// weights: member i's are those b with b mod len(ids) == i), its quota their number.
+// A bucket at home stays; another bucket stays with its member while that member is
+// under quota; the rest go home when home has room, else to the first member under
+// quota. So a member that leaves gives up only its own buckets, and one that returns
+// takes back only its home.
+func resilient(prev dataplane.NexthopGroup, ids []uint16, weights []int) dataplane.NexthopGroup {
 	var out dataplane.NexthopGroup
 	n := len(ids)
 	if n == 0 {
@@ -293,19 +301,17 @@ func resilient(prev dataplane.NexthopGroup, ids []uint16) dataplane.NexthopGroup
 	for i, id := range ids {
 		index[id] = i
 	}
+	home := homes(n, weights)
 	quota := make([]int, n)
-	for i := range quota {
-		quota[i] = dataplane.GroupBuckets / n
-		if i < dataplane.GroupBuckets%n {
-			quota[i]++
-		}
+	for _, i := range home {
+		quota[i]++
 	}
 	count := make([]int, n)
 	var set [dataplane.GroupBuckets]bool
 	for b, id := range prev.Buckets {
-		if home := ids[b%n]; id == home {
+		if i := home[b]; id == ids[i] {
 			out.Buckets[b], set[b] = id, true
-			count[b%n]++
+			count[i]++
 		}
 	}
 	for b, id := range prev.Buckets {
@@ -318,7 +324,7 @@ func resilient(prev dataplane.NexthopGroup, ids []uint16) dataplane.NexthopGroup
 		if set[b] {
 			continue
 		}
-		i := b % n
+		i := home[b]
 		if count[i] >= quota[i] {
 			for j := range n {
 				if count[j] < quota[j] {
@@ -331,6 +337,69 @@ func resilient(prev dataplane.NexthopGroup, ids []uint16) dataplane.NexthopGroup
 		count[i]++
 	}
 	return out
+}
+
+// homes gives each bucket its home member: the buckets are handed out one by one, as
+// seats by the Sainte-Laguë method, to the member with the highest weight / (2 ×
+// buckets so far + 1), the first on a tie (nil or equal weights: 0, 1, ..., n-1, 0,
+// ...). So each member's home buckets are spread over the table, their number is
+// close to its share of the weights, and, a divisor method, a member's leaving never
+// lowers another's number: the others keep every bucket they held.
+func homes(n int, weights []int) [dataplane.GroupBuckets]int {
+	var home [dataplane.GroupBuckets]int
+	w := func(i int) int {
+		if weights == nil {
+			return 1
+		}
+		return max(1, weights[i])
+	}
+	seats := make([]int, n)
+	for b := range home {
+		best := 0
+		for i := 1; i < n; i++ {
+			// w(i)/(2 seats(i)+1) > w(best)/(2 seats(best)+1), in integers.
+			if w(i)*(2*seats[best]+1) > w(best)*(2*seats[i]+1) {
+				best = i
+			}
+		}
+		seats[best]++
+		home[b] = best
+	}
+	return home
+}
+
+// weight is a member's weight: its neighbour's (SetNeighborWeights), 1 by default.
+func (f *FIB) weight(nh *nexthop) int {
+	if w, ok := f.weights[nh.res.Neighbor]; ok && nh.res.Neighbor.IsValid() {
+		return w
+	}
+	return 1
+}
+
+// SetNeighborWeights sets the weights of the next hops resolved through each
+// neighbour (1 to 64; absent: 1): in a group, a member's share of the buckets, so of
+// the flows, is its weight over the sum of the usable members'. Groups holding a next
+// hop whose weight changed are laid out again, each member keeping what it can.
+func (f *FIB) SetNeighborWeights(weights map[netip.Addr]int) error {
+	for n, w := range weights {
+		if w < 1 || w > 64 {
+			return fmt.Errorf("fib: weight %d for %s: use 1 to 64", w, n)
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var nhs []*nexthop
+	for n := range f.byNeigh {
+		if cmp.Or(f.weights[n], 1) != cmp.Or(weights[n], 1) {
+			for nh := range f.byNeigh[n] {
+				nhs = append(nhs, nh)
+			}
+		}
+	}
+	f.weights = maps.Clone(weights)
+	slices.SortFunc(nhs, func(a, b *nexthop) int { return cmp.Compare(a.id, b.id) })
+	f.relayout(nhs)
+	return nil
 }
 
 // Failover is what a failure (or a recovery) changed.

@@ -2,6 +2,7 @@ package fib
 
 import (
 	"fmt"
+	"math"
 	"net/netip"
 	"slices"
 	"testing"
@@ -195,29 +196,50 @@ func TestGroupKeys(t *testing.T) {
 	}
 }
 
-// TestResilient: for any member set, each member holds its quota (within one bucket
-// of an even share), a member leaving moves its buckets and no other, and coming back
-// it takes back exactly the buckets it had.
+// TestResilient: for any member set and weights (or none), each member holds its
+// share of the buckets (within one bucket of an even share without weights, within
+// two of its weight's share with them), a member leaving moves its buckets and no
+// other, and coming back it takes back exactly the buckets it had.
 func TestResilient(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		n := rapid.IntRange(1, MaxMembers).Draw(rt, "members")
 		ids := make([]uint16, n)
+		weight := map[uint16]int{}
+		weighted := rapid.Bool().Draw(rt, "weighted")
 		for i := range ids {
 			ids[i] = uint16(i + 1)
+			weight[ids[i]] = 1
+			if weighted {
+				weight[ids[i]] = rapid.IntRange(1, 64).Draw(rt, "weight")
+			}
+		}
+		weightsOf := func(ids []uint16) []int {
+			if !weighted {
+				return nil
+			}
+			w := make([]int, len(ids))
+			for i, id := range ids {
+				w[i] = weight[id]
+			}
+			return w
 		}
 		check := func(g dataplane.NexthopGroup, ids []uint16) {
 			c := map[uint16]int{}
 			for _, id := range g.Buckets {
 				c[id]++
 			}
+			total := 0
 			for _, id := range ids {
-				share := dataplane.GroupBuckets / len(ids)
-				if c[id] < share || c[id] > share+1 {
-					rt.Fatalf("members %v: %d holds %d buckets, want %d or %d", ids, id, c[id], share, share+1)
+				total += weight[id]
+			}
+			for _, id := range ids {
+				share := float64(dataplane.GroupBuckets*weight[id]) / float64(total)
+				if !weighted && (c[id] < int(share) || c[id] > int(share)+1) || math.Abs(float64(c[id])-share) > 2 {
+					rt.Fatalf("members %v, weights %v: %d holds %d buckets, want its share, %.2f", ids, weightsOf(ids), id, c[id], share)
 				}
 			}
 		}
-		full := resilient(dataplane.NexthopGroup{}, ids)
+		full := resilient(dataplane.NexthopGroup{}, ids, weightsOf(ids))
 		check(full, ids)
 		cur, set := full, slices.Clone(ids)
 		for range rapid.IntRange(1, n).Draw(rt, "failures") {
@@ -226,7 +248,7 @@ func TestResilient(t *testing.T) {
 			}
 			gone := set[rapid.IntRange(0, len(set)-1).Draw(rt, "gone")]
 			set = slices.DeleteFunc(slices.Clone(set), func(id uint16) bool { return id == gone })
-			next := resilient(cur, set)
+			next := resilient(cur, set, weightsOf(set))
 			check(next, set)
 			for i := range next.Buckets {
 				if cur.Buckets[i] != gone && next.Buckets[i] != cur.Buckets[i] {
@@ -235,15 +257,15 @@ func TestResilient(t *testing.T) {
 			}
 			cur = next
 		}
-		if back := resilient(cur, ids); back != full {
+		if back := resilient(cur, ids, weightsOf(ids)); back != full {
 			rt.Fatalf("every member back: %v, want the first layout %v", back.Buckets, full.Buckets)
 		}
 	})
 	// One member back at a time, the others staying: only its buckets move to it.
 	ids := []uint16{1, 2, 3, 4}
-	full := resilient(dataplane.NexthopGroup{}, ids)
-	without := resilient(full, []uint16{1, 2, 4})
-	back := resilient(without, ids)
+	full := resilient(dataplane.NexthopGroup{}, ids, nil)
+	without := resilient(full, []uint16{1, 2, 4}, nil)
+	back := resilient(without, ids, nil)
 	for i := range back.Buckets {
 		if back.Buckets[i] != without.Buckets[i] && back.Buckets[i] != 3 {
 			t.Errorf("3 back: bucket %d moved from %d to %d", i, without.Buckets[i], back.Buckets[i])
@@ -252,7 +274,7 @@ func TestResilient(t *testing.T) {
 	if back != full {
 		t.Error("3 back: not the first layout")
 	}
-	if fmt.Sprint(resilient(full, nil).Buckets) != fmt.Sprint(dataplane.NexthopGroup{}.Buckets) {
+	if fmt.Sprint(resilient(full, nil, nil).Buckets) != fmt.Sprint(dataplane.NexthopGroup{}.Buckets) {
 		t.Error("no member: buckets not empty")
 	}
 }
@@ -325,5 +347,43 @@ func TestHoldDown(t *testing.T) {
 	f.SetHoldDown(0, 0)
 	if d := back(); d > base/2 {
 		t.Errorf("hold-down off: back after %v, want at once", d)
+	}
+}
+
+// TestWeights: neighbour weights share an ECMP group's buckets in proportion (3:1 is
+// 48 and 16); changing them moves buckets only towards the member that gained; a
+// weight out of range is refused with nothing changed.
+func TestWeights(t *testing.T) {
+	dp, res := newFakeDP(t, 16), &fakeRes{}
+	f := newFIB(t, dp, res)
+	a, b := ip("10.0.1.1"), ip("10.0.2.1")
+	at := ip("198.18.0.1")
+	if err := f.Apply([]Update{{Prefix: pfx("198.18.0.0/24"), Nexthop: a, Multipath: []netip.Addr{b}}}); err != nil {
+		t.Fatal(err)
+	}
+	even := bucketsOf(t, f, dp, at)
+	if err := f.SetNeighborWeights(map[netip.Addr]int{a: 3}); err != nil {
+		t.Fatal(err)
+	}
+	weighted := bucketsOf(t, f, dp, at)
+	if c := count(weighted); c[a] != 48 || c[b] != 16 {
+		t.Errorf("weights 3 and 1: buckets %v, want 48 and 16", c)
+	}
+	for i := range weighted {
+		if weighted[i] != even[i] && weighted[i] != a {
+			t.Errorf("a's weight raised: bucket %d moved from %s to %s", i, even[i], weighted[i])
+		}
+	}
+	if err := f.SetNeighborWeights(map[netip.Addr]int{a: 3, b: 65}); err == nil {
+		t.Error("weight 65 accepted")
+	}
+	if bucketsOf(t, f, dp, at) != weighted {
+		t.Error("a refused weight changed the buckets")
+	}
+	if err := f.SetNeighborWeights(nil); err != nil {
+		t.Fatal(err)
+	}
+	if c := count(bucketsOf(t, f, dp, at)); c[a] != 32 || c[b] != 32 {
+		t.Errorf("weights cleared: buckets %v, want 32 each", c)
 	}
 }

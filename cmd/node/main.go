@@ -169,6 +169,9 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, level *slog.LevelVar
 		return err
 	}
 	table.SetHoldDown(cfg.FIB.HoldDown, cfg.FIB.HoldDownWindow)
+	if err := table.SetNeighborWeights(weightsOf(cfg)); err != nil {
+		return err
+	}
 	var ksync *fib.KernelSync
 	if cfg.FIB.KernelSync {
 		ksync = fib.NewKernelSync(cfg.FIB.KernelTable, log)
@@ -227,6 +230,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, level *slog.LevelVar
 	}
 	rl := newReloader(args, cfg, log, level, speaker, fl.setConfigPolicy)
 	rl.bfd = bfds.set
+	rl.weights = table.SetNeighborWeights
 	defer func() {
 		// Bounded: with a full table GoBGP's StopBgp can take minutes (it withdraws
 		// every path first). The sessions close with the process anyway, and detaching

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"os"
 	"reflect"
@@ -190,6 +191,8 @@ type reloader struct {
 	origin origins
 	// bfd makes the BFD sessions those of the neighbours (set before run; nil: none).
 	bfd func([]NeighborConfig) error
+	// weights sets the neighbours' next-hop weights (set before run; nil: none).
+	weights func(map[netip.Addr]int) error
 
 	mu      sync.Mutex
 	running Config
@@ -237,7 +240,8 @@ func (r *reloader) reloadLocked(ctx context.Context) (string, error) {
 		return reloadRefused, fmt.Errorf("refused whole:\n  %w", joinLines(unjoin(err)))
 	}
 	bfdChanged := !reflect.DeepEqual(bfdOf(r.running), bfdOf(cur))
-	if plan.empty() && !bfdChanged {
+	weightsChanged := !maps.Equal(weightsOf(r.running), weightsOf(cur))
+	if plan.empty() && !bfdChanged && !weightsChanged {
 		r.running = cur
 		return reloadUnchanged, nil
 	}
@@ -329,7 +333,7 @@ func (r *reloader) reloadLocked(ctx context.Context) (string, error) {
 	next.BGP.Neighbors = nil
 	for _, n := range cur.BGP.Neighbors { // in the file's order
 		if rn, ok := running[netip.MustParseAddr(n.Address)]; ok {
-			rn.BFD = n.BFD // applied below, for the neighbours running
+			rn.BFD, rn.Weight = n.BFD, n.Weight // applied below, for the neighbours running
 			next.BGP.Neighbors = append(next.BGP.Neighbors, rn)
 		}
 	}
@@ -345,6 +349,13 @@ func (r *reloader) reloadLocked(ctx context.Context) (string, error) {
 			errs = append(errs, fmt.Errorf("bfd: %w", err))
 		} else {
 			r.log.Info("BFD sessions changed", "sessions", len(bfdOf(next)))
+		}
+	}
+	if weightsChanged && r.weights != nil {
+		if err := r.weights(weightsOf(next)); err != nil {
+			errs = append(errs, fmt.Errorf("weights: %w", err))
+		} else {
+			r.log.Info("next-hop weights changed", "weights", weightsOf(next))
 		}
 	}
 	if plan.cache != nil {
@@ -368,6 +379,17 @@ func (r *reloader) reloadLocked(ctx context.Context) (string, error) {
 	r.log.Info("configuration reloaded", "files", cur.files, "added", len(plan.add), "removed", len(plan.remove), "reset", len(plan.reset), "limits", len(plan.limits),
 		"import_rules", len(plan.imports), "exports", len(plan.exports), "originate", plan.originate != nil)
 	return reloadApplied, nil
+}
+
+// weightsOf is the neighbours' next-hop weights other than the default, by address.
+func weightsOf(c Config) map[netip.Addr]int {
+	out := map[netip.Addr]int{}
+	for _, n := range c.BGP.Neighbors {
+		if n.Weight > 1 {
+			out[netip.MustParseAddr(n.Address)] = n.Weight
+		}
+	}
+	return out
 }
 
 // bfdOf is the neighbours' BFD settings, by address.

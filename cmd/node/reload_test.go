@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -199,5 +200,17 @@ func TestReloader(t *testing.T) {
 	counts, last := r.status()
 	if counts[reloadApplied] != 3 || counts[reloadRefused] != 3 || counts[reloadFailed] != 1 || counts[reloadUnchanged] != 2 || last.Result != reloadApplied {
 		t.Errorf("counts %v, last %+v", counts, last)
+	}
+	var weights []map[netip.Addr]int
+	r.weights = func(w map[netip.Addr]int) error { weights = append(weights, w); return nil }
+	step("a neighbour's weight: live, no session touched", "log_level: debug\ncache: {mode: off}\n"+head+"    - {address: 192.0.2.2, asn: 64999, weight: 10, export: {prefixes: [198.19.10.0/24]}}\n    - {address: 192.0.2.3, asn: 64503}\n"+orig,
+		reloadApplied)
+	if len(weights) != 1 || !maps.Equal(weights[0], map[netip.Addr]int{netip.MustParseAddr("192.0.2.2"): 10}) {
+		t.Errorf("weights applied %v, want 192.0.2.2's 10", weights)
+	}
+	err = step("a weight out of range: refused", "log_level: debug\ncache: {mode: off}\n"+head+"    - {address: 192.0.2.2, asn: 64999, weight: 65, export: {prefixes: [198.19.10.0/24]}}\n    - {address: 192.0.2.3, asn: 64503}\n"+orig,
+		reloadRefused)
+	if err == nil || !strings.Contains(err.Error(), "bgp.neighbors[0].weight 65: use 1 to 64") || len(weights) != 1 {
+		t.Errorf("weight 65: %v (weights applied %v)", err, weights)
 	}
 }

@@ -212,6 +212,16 @@ func birdRoutes(sock, proto string, exported bool) int {
 	return n
 }
 
+// peakRSSBytes is a process's peak resident set (VmHWM) in bytes, 0 when unknown.
+func peakRSSBytes(pid int) int64 {
+	f := strings.Fields(PeakRSS(pid))
+	if len(f) != 2 || f[1] != "kB" {
+		return 0
+	}
+	kb, _ := strconv.ParseInt(f[0], 10, 64)
+	return kb << 10
+}
+
 // PeakRSS reads a process's peak resident set (VmHWM).
 func PeakRSS(pid int) string {
 	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))

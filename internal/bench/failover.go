@@ -39,6 +39,9 @@ type FailoverResult struct {
 	Outage time.Duration
 	// Lost is how many datagrams never arrived, of Sent.
 	Lost, Sent int
+	// PeakRSS is the router's processes' peak resident set, summed (bytes): the node,
+	// BIRD, or FRR's zebra, bgpd and bfdd.
+	PeakRSS int64
 }
 
 // MeasureFailover builds the lab, loads the tables, runs the flows and fails A.
@@ -108,9 +111,12 @@ func MeasureFailover(o FailoverOptions) (FailoverResult, error) {
 	a, b := flows.Received()
 	r.Sent = flows.Sent()
 	r.Lost = r.Sent - a - b
+	for _, pid := range d.RouterPIDs {
+		r.PeakRSS += peakRSSBytes(pid)
+	}
 	if o.Log != nil {
-		o.Log("%s, %d prefixes, %s failure: outage %v, %d of %d datagrams lost (loaded in %v)", o.Router, len(o.Prefixes), o.Cause,
-			r.Outage.Round(time.Millisecond), r.Lost, r.Sent, r.Load.Round(time.Second))
+		o.Log("%s, %d prefixes, %s failure: outage %v, %d of %d datagrams lost (loaded in %v, peak RSS %d MB)", o.Router, len(o.Prefixes), o.Cause,
+			r.Outage.Round(time.Millisecond), r.Lost, r.Sent, r.Load.Round(time.Second), r.PeakRSS>>20)
 	}
 	return r, nil
 }

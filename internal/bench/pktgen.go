@@ -13,9 +13,10 @@ import (
 
 // Generator sends 64-byte UDP frames to a trace of destinations from XDP itself
 // (BPF_PROG_TEST_RUN with live frames), for forwarding benchmarks; its sink program
-// counts what arrives at the far end.
+// counts what arrives at the far end. Its family is its source address's.
 type Generator struct {
 	objs pktgenObjects
+	v6   bool
 }
 
 // SetTrace replaces the destinations (same length as the trace it was made with).
@@ -31,6 +32,24 @@ func (g *Generator) SetTrace(trace []netip.Addr) error {
 }
 
 func (g *Generator) setTrace(trace []netip.Addr) error {
+	for _, a := range trace {
+		if a.Is6() != g.v6 {
+			return fmt.Errorf("generator trace: %s is not of the generator's family", a)
+		}
+	}
+	if g.v6 {
+		mem, err := g.objs.PktgenDsts6.Memory()
+		if err != nil {
+			return fmt.Errorf("map %s (needs BPF_F_MMAPABLE arrays, Linux 5.5+): %w", g.objs.PktgenDsts6, err)
+		}
+		b := make([]byte, 0, 16*len(trace))
+		for _, a := range trace {
+			x := a.As16()
+			b = append(b, x[:]...)
+		}
+		_, err = mem.WriteAt(b, 0)
+		return err
+	}
 	dsts := make([]uint32, len(trace))
 	for i, a := range trace {
 		x := a.As4()
@@ -51,8 +70,14 @@ func NewGenerator(trace []netip.Addr, src netip.Addr, srcMAC, dstMAC net.Hardwar
 	if n == 0 || n&(n-1) != 0 || n > 1<<20 {
 		return nil, fmt.Errorf("generator trace of %d: use a power of two up to 2^20", n)
 	}
-	g := &Generator{}
-	if err := loadPktgenObjects(&g.objs, nil); err != nil {
+	g := &Generator{v6: src.Is6()}
+	spec, err := loadPktgen()
+	if err != nil {
+		return nil, err
+	}
+	// 64 IPv6 destinations to a row: as many rows as the trace needs.
+	spec.Maps["pktgen_dsts6"].MaxEntries = uint32(max(1, n/64))
+	if err := spec.LoadAndAssign(&g.objs, nil); err != nil {
 		return nil, fmt.Errorf("load generator: %w", err)
 	}
 	if err := g.setTrace(trace); err != nil {
@@ -62,8 +87,12 @@ func NewGenerator(trace []netip.Addr, src netip.Addr, srcMAC, dstMAC net.Hardwar
 	cfg := pktgenPktgenCfg{Mask: uint32(n - 1)}
 	copy(cfg.Dmac[:], dstMAC)
 	copy(cfg.Smac[:], srcMAC)
-	s := src.As4()
-	cfg.Saddr = binary.NativeEndian.Uint32(s[:])
+	if g.v6 {
+		cfg.Saddr6.S6Addr = src.As16()
+	} else {
+		s := src.As4()
+		cfg.Saddr = binary.NativeEndian.Uint32(s[:])
+	}
 	if err := g.objs.PktgenConfig.Put(uint32(0), &cfg); err != nil {
 		g.Close()
 		return nil, err
@@ -79,7 +108,7 @@ func (g *Generator) Close() error {
 // Sink is the program to attach where the frames should end up.
 func (g *Generator) Sink() *ebpf.Program { return g.objs.XdpSink }
 
-// Received counts the IPv4 frames the sink has seen.
+// Received counts the IPv4 and IPv6 frames the sink has seen.
 func (g *Generator) Received() (uint64, error) {
 	var per []uint64
 	if err := g.objs.SinkCount.Lookup(uint32(0), &per); err != nil {
@@ -96,8 +125,12 @@ func (g *Generator) Received() (uint64, error) {
 // network namespace, and returns the wall time it took. Everything the frames cause
 // on their way (veth, the router's XDP or kernel, the sink) runs on this CPU.
 func (g *Generator) Send(ifindex, n int) (time.Duration, error) {
+	prog := g.objs.Pktgen
+	if g.v6 {
+		prog = g.objs.Pktgen6
+	}
 	start := time.Now()
-	_, err := g.objs.Pktgen.Run(&ebpf.RunOptions{
+	_, err := prog.Run(&ebpf.RunOptions{
 		Data:    make([]byte, 64),
 		Repeat:  uint32(n),
 		Flags:   unix.BPF_F_TEST_XDP_LIVE_FRAMES,

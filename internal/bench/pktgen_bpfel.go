@@ -18,13 +18,25 @@ type pktgenDstRow struct {
 	E [256]uint32
 }
 
+type pktgenDstRow6 struct {
+	_ structs.HostLayout
+	E [64]struct {
+		_      structs.HostLayout
+		S6Addr [16]uint8
+	}
+}
+
 type pktgenPktgenCfg struct {
-	_     structs.HostLayout
-	Dmac  [6]uint8
-	Smac  [6]uint8
-	Saddr uint32
-	Mask  uint32
-	Pos   uint32
+	_      structs.HostLayout
+	Dmac   [6]uint8
+	Smac   [6]uint8
+	Saddr  uint32
+	Mask   uint32
+	Pos    uint32
+	Saddr6 struct {
+		_      structs.HostLayout
+		S6Addr [16]uint8
+	}
 }
 
 // Names of all BPF objects in the ELF.
@@ -33,8 +45,10 @@ type pktgenPktgenCfg struct {
 const (
 	pktgenMapPktgenConfig = "pktgen_config"
 	pktgenMapPktgenDsts   = "pktgen_dsts"
+	pktgenMapPktgenDsts6  = "pktgen_dsts6"
 	pktgenMapSinkCount    = "sink_count"
 	pktgenProgPktgen      = "pktgen"
+	pktgenProgPktgen6     = "pktgen6"
 	pktgenProgXdpSink     = "xdp_sink"
 )
 
@@ -81,6 +95,7 @@ type pktgenSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type pktgenProgramSpecs struct {
 	Pktgen  *ebpf.ProgramSpec `ebpf:"pktgen"`
+	Pktgen6 *ebpf.ProgramSpec `ebpf:"pktgen6"`
 	XdpSink *ebpf.ProgramSpec `ebpf:"xdp_sink"`
 }
 
@@ -90,6 +105,7 @@ type pktgenProgramSpecs struct {
 type pktgenMapSpecs struct {
 	PktgenConfig *ebpf.MapSpec `ebpf:"pktgen_config"`
 	PktgenDsts   *ebpf.MapSpec `ebpf:"pktgen_dsts"`
+	PktgenDsts6  *ebpf.MapSpec `ebpf:"pktgen_dsts6"`
 	SinkCount    *ebpf.MapSpec `ebpf:"sink_count"`
 }
 
@@ -121,6 +137,7 @@ func (o *pktgenObjects) Close() error {
 type pktgenMaps struct {
 	PktgenConfig *ebpf.Map `ebpf:"pktgen_config"`
 	PktgenDsts   *ebpf.Map `ebpf:"pktgen_dsts"`
+	PktgenDsts6  *ebpf.Map `ebpf:"pktgen_dsts6"`
 	SinkCount    *ebpf.Map `ebpf:"sink_count"`
 }
 
@@ -128,6 +145,7 @@ func (m *pktgenMaps) Close() error {
 	return _PktgenClose(
 		m.PktgenConfig,
 		m.PktgenDsts,
+		m.PktgenDsts6,
 		m.SinkCount,
 	)
 }
@@ -143,12 +161,14 @@ type pktgenVariables struct {
 // It can be passed to loadPktgenObjects or ebpf.CollectionSpec.LoadAndAssign.
 type pktgenPrograms struct {
 	Pktgen  *ebpf.Program `ebpf:"pktgen"`
+	Pktgen6 *ebpf.Program `ebpf:"pktgen6"`
 	XdpSink *ebpf.Program `ebpf:"xdp_sink"`
 }
 
 func (p *pktgenPrograms) Close() error {
 	return _PktgenClose(
 		p.Pktgen,
+		p.Pktgen6,
 		p.XdpSink,
 	)
 }

@@ -44,23 +44,46 @@ type PPSSetup struct {
 	fib                  *fib.FIB
 	resolver             *fib.NexthopResolver
 	routes               []table.Route
+	addrs                ppsAddrs
 }
 
-// ecmpGateways are the router's neighbours towards the sink: the first is every
-// route's next hop; ECMP modes add the others (all the sink's MAC).
-var ecmpGateways = func() []netip.Addr {
-	out := make([]netip.Addr, 16)
-	for i := range out {
-		out[i] = netip.AddrFrom4([4]byte{10, 21, 0, byte(2 + i)})
+// ppsAddrs are one family's addresses in gen -- router -- sink.
+type ppsAddrs struct {
+	gen, r0, r1, sink netip.Prefix
+	// gateways are the router's neighbours towards the sink (all the sink's MAC): the
+	// first is every route's next hop; ECMP modes add the others.
+	gateways []netip.Addr
+}
+
+func ppsAddrsOf(v6 bool) ppsAddrs {
+	a := ppsAddrs{gen: netip.MustParsePrefix("10.20.0.2/24"), r0: netip.MustParsePrefix("10.20.0.1/24"),
+		r1: netip.MustParsePrefix("10.21.0.1/24"), sink: netip.MustParsePrefix("10.21.0.2/24")}
+	if v6 {
+		a = ppsAddrs{gen: netip.MustParsePrefix("fd00:20::2/64"), r0: netip.MustParsePrefix("fd00:20::1/64"),
+			r1: netip.MustParsePrefix("fd00:21::1/64"), sink: netip.MustParsePrefix("fd00:21::2/64")}
 	}
-	return out
-}()
+	gw := a.sink.Addr()
+	for range 16 {
+		a.gateways = append(a.gateways, gw)
+		gw = gw.Next()
+	}
+	return a
+}
+
+// PPSModesFor are the modes that apply to a family (the uncompressed DIR-24-8 is
+// IPv4's).
+func PPSModesFor(v6 bool) []string {
+	if !v6 {
+		return PPSModes
+	}
+	return []string{ModeKernel, ModeXDPKernelFIB, ModeXDPCompiled, ModeXDPECMP2, ModeXDPECMP16}
+}
 
 // setMembers points every route at the first n gateways (one group of n members).
 func (s *PPSSetup) setMembers(n int) error {
 	batch := make([]fib.Update, 0, len(s.routes))
 	for _, r := range s.routes {
-		batch = append(batch, fib.Update{Prefix: r.Prefix, Nexthop: ecmpGateways[0], Multipath: ecmpGateways[1:n]})
+		batch = append(batch, fib.Update{Prefix: r.Prefix, Nexthop: s.addrs.gateways[0], Multipath: s.addrs.gateways[1:n]})
 	}
 	return s.rtr.Do(func() error { return s.fib.Apply(batch) })
 }
@@ -98,11 +121,17 @@ func mac(ns *lab.Netns, ifname string) (m net.HardwareAddr, index int, err error
 	return m, index, err
 }
 
-// NewPPSSetup builds the topology and loads routes (next hop: the sink) three ways.
+// NewPPSSetup builds the topology and loads routes (next hop: the sink) three ways;
+// the routes and the trace are all IPv4 or all IPv6.
 func NewPPSSetup(routes []table.Route, trace []netip.Addr) (_ *PPSSetup, err error) {
+	if len(routes) == 0 {
+		return nil, errors.New("bench: no routes to forward along")
+	}
+	v6 := routes[0].Prefix.Addr().Is6()
 	// Not the named result: a failure returns nil, and the cleanup below must
 	// still see what was built.
-	s := &PPSSetup{}
+	s := &PPSSetup{addrs: ppsAddrsOf(v6)}
+	a := s.addrs
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -119,13 +148,30 @@ func NewPPSSetup(routes []table.Route, trace []netip.Addr) (_ *PPSSetup, err err
 			return nil, err
 		}
 	}
-	if err = s.lab.Link(s.gen, "g0", "10.20.0.2/24", s.rtr, "r0", "10.20.0.1/24"); err != nil {
+	if err = s.lab.Link(s.gen, "g0", "", s.rtr, "r0", ""); err != nil {
 		return nil, err
 	}
-	if err = s.lab.Link(s.rtr, "r1", "10.21.0.1/24", s.sink, "k1", "10.21.0.2/24"); err != nil {
+	if err = s.lab.Link(s.rtr, "r1", "", s.sink, "k1", ""); err != nil {
 		return nil, err
 	}
-	if err = s.rtr.Sysctl("net.ipv4.ip_forward", "1"); err != nil {
+	fam, forwarding := "-4", "net.ipv4.ip_forward"
+	if v6 {
+		fam, forwarding = "-6", "net.ipv6.conf.all.forwarding"
+	}
+	for _, x := range []struct {
+		ns   *lab.Netns
+		role string
+		addr netip.Prefix
+	}{{s.gen, "g0", a.gen}, {s.rtr, "r0", a.r0}, {s.rtr, "r1", a.r1}, {s.sink, "k1", a.sink}} {
+		args := []string{"ip", fam, "addr", "add", x.addr.String(), "dev", s.lab.If(x.role)}
+		if v6 {
+			args = append(args, "nodad")
+		}
+		if _, err = x.ns.Exec(args...); err != nil {
+			return nil, err
+		}
+	}
+	if err = s.rtr.Sysctl(forwarding, "1"); err != nil {
 		return nil, err
 	}
 	sinkMAC, sinkIdx, err := mac(s.sink, s.lab.If("k1"))
@@ -142,7 +188,7 @@ func NewPPSSetup(routes []table.Route, trace []netip.Addr) (_ *PPSSetup, err err
 	}
 	s.gen0 = g0Idx
 	// Permanent neighbours: every mode starts resolved.
-	for _, gw := range ecmpGateways {
+	for _, gw := range a.gateways {
 		if _, err = s.rtr.Exec("ip", "neigh", "replace", gw.String(), "lladdr", sinkMAC.String(), "dev", s.lab.If("r1"), "nud", "permanent"); err != nil {
 			return nil, err
 		}
@@ -151,7 +197,7 @@ func NewPPSSetup(routes []table.Route, trace []netip.Addr) (_ *PPSSetup, err err
 	if err = lab.SetGRO(s.rtr, s.lab.If("r0"), true); err != nil {
 		return nil, err
 	}
-	if s.g, err = NewGenerator(trace, netip.MustParseAddr("10.20.0.2"), g0MAC, r0MAC); err != nil {
+	if s.g, err = NewGenerator(trace, a.gen.Addr(), g0MAC, r0MAC); err != nil {
 		return nil, err
 	}
 	err = s.sink.Do(func() error {
@@ -161,7 +207,7 @@ func NewPPSSetup(routes []table.Route, trace []netip.Addr) (_ *PPSSetup, err err
 	if err != nil {
 		return nil, fmt.Errorf("attach the sink: %w", err)
 	}
-	gw := netip.MustParseAddr("10.21.0.2")
+	gw := a.gateways[0]
 	err = installKernelRoutes(s.rtr, s.lab.If("r1"), routes, func(table.Route) netip.Addr { return gw })
 	if err != nil {
 		return nil, fmt.Errorf("kernel routes: %w", err)

@@ -14,13 +14,26 @@ import (
 // the first 50,000 routes of the 2026 table: the full run is
 // `go run ./internal/bench/fibbench -pps`.
 func BenchmarkPPS(b *testing.B) {
+	benchPPS(b, table.Real2026, 50_000, false)
+}
+
+// BenchmarkPPS6 is BenchmarkPPS over IPv6, on the first 50,000 routes of the 2026
+// IPv6 table: the full run is `go run ./internal/bench/fibbench -pps -table 2026v6`.
+func BenchmarkPPS6(b *testing.B) {
+	benchPPS(b, table.Real2026v6, 50_000, true)
+}
+
+func benchPPS(b *testing.B, load func() ([]table.Route, error), n int, v6 bool) {
 	testutil.Need(b, os.Geteuid() == 0, "needs root for BPF and namespaces")
-	routes, err := table.Real2026()
+	routes, err := load()
 	if err != nil {
 		b.Fatal(err)
 	}
-	routes = routes[:50_000]
+	routes = routes[:min(n, len(routes))]
 	traces := Traces(routes, 1<<16, 2)
+	if v6 {
+		traces = Traces6(routes, 1<<16, 2)
+	}
 	s, err := NewPPSSetup(routes, traces[0].Addrs)
 	if err != nil {
 		b.Fatal(err)
@@ -32,7 +45,7 @@ func BenchmarkPPS(b *testing.B) {
 			if err := s.SetTrace(tr.Addrs); err != nil {
 				b.Fatal(err)
 			}
-			for _, m := range PPSModes {
+			for _, m := range PPSModesFor(v6) {
 				pps, err := s.Measure(m, 200_000)
 				if err != nil {
 					b.Fatal(err)

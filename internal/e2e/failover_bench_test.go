@@ -48,3 +48,26 @@ func benchPrefixes(b *testing.B, n int) []netip.Prefix {
 	}
 	return out
 }
+
+// BenchmarkBFDLoad loads two upstreams' tables at once with BFD at 100 ms and 50 ms
+// x 3 on both sessions and counts the sessions' flaps (false failures: nothing
+// failed) during the load and 2 s after it; b.N loads each. CI runs it once at a tiny
+// size; the full run (the whole 2026 table, 300, 100 and 50 ms) is `go run
+// ./internal/bench/fibbench -bfdload`.
+func BenchmarkBFDLoad(b *testing.B) {
+	prefixes := benchPrefixes(b, 2000)
+	node := build(b, "github.com/fibfleet/fibfleet/cmd/node", "fibfleet-node")
+	for _, iv := range []time.Duration{100 * time.Millisecond, 50 * time.Millisecond} {
+		b.Run(iv.String(), func(b *testing.B) {
+			flaps := 0
+			for range b.N {
+				r, err := bench.MeasureBFDLoad(bench.BFDLoadOptions{NodeBinary: node, Dir: b.TempDir(), Prefixes: prefixes, Interval: iv, After: 2 * time.Second, Log: b.Logf})
+				if err != nil {
+					b.Fatal(err)
+				}
+				flaps += r.Flaps
+			}
+			b.ReportMetric(float64(flaps)/float64(b.N), "flaps/load")
+		})
+	}
+}

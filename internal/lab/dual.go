@@ -30,6 +30,8 @@ type Dual struct {
 	NodeName, Dir         string
 	NodeLog               string
 	NodePID               int
+	// RouterPIDs are the router's processes: the node, BIRD, or FRR's daemons.
+	RouterPIDs []int
 	// BirdA and BirdB are the upstreams' control sockets (Birdc); RouterBird the
 	// router's, when BIRD is the router.
 	BirdA, BirdB, RouterBird string
@@ -185,6 +187,7 @@ func (d *Dual) startBirdRouter() error {
 	}
 	d.RouterBird = sock
 	d.NodeLog, d.NodePID = log, cmd.Process.Pid
+	d.RouterPIDs = []int{d.NodePID}
 	return nil
 }
 
@@ -250,6 +253,7 @@ bgp:
 	cmd, err := d.Router.Start(d.NodeLog, d.cfg.NodeBinary, "-config", conf)
 	if err == nil {
 		d.NodePID = cmd.Process.Pid
+		d.RouterPIDs = []int{d.NodePID}
 	}
 	return err
 }

@@ -82,9 +82,11 @@ func (d *Dual) startFRRRouter() error {
 			args = append(args, "--bfdctl", filepath.Join(dir, "bfdd.sock"))
 		}
 		log := filepath.Join(d.Dir, "frr-"+name+".log")
-		if _, err := d.Router.Start(log, args...); err != nil {
+		cmd, err := d.Router.Start(log, args...)
+		if err != nil {
 			return err
 		}
+		d.RouterPIDs = append(d.RouterPIDs, cmd.Process.Pid)
 		// Each daemon answers on its vty socket before the next one starts (bgpd and
 		// bfdd connect to zebra's socket).
 		if err := waitFRR(dir, name, log); err != nil {

@@ -41,7 +41,7 @@ import (
 )
 
 func main() {
-	which := flag.String("table", "2026", "bundled table: 2026 (1,168,945 prefixes) or caida2016 (656,331, some longer than /24)")
+	which := flag.String("table", "2026", "bundled table: 2026 (1,168,945 prefixes) or caida2016 (656,331, some longer than /24); with -pps also 2026v6 (the 2026 IPv6 table)")
 	n := flag.Int("trace", 1<<20, "lookups per trace")
 	runs := flag.Int("runs", 5, "interleaved runs per mechanism and trace (the median is reported)")
 	png := flag.String("png", "", "write a bar chart here")
@@ -61,6 +61,7 @@ func main() {
 	rovAB := flag.Bool("rov-ab", false, "measure full-table convergence without route origin validation, against the 9,999 real VRPs and against 500,000 synthesized ones (rpki.invalid: mark), interleaved (-runs rounds), instead")
 	rovLate := flag.Bool("rov-late", false, "measure a validator's 500,000 VRPs arriving after the full table is loaded (sessions do not wait for validators): the set's transfer and the re-check until the invalid routes left the FIB (-runs times), instead")
 	failover := flag.Bool("failover", false, "fail the better of two upstreams (its link's carrier lost; it gone silent, found by BFD 300 ms x 3) under 64 flows at 6,400 datagrams/s, the node against BIRD 2 and FRR 8.4 into the kernel, at 10k, 100k prefixes and the whole table (-runs times each), instead")
+	bfdLoad := flag.Bool("bfdload", false, "load the whole table from two upstreams at once with BFD at 300, 100 and 50 ms x 3 on both sessions and count the sessions' flaps during the load and 30 s after (-runs times each), instead")
 	policy := flag.Bool("policy", false, "measure a policy change on a full table (refuse the upstream's routes, then accept them again) reaching the dataplane (-runs times), instead")
 	cacheModes := flag.Bool("cache", false, "measure the destination cache (floods; off vs fixed 512 vs auto over flows to D destinations) in front of each FIB instead; -png takes a %s for the FIB's name")
 	flag.Parse()
@@ -75,6 +76,8 @@ func main() {
 		err = runPolicy(*runs)
 	} else if *failover {
 		err = runFailover(*runs)
+	} else if *bfdLoad {
+		err = runBFDLoad(*runs)
 	} else if *kill {
 		err = runKill(*kills)
 	} else if *flush {
@@ -230,15 +233,20 @@ func plotResults(res []bench.Result, path, title string) error {
 }
 
 func runPPS(which string, n, runs, frames int, png string) error {
-	load := map[string]func() ([]table.Route, error){"2026": table.Real2026, "caida2016": table.CAIDA2016}[which]
+	load := map[string]func() ([]table.Route, error){"2026": table.Real2026, "caida2016": table.CAIDA2016, "2026v6": table.Real2026v6}[which]
 	if load == nil {
-		return fmt.Errorf("unknown table %q: use 2026 or caida2016", which)
+		return fmt.Errorf("unknown table %q: use 2026, caida2016 or 2026v6", which)
 	}
 	routes, err := load()
 	if err != nil {
 		return err
 	}
+	v6 := which == "2026v6"
 	traces := bench.Traces(routes, n, 1)
+	if v6 {
+		traces = bench.Traces6(routes, n, 1)
+	}
+	modes := bench.PPSModesFor(v6)
 	slog.Info("building gen -- router -- sink and loading the table", "routes", len(routes))
 	s, err := bench.NewPPSSetup(routes, traces[0].Addrs)
 	if err != nil {
@@ -255,7 +263,7 @@ func runPPS(which string, n, runs, frames int, png string) error {
 		}
 		per := map[string][]float64{}
 		for r := 0; r < runs; r++ {
-			for _, m := range bench.PPSModes {
+			for _, m := range modes {
 				pps, err := s.Measure(m, frames)
 				if err != nil {
 					return err
@@ -264,7 +272,7 @@ func runPPS(which string, n, runs, frames int, png string) error {
 			}
 		}
 		base := bench.Median(per[bench.ModeKernel])
-		for _, m := range bench.PPSModes {
+		for _, m := range modes {
 			md := bench.Median(per[m])
 			fmt.Printf("| %s | %s | %.2f | %s | %.2fx |\n", tr.Name, m, md, fmtRuns(per[m], "%.2f"), md/base)
 			res = append(res, bench.Result{Trace: tr.Name, Runs: per[m], Median: md, Label: m})
@@ -778,6 +786,48 @@ func runKill(kills int) error {
 	return nil
 }
 
+// runBFDLoad counts BFD's false failures while the node loads two full tables at
+// once, by interval.
+func runBFDLoad(runs int) error {
+	routes, dir, node, cleanup, err := fullTableLab()
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	all := make([]netip.Prefix, len(routes))
+	for i, r := range routes {
+		all[i] = r.Prefix
+	}
+	fmt.Printf("\nTwo upstreams announce the whole table (%d prefixes) at once; BFD on both sessions (BIRD and the node) at each interval x 3; flaps during the load and 30 s after, %d loads each\n\n", len(all), runs)
+	fmt.Println("| BFD interval | detection time | loads | loads with a flap | flaps in all | load time (median) | node's peak RSS (max) |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	for _, iv := range []time.Duration{300 * time.Millisecond, 100 * time.Millisecond, 50 * time.Millisecond} {
+		var loads []float64
+		flapped, flaps := 0, 0
+		var rss int64
+		for range runs {
+			rdir, err := os.MkdirTemp(dir, "run-")
+			if err != nil {
+				return err
+			}
+			r, err := bench.MeasureBFDLoad(bench.BFDLoadOptions{NodeBinary: node, Dir: rdir, Prefixes: all, Interval: iv, After: 30 * time.Second,
+				Log: func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }})
+			if err != nil {
+				return err
+			}
+			loads = append(loads, r.Load.Seconds())
+			flaps += r.Flaps
+			if r.Flaps > 0 {
+				flapped++
+			}
+			rss = max(rss, r.PeakRSS)
+			time.Sleep(5 * time.Second)
+		}
+		fmt.Printf("| %v | %v | %d | %d | %d | %.1f s | %d MB |\n", iv, 3*iv, runs, flapped, flaps, bench.Median(loads), rss>>20)
+	}
+	return nil
+}
+
 // runFailover times an upstream's failure at three table sizes: the longest any flow
 // went without a datagram, the node (backup next hops: one write per group) against
 // BIRD 2 and FRR 8.4 rewriting the kernel's routes.
@@ -792,11 +842,12 @@ func runFailover(runs int) error {
 		all[i] = r.Prefix
 	}
 	fmt.Printf("\nTwo upstreams announce the same prefixes (A's paths better); 64 flows at 6,400 datagrams/s (one each 10 ms) through A; A fails. Longest outage of any flow, median of %d (max), and datagrams lost\n\n", runs)
-	fmt.Println("| prefixes | router | A fails by | outage median | outage max | lost (median) |")
-	fmt.Println("|---|---|---|---|---|---|")
+	fmt.Println("| prefixes | router | A fails by | outage median | outage max | lost (median) | start to every flow through A (median) | router's peak RSS (max) |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
 	for _, n := range []int{10_000, 100_000, len(all)} {
 		for _, c := range []struct{ router, cause string }{{"node", "link"}, {"bird", "link"}, {"frr", "link"}, {"node", "silent"}, {"bird", "silent"}, {"frr", "silent"}} {
-			var outs, lost []float64
+			var outs, lost, loads []float64
+			var rss int64
 			for range runs {
 				rdir, err := os.MkdirTemp(dir, "run-")
 				if err != nil {
@@ -809,10 +860,12 @@ func runFailover(runs int) error {
 				}
 				outs = append(outs, float64(r.Outage)/float64(time.Millisecond))
 				lost = append(lost, float64(r.Lost))
+				loads = append(loads, r.Load.Seconds())
+				rss = max(rss, r.PeakRSS)
 				time.Sleep(5 * time.Second)
 			}
-			fmt.Printf("| %d | %s | %s | %.0f ms | %.0f ms | %.0f |\n", n, map[string]string{"node": "fibfleet", "bird": "BIRD 2 + kernel", "frr": "FRR 8.4 + kernel"}[c.router], c.cause,
-				bench.Median(outs), slices.Max(outs), bench.Median(lost))
+			fmt.Printf("| %d | %s | %s | %.0f ms | %.0f ms | %.0f | %.1f s | %d MB |\n", n, map[string]string{"node": "fibfleet", "bird": "BIRD 2 + kernel", "frr": "FRR 8.4 + kernel"}[c.router], c.cause,
+				bench.Median(outs), slices.Max(outs), bench.Median(lost), bench.Median(loads), rss>>20)
 		}
 	}
 	return nil
