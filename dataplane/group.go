@@ -97,9 +97,16 @@ func FlowHash(seed uint32, f Flow) uint32 {
 		words(s[:])
 		words(d[:])
 	} else {
-		s, d := f.Src.As16(), f.Dst.As16()
-		words(s[:])
-		words(d[:])
+		// Each IPv6 address folded to one word, as the program does.
+		fold := func(a [16]byte) uint32 {
+			var x uint32
+			for i := 0; i < 16; i += 4 {
+				x ^= binary.NativeEndian.Uint32(a[i:])
+			}
+			return x
+		}
+		h = hashWord(h, fold(f.Src.As16()))
+		h = hashWord(h, fold(f.Dst.As16()))
 	}
 	if (f.Proto == 6 || f.Proto == 17) && !(f.Dst.Is4() && f.Fragment) {
 		var p [4]byte

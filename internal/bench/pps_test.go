@@ -30,9 +30,11 @@ func benchPPS(b *testing.B, load func() ([]table.Route, error), n int, v6 bool) 
 		b.Fatal(err)
 	}
 	routes = routes[:min(n, len(routes))]
-	traces := Traces(routes, 1<<16, 2)
+	var traces []Trace
 	if v6 {
 		traces = Traces6(routes, 1<<16, 2)
+	} else {
+		traces = Traces(routes, 1<<16, 2)
 	}
 	s, err := NewPPSSetup(routes, traces[0].Addrs)
 	if err != nil {

@@ -242,9 +242,11 @@ func runPPS(which string, n, runs, frames int, png string) error {
 		return err
 	}
 	v6 := which == "2026v6"
-	traces := bench.Traces(routes, n, 1)
+	var traces []bench.Trace
 	if v6 {
 		traces = bench.Traces6(routes, n, 1)
+	} else {
+		traces = bench.Traces(routes, n, 1)
 	}
 	modes := bench.PPSModesFor(v6)
 	slog.Info("building gen -- router -- sink and loading the table", "routes", len(routes))
