@@ -168,7 +168,7 @@ type FIB struct {
 	// causes that hold: the next hops through them are unusable.
 	downNeigh map[netip.Addr]map[string]bool
 	// weights are the neighbours' member weights (SetNeighborWeights); absent: 1.
-	weights map[netip.Addr]int
+	weights   map[netip.Addr]int
 	downLink  map[uint32]map[string]bool
 	failovers map[FailoverKey]FailoverCount
 	// flaps are each neighbour's recent failures; holdBase and holdWindow the hold
