@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"net/netip"
 	"strings"
 	"time"
@@ -53,10 +54,18 @@ func MeasureBFDLoad(o BFDLoadOptions) (BFDLoadResult, error) {
 	if err != nil {
 		return r, err
 	}
+	up := 0
 	for k, v := range m {
 		if strings.HasPrefix(k, "fibfleet_bfd_session_flaps_total{") {
 			r.Flaps += int(v)
 		}
+		if strings.HasPrefix(k, "fibfleet_bfd_session_up{") {
+			up += int(v)
+		}
+	}
+	// No flap counts only if the sessions were up to flap.
+	if up != 2 {
+		return r, fmt.Errorf("bench: %d of 2 BFD sessions up after the load: nothing to count", up)
 	}
 	r.PeakRSS = peakRSSBytes(d.NodePID)
 	if o.Log != nil {
