@@ -70,6 +70,21 @@ struct udphdr {
 	__u16 check;
 };
 
+/* next_frame writes a frame's Ethernet header and takes the trace's next position. */
+static __always_inline struct pktgen_cfg *next_frame(struct ethhdr *eth, __u16 proto, __u32 *idx)
+{
+	__u32 zero = 0;
+	struct pktgen_cfg *cfg = bpf_map_lookup_elem(&pktgen_config, &zero);
+
+	if (!cfg)
+		return 0;
+	*idx = cfg->pos++ & cfg->mask;
+	__builtin_memcpy(eth->h_dest, cfg->dmac, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, cfg->smac, ETH_ALEN);
+	eth->h_proto = bpf_htons(proto);
+	return cfg;
+}
+
 SEC("xdp")
 int pktgen(struct xdp_md *ctx)
 {
@@ -80,24 +95,19 @@ int pktgen(struct xdp_md *ctx)
 	struct udphdr *udp = (void *)(iph + 1);
 	struct pktgen_cfg *cfg;
 	struct dst_row *row;
-	__u32 zero = 0, idx, r, sum = 0;
+	__u32 idx, r, sum = 0;
 	__u16 *w;
 	int i;
 
 	if ((void *)(udp + 1) > data_end)
 		return XDP_ABORTED;
-	cfg = bpf_map_lookup_elem(&pktgen_config, &zero);
+	cfg = next_frame(eth, ETH_P_IP, &idx);
 	if (!cfg)
 		return XDP_ABORTED;
-	idx = cfg->pos++ & cfg->mask;
 	r = idx >> 8;
 	row = bpf_map_lookup_elem(&pktgen_dsts, &r);
 	if (!row)
 		return XDP_ABORTED;
-
-	__builtin_memcpy(eth->h_dest, cfg->dmac, ETH_ALEN);
-	__builtin_memcpy(eth->h_source, cfg->smac, ETH_ALEN);
-	eth->h_proto = bpf_htons(ETH_P_IP);
 	iph->version = 4;
 	iph->ihl = 5;
 	iph->tos = 0;
@@ -133,22 +143,17 @@ int pktgen6(struct xdp_md *ctx)
 	struct udphdr *udp = (void *)(ip6 + 1);
 	struct pktgen_cfg *cfg;
 	struct dst_row6 *row;
-	__u32 zero = 0, idx, r;
+	__u32 idx, r;
 
 	if ((void *)(udp + 1) > data_end)
 		return XDP_ABORTED;
-	cfg = bpf_map_lookup_elem(&pktgen_config, &zero);
+	cfg = next_frame(eth, ETH_P_IPV6, &idx);
 	if (!cfg)
 		return XDP_ABORTED;
-	idx = cfg->pos++ & cfg->mask;
 	r = idx >> 6;
 	row = bpf_map_lookup_elem(&pktgen_dsts6, &r);
 	if (!row)
 		return XDP_ABORTED;
-
-	__builtin_memcpy(eth->h_dest, cfg->dmac, ETH_ALEN);
-	__builtin_memcpy(eth->h_source, cfg->smac, ETH_ALEN);
-	eth->h_proto = bpf_htons(ETH_P_IPV6);
 	ip6->version = 6;
 	ip6->priority = 0;
 	ip6->flow_lbl[0] = 0;

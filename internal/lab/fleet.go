@@ -35,8 +35,9 @@ import (
 // EtcdMembers nodes' namespaces each run an etcd member on their mesh address (and on
 // a unix socket in Dir, the test's way in). BIRD peers with n1 only, announcing
 // FleetRoutes with itself as next hop: the others learn them over the iBGP mesh and
-// resolve that next hop through the subnet n1 announces. No namespace is connected to
-// the host.
+// resolve that next hop through the subnet n1 announces. With FleetConfig.Upstream2 a
+// second BIRD peers with n3 on 10.14.0.0/24 (n3 at 10.14.0.1). No namespace is
+// connected to the host.
 const FleetSinkPort = SinkPort
 
 // fleetSrcRouter is n2's address on src's link.

@@ -355,6 +355,19 @@ func fullTableLab() (routes []table.Route, dir, node string, cleanup func(), err
 	return bench.LabTable(all), dir, node, cleanup, nil
 }
 
+// fullTablePrefixes is fullTableLab's table as prefixes.
+func fullTablePrefixes() (all []netip.Prefix, dir, node string, cleanup func(), err error) {
+	routes, dir, node, cleanup, err := fullTableLab()
+	if err != nil {
+		return nil, "", "", nil, err
+	}
+	all = make([]netip.Prefix, len(routes))
+	for i, r := range routes {
+		all[i] = r.Prefix
+	}
+	return all, dir, node, cleanup, nil
+}
+
 // settle is the pause after each full-table lab before the next run.
 const settle = 30 * time.Second
 
@@ -791,15 +804,11 @@ func runKill(kills int) error {
 // runBFDLoad counts BFD's false failures while the node loads two full tables at
 // once, by interval.
 func runBFDLoad(runs int) error {
-	routes, dir, node, cleanup, err := fullTableLab()
+	all, dir, node, cleanup, err := fullTablePrefixes()
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	all := make([]netip.Prefix, len(routes))
-	for i, r := range routes {
-		all[i] = r.Prefix
-	}
 	fmt.Printf("\nTwo upstreams announce the whole table (%d prefixes) at once; BFD on both sessions (BIRD and the node) at each interval x 3; flaps during the load and 30 s after, %d loads each\n\n", len(all), runs)
 	fmt.Println("| BFD interval | detection time | loads | loads with a flap | flaps in all | load time (median) | node's peak RSS (max) |")
 	fmt.Println("|---|---|---|---|---|---|---|")
@@ -834,15 +843,11 @@ func runBFDLoad(runs int) error {
 // went without a datagram, the node (backup next hops: one write per group) against
 // BIRD 2 and FRR 8.4 rewriting the kernel's routes.
 func runFailover(runs int) error {
-	routes, dir, node, cleanup, err := fullTableLab()
+	all, dir, node, cleanup, err := fullTablePrefixes()
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	all := make([]netip.Prefix, len(routes))
-	for i, r := range routes {
-		all[i] = r.Prefix
-	}
 	fmt.Printf("\nTwo upstreams announce the same prefixes (A's paths better); 64 flows at 6,400 datagrams/s (one each 10 ms) through A; A fails. Longest outage of any flow, median of %d (max), and datagrams lost\n\n", runs)
 	fmt.Println("| prefixes | router | A fails by | outage median | outage max | lost (median) | start to every flow through A (median) | router's peak RSS (max) |")
 	fmt.Println("|---|---|---|---|---|---|---|---|")
