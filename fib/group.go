@@ -285,8 +285,8 @@ func (f *FIB) relayout(nhs []*nexthop) int {
 
 // resilient returns buckets for the members ids (nexthop ids, in the group's order)
 // with their weights (nil: equal) that move as few of prev's as it can. Each member's
-// home buckets are its turns in a smooth weighted round robin over the buckets (equal
-// weights: member i's are those b with b mod len(ids) == i), its quota their number.
+// home buckets are its seats in homes (equal weights: member i's are those b with
+// b mod len(ids) == i), its quota their number.
 // A bucket at home stays; another bucket stays with its member while that member is
 // under quota; the rest go home when home has room, else to the first member under
 // quota. So a member that leaves gives up only its own buckets, and one that returns
