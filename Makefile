@@ -5,7 +5,7 @@
 SHELL := /bin/bash
 GO ?= go
 
-.PHONY: all build deps test kernels demo lab chart generate clean
+.PHONY: all build deps test kernels demo lab chart image generate clean
 
 all: build
 
@@ -28,6 +28,7 @@ deps:
 	command -v stayrtr >/dev/null || missing="$$missing stayrtr"; \
 	command -v qemu-system-x86_64 >/dev/null || missing="$$missing qemu-system-x86"; \
 	[ -x /usr/lib/frr/bgpd ] || missing="$$missing frr"; \
+	[ -e /etc/ssl/certs/ca-certificates.crt ] || missing="$$missing ca-certificates"; \
 	if [ -n "$$missing" ]; then \
 		echo "deps: installing$$missing"; \
 		rc=""; [ -e /usr/sbin/policy-rc.d ] || { rc=1; printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d; }; \
@@ -70,6 +71,14 @@ lab: deps build
 # demo builds the walking-skeleton lab and forwards UDP through the node until Ctrl-C.
 demo: deps
 	$(GO) run ./internal/lab/demo $(DEMO_FLAGS)
+
+# image builds the container image from scratch (no daemon, no base image to pull):
+# the node and ctl static, CA certificates, root and a non-root user, as an OCI image
+# layout in bin/image and a docker-archive in bin/fibfleet-image.tar. TestImage runs
+# the node from this image in the lab.
+VERSION ?= dev
+image:
+	$(GO) run ./internal/image/mkimage -layout bin/image -tarball bin/fibfleet-image.tar -version $(VERSION)
 
 # chart lints the Helm chart (deploy/k8s/fibfleet) with the defaults and each example,
 # with Helm from the Go module proxy (the first build takes minutes). go test
