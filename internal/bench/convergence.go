@@ -214,24 +214,23 @@ func birdRoutes(sock, proto string, exported bool) int {
 
 // peakRSSBytes is a process's peak resident set (VmHWM) in bytes, 0 when unknown.
 func peakRSSBytes(pid int) int64 {
-	f := strings.Fields(PeakRSS(pid))
-	if len(f) != 2 || f[1] != "kB" {
-		return 0
-	}
-	kb, _ := strconv.ParseInt(f[0], 10, 64)
-	return kb << 10
-}
-
-// PeakRSS reads a process's peak resident set (VmHWM).
-func PeakRSS(pid int) string {
 	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return "unknown"
+		return 0
 	}
 	for _, line := range strings.Split(string(st), "\n") {
-		if strings.HasPrefix(line, "VmHWM") {
-			return strings.Join(strings.Fields(line)[1:], " ")
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmHWM:" && f[2] == "kB" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
 		}
+	}
+	return 0
+}
+
+// PeakRSS reads a process's peak resident set (VmHWM), as the kernel writes it.
+func PeakRSS(pid int) string {
+	if b := peakRSSBytes(pid); b > 0 {
+		return fmt.Sprintf("%d kB", b>>10)
 	}
 	return "unknown"
 }
