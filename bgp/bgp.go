@@ -16,6 +16,7 @@
 package bgp
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	api "github.com/osrg/gobgp/v4/api"
@@ -114,7 +116,21 @@ type Config struct {
 	// Backups give each route a backup next hop: that of its best path through
 	// another next hop (BGP PIC edge).
 	Backups bool
-	Logger  *slog.Logger
+	// RestartTime is the graceful restart time the node asks of its peers (RFC
+	// 4724): how long they keep its routes, and forward to it, while it restarts.
+	// 0 means 120 s.
+	RestartTime time.Duration
+	// Restarting starts the speaker as a restarting speaker: its OPENs set the
+	// restart state and forwarding-preserved bits (the dataplane kept forwarding
+	// from the last process's FIB), and it sends its peers nothing until every
+	// neighbour has sent End-of-RIB or RestartTime passes (selection deferral).
+	// Only when a dataplane was adopted: the bit promises the forwarding went on.
+	Restarting bool
+	// LongLivedTime, when above 0, offers long-lived graceful restart (RFC 9494):
+	// after the restart time, peers that support it keep the routes as a last
+	// resort (LLGR_STALE) this much longer.
+	LongLivedTime time.Duration
+	Logger        *slog.Logger
 }
 
 // Change is one change of a prefix's forwarding paths (IPv4 or IPv6): its best path,
@@ -203,6 +219,11 @@ type Speaker struct {
 	done   chan struct{} // closed by Stop
 	cancel context.CancelFunc
 	stop   sync.Once
+
+	restartTime time.Duration
+	longLived   time.Duration
+	restarting  atomic.Bool
+	grpc        bool // GoBGP's gRPC API is served
 
 	// peers follows session states from GoBGP's peer events: asking GoBGP (ListPeer)
 	// would walk the whole table to count prefixes, inside its server loop.
@@ -304,6 +325,12 @@ func (c Config) Validate() error {
 	if c.ListenPort < -1 || c.ListenPort > 65535 {
 		errs = append(errs, fmt.Errorf("bgp.listen_port %d: use 1-65535, 0 for 179, or -1 to not listen", c.ListenPort))
 	}
+	if c.RestartTime < 0 || c.RestartTime > 4095*time.Second || c.RestartTime%time.Second != 0 {
+		errs = append(errs, fmt.Errorf("bgp.graceful_restart.restart_time %v: use whole seconds from 1s to 4095s (the capability's 12 bits; default 120s)", c.RestartTime))
+	}
+	if c.LongLivedTime < 0 || c.LongLivedTime >= 1<<24*time.Second || c.LongLivedTime%time.Second != 0 {
+		errs = append(errs, fmt.Errorf("bgp.graceful_restart.long_lived_time %v: use whole seconds below 2^24 s (RFC 9494), or 0 for off", c.LongLivedTime))
+	}
 	seen := map[netip.Addr]bool{}
 	for i, n := range c.Neighbors {
 		if !n.Address.IsValid() {
@@ -381,7 +408,15 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 		eors: map[netip.Addr]map[bgp.Family]bool{}, asn: cfg.ASN, meshLocal: cfg.MeshAddress,
 		mesh: map[netip.Addr]bool{}, originated: map[netip.Prefix]netip.Addr{}, importFilter: imf,
 		announced: map[netip.Prefix]bool{}, blackholes: map[netip.Prefix]bool{}, exports: map[netip.Addr]*Export{}, importActions: map[netip.Addr]*ImportActions{},
-		holding: cfg.HoldUpstreams, held: map[netip.Addr]bool{}, backups: cfg.Backups}
+		holding: cfg.HoldUpstreams, held: map[netip.Addr]bool{}, backups: cfg.Backups,
+		restartTime: cmp.Or(cfg.RestartTime, 120*time.Second), longLived: cfg.LongLivedTime, grpc: cfg.GRPCAddress != ""}
+	s.restarting.Store(cfg.Restarting)
+	if cfg.Restarting {
+		// The node ends the deferral itself (RestartDone), once its FIB is complete
+		// and the fleet's prefixes it announces are in the RIB: a peer sweeps what
+		// it has not been sent by End-of-RIB (third_party patch 9).
+		srv.HoldRestartSync()
+	}
 
 	// Export deny-by-default: upstreams get what their Export allows of the
 	// originated prefixes (export.go), the mesh the rest (mesh.go).
@@ -445,12 +480,12 @@ func (s *Speaker) AddNeighbor(ctx context.Context, n Neighbor) error {
 			PassiveMode: n.Passive,
 		},
 		Timers: &api.Timers{Config: &api.TimersConfig{ConnectRetry: 5}},
-		// Graceful restart, helper only: advertising the capability (without claiming to
-		// keep forwarding state ourselves) is what makes most speakers (GoBGP, Junos)
-		// end their initial dump with End-of-RIB, the node's signal that a full-table
-		// load is complete. A peer that restarts gracefully keeps its routes meanwhile.
-		GracefulRestart: &api.GracefulRestart{Enabled: true, HelperOnly: true, RestartTime: 120},
+		// Graceful restart (see gracefulRestart): also what makes most speakers end
+		// their initial dump with End-of-RIB, the node's signal that a full-table load
+		// is complete.
+		GracefulRestart: s.gracefulRestart(),
 	}
+	s.restartFamilies(afis)
 	if n.MultihopTTL > 0 {
 		p.EbgpMultihop = &api.EbgpMultihop{Enabled: true, MultihopTtl: uint32(n.MultihopTTL)}
 	}
@@ -960,7 +995,16 @@ func (s *Speaker) Stop() {
 		// it stops: stopping withdraws every path, and a watcher nobody reads blocks
 		// GoBGP's server loop (with a full table, StopBgp then never returned).
 		close(s.done)
-		s.srv.Stop()
+		// A graceful-restart stop: the sessions close without a NOTIFICATION, so
+		// that peers keep the node's routes for the restart time (a Cease would end
+		// graceful restart on BIRD and others), while the dataplane goes on
+		// forwarding. A node that goes for good detaches its dataplane too (--uninstall).
+		if err := s.srv.StopBgp(context.Background(), &api.StopBgpRequest{AllowGracefulRestart: true}); err != nil {
+			s.log.Warn("stop BGP", "err", err)
+		}
+		if s.grpc {
+			s.srv.Stop() // its API server (BGP is stopped: GoBGP logs that it was)
+		}
 		s.cancel()
 	})
 }

@@ -113,9 +113,11 @@ func (s *Speaker) AddMeshPeer(ctx context.Context, p MeshPeer) error {
 		},
 		Transport: &api.Transport{LocalAddress: s.meshLocal.String(), RemotePort: uint32(p.Port)},
 		Timers:    &api.Timers{Config: &api.TimersConfig{ConnectRetry: 2, HoldTime: meshHold, KeepaliveInterval: meshKeepalive}},
-		// Helper only, as for upstreams: the peer's dump ends with End-of-RIB.
-		GracefulRestart: &api.GracefulRestart{Enabled: true, HelperOnly: true, RestartTime: 120},
+		// As for upstreams: the peer's dump ends with End-of-RIB, and a node that
+		// restarts keeps the others' routes to it, and theirs through it.
+		GracefulRestart: s.gracefulRestart(),
 	}
+	s.restartFamilies(peer.AfiSafis)
 	if err := s.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: peer}); err != nil {
 		_ = s.srv.DeleteDefinedSet(ctx, &api.DeleteDefinedSetRequest{DefinedSet: &api.DefinedSet{
 			DefinedType: api.DefinedType_DEFINED_TYPE_NEIGHBOR, Name: meshSet, List: []string{hostPrefix(p.Address)}}})

@@ -11,8 +11,10 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -53,6 +55,10 @@ type Config struct {
 	// node its own (FlowSeedOf), so that nodes in a row do not all make the same
 	// choice.
 	FlowSeed uint32
+	// RestartTime is how long the program goes on forwarding from its FIB after the
+	// process's last heartbeat (a restart, a crash); after it, everything passes to
+	// the kernel. 0: no heartbeat, the FIB is trusted for ever (tests).
+	RestartTime time.Duration
 	// Logger receives lifecycle messages; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -95,12 +101,18 @@ type Nexthop struct {
 // Dataplane is a loaded XDP program with its maps.
 type Dataplane struct {
 	objs   xdpfwdObjects
-	pinDir string
+	pinDir string // the node's: links/ and the generations
+	genDir string // this load's maps
 	log    *slog.Logger
+	stop   chan struct{} // ends the heartbeat
+	once   sync.Once
 
 	mu      sync.Mutex
 	links   map[string]link.Link // by interface name
-	ports   map[uint32]bool      // ifindexes in tx_ports
+	pending map[string]bool      // links still running the adopted program (until Swap)
+	prev    *previous
+	swapped bool
+	ports   map[uint32]bool // ifindexes in tx_ports
 	tables  *V4Tables
 	tables6 *V6Tables
 	mmaps   [][]byte
@@ -115,7 +127,8 @@ func PinDir(bpffs, node string) string {
 	return filepath.Join(bpffs, "fibfleet", node)
 }
 
-// Load loads the program and creates (and pins) its maps.
+// Load loads the program with a new generation of maps, pinned beside whatever an
+// earlier process left forwarding (see persist.go); Previous says what that was.
 func Load(cfg Config) (*Dataplane, error) {
 	if cfg.NodeName == "" || filepath.Base(cfg.NodeName) != cfg.NodeName || cfg.NodeName == ".." {
 		return nil, fmt.Errorf("dataplane: node name %q must be a plain, non-empty file name", cfg.NodeName)
@@ -128,18 +141,33 @@ func Load(cfg Config) (*Dataplane, error) {
 	if err := checkBPFFS(filepath.Dir(filepath.Dir(pinDir))); err != nil {
 		return nil, err
 	}
-	if entries, err := os.ReadDir(pinDir); err == nil && len(entries) > 0 {
-		log.Warn("removing pinned maps left by a previous run (restarts are not hitless yet)", "dir", pinDir)
-		if err := os.RemoveAll(pinDir); err != nil {
-			return nil, fmt.Errorf("dataplane: remove stale pins in %s: %w", pinDir, err)
-		}
+	prev, err := findPrevious(pinDir, log)
+	if err != nil {
+		return nil, err
 	}
-	if err := os.MkdirAll(pinDir, 0o700); err != nil {
+	ok := false
+	defer func() {
+		if !ok {
+			prev.close()
+		}
+	}()
+	genDir := filepath.Join(pinDir, genPrefix+strconv.FormatUint(prev.next, 10))
+	if err := os.MkdirAll(filepath.Join(pinDir, linksDir), 0o700); err != nil {
 		return nil, fmt.Errorf("dataplane: create pin directory %s: %w", pinDir, err)
 	}
+	if err := os.Mkdir(genDir, 0o700); err != nil {
+		return nil, fmt.Errorf("dataplane: create generation directory %s: %w", genDir, err)
+	}
+	if d := prev.describe(); d.Adopted {
+		log.Info("adopting the forwarding an earlier process left: its program forwards from its FIB until this one's is complete",
+			"interfaces", d.Interfaces, "generation", d.Generation, "deadline_in", (prev.deadline - monotonic()).Round(time.Millisecond))
+	} else if len(d.Interfaces) > 0 {
+		log.Warn("found XDP links whose heartbeat had expired: the kernel has been forwarding; starting from an empty FIB", "interfaces", d.Interfaces)
+	}
 
-	spec, err := loadXdpfwd()
+	spec, err := loadProgramSpec()
 	if err != nil {
+		os.RemoveAll(genDir)
 		return nil, fmt.Errorf("dataplane: parse embedded program: %w", err)
 	}
 	if cfg.GroupsV4 > 0 {
@@ -169,10 +197,11 @@ func Load(cfg Config) (*Dataplane, error) {
 	if err := spec.Variables["flow_seed"].Set(cfg.FlowSeed); err != nil {
 		return nil, fmt.Errorf("dataplane: seed the flow hash: %w", err)
 	}
-	d := &Dataplane{pinDir: pinDir, log: log, links: map[string]link.Link{}, ports: map[uint32]bool{}}
-	err = spec.LoadAndAssign(&d.objs, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: pinDir}})
+	d := &Dataplane{pinDir: pinDir, genDir: genDir, log: log, links: map[string]link.Link{}, pending: map[string]bool{}, ports: map[uint32]bool{},
+		prev: prev, stop: make(chan struct{})}
+	err = spec.LoadAndAssign(&d.objs, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: genDir}})
 	if err != nil {
-		os.RemoveAll(pinDir) // the maps pinned before the failure
+		os.RemoveAll(genDir) // the maps pinned before the failure
 		var verr *ebpf.VerifierError
 		if errors.As(err, &verr) {
 			return nil, fmt.Errorf("dataplane: the kernel's verifier rejected the program (report it with this log and the kernel's version): %+v", verr)
@@ -181,8 +210,17 @@ func Load(cfg Config) (*Dataplane, error) {
 	}
 	o := &d.objs
 	d.cache = newCache(o.DcCtl, o.Dc4Maps, o.Dc6Maps, o.DcStats, o.DcHll)
+	if cfg.RestartTime > 0 {
+		go d.beat(cfg.RestartTime, d.stop)
+	} else {
+		close(d.stop)
+	}
+	ok = true
 	return d, nil
 }
+
+// Previous says what forwarding this load found in place.
+func (d *Dataplane) Previous() Previous { return d.prev.describe() }
 
 func checkBPFFS(dir string) error {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
@@ -211,6 +249,18 @@ func (d *Dataplane) Attach(ifname string, mode Mode) error {
 	if err != nil {
 		return fmt.Errorf("dataplane: interface %q: %w (check the interfaces list in the config)", ifname, err)
 	}
+	if l, ok := d.prev.links[ifname]; ok {
+		// Attached by an earlier process: it keeps its program (and FIB) until Swap.
+		// The link's mode is the one it was attached with (a change of
+		// xdp_mode takes `node --uninstall` first).
+		d.links[ifname], d.pending[ifname] = l, true
+		delete(d.prev.links, ifname)
+		if err := d.ensurePortLocked(uint32(iface.Index)); err != nil {
+			return err
+		}
+		d.log.Info("kept the XDP link an earlier process attached", "interface", ifname)
+		return nil
+	}
 	flags := link.XDPDriverMode
 	switch mode {
 	case ModeNative, "":
@@ -226,6 +276,11 @@ func (d *Dataplane) Attach(ifname string, mode Mode) error {
 			return noNativeXDP(ifname, "native XDP", "")
 		}
 		return fmt.Errorf("dataplane: attach XDP (%s) to %s: %w", cmp.Or(mode, ModeNative), ifname, err)
+	}
+	// Pinned, the link outlives the process: a restart keeps forwarding.
+	if err := l.Pin(filepath.Join(d.pinDir, linksDir, ifname)); err != nil {
+		l.Close()
+		return fmt.Errorf("dataplane: pin the XDP link of %s (is %s on bpffs?): %w", ifname, d.pinDir, err)
 	}
 	d.links[ifname] = l
 	// Every port the program runs on can be an egress (the kernel backend picks any).
@@ -276,6 +331,10 @@ func (d *Dataplane) Detach(ifname string) error {
 		return fmt.Errorf("dataplane: not attached to %s", ifname)
 	}
 	delete(d.links, ifname)
+	delete(d.pending, ifname)
+	if err := l.Unpin(); err != nil {
+		d.log.Warn("unpin XDP link", "interface", ifname, "err", err)
+	}
 	if err := l.Close(); err != nil {
 		return fmt.Errorf("dataplane: detach from %s: %w", ifname, err)
 	}
@@ -283,8 +342,81 @@ func (d *Dataplane) Detach(ifname string) error {
 	return nil
 }
 
-// Close detaches from every interface, unpins the maps and frees everything.
+// Swap moves every kept link to this process's program at once (bpf_link_update:
+// each interface's next frame sees the new FIB, whole), releases the links of
+// interfaces no longer configured, and removes the earlier generation. Call it once
+// the FIB is complete; on a start that adopted nothing, at once.
+func (d *Dataplane) Swap() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var errs []error
+	for name := range d.pending {
+		if err := d.links[name].Update(d.objs.XdpFwd); err != nil {
+			errs = append(errs, fmt.Errorf("dataplane: swap the program on %s (bpf_link_update): %w", name, err))
+			continue
+		}
+		delete(d.pending, name)
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	for name, l := range d.prev.links {
+		d.log.Info("detaching XDP from an interface no longer configured", "interface", name)
+		_ = l.Unpin()
+		l.Close()
+		delete(d.prev.links, name)
+	}
+	d.swapped = true
+	if live := d.prev.live; live != "" {
+		d.prev.close()
+		d.prev.heartbeat = nil
+		if err := os.RemoveAll(filepath.Join(d.pinDir, live)); err != nil {
+			return fmt.Errorf("dataplane: remove the earlier generation %s: %w", live, err)
+		}
+		d.log.Info("swapped to this process's program and FIB; earlier generation removed", "generation", filepath.Base(d.genDir), "removed", live)
+	}
+	return nil
+}
+
+// Release lets go of the dataplane and leaves it forwarding (a restart or an
+// upgrade): the links stay attached and pinned, the maps pinned, the heartbeat at
+// its last deadline. A release before Swap removes this load's generation, which
+// no interface runs.
+func (d *Dataplane) Release() error {
+	d.once.Do(func() {
+		select {
+		case <-d.stop:
+		default:
+			close(d.stop)
+		}
+	})
+	d.mu.Lock()
+	for _, l := range d.links {
+		l.Close()
+	}
+	d.links = map[string]link.Link{}
+	swapped := d.swapped || len(d.pending) == 0 && d.prev.live == ""
+	d.prev.close()
+	d.mu.Unlock()
+	d.unmapTables()
+	d.cache.close()
+	err := d.objs.Close()
+	if !swapped {
+		err = errors.Join(err, os.RemoveAll(d.genDir))
+	}
+	return err
+}
+
+// Close detaches from every interface, unpins the maps and frees everything: the
+// dataplane is gone (tests, and a node told to uninstall).
 func (d *Dataplane) Close() error {
+	d.once.Do(func() {
+		select {
+		case <-d.stop:
+		default:
+			close(d.stop)
+		}
+	})
 	d.mu.Lock()
 	names := make([]string, 0, len(d.links))
 	for n := range d.links {
@@ -295,6 +427,12 @@ func (d *Dataplane) Close() error {
 	for _, n := range names {
 		errs = append(errs, d.Detach(n))
 	}
+	d.mu.Lock()
+	for _, l := range d.prev.links {
+		_ = l.Unpin()
+	}
+	d.prev.close()
+	d.mu.Unlock()
 	d.unmapTables()
 	d.cache.close()
 	errs = append(errs, d.objs.Close())
@@ -396,7 +534,11 @@ func (d *Dataplane) Stats() (Stats, error) { return readStats(d.objs.Stats) }
 // ReadPinnedStats reads the counters of a running node through its pinned map,
 // without loading anything: for tests and tools outside the daemon's process.
 func ReadPinnedStats(bpffs, node string) (Stats, error) {
-	m, err := ebpf.LoadPinnedMap(filepath.Join(PinDir(bpffs, node), "stats"), &ebpf.LoadPinOptions{ReadOnly: true})
+	dir, err := LivePinDir(bpffs, node)
+	if err != nil {
+		return Stats{}, err
+	}
+	m, err := ebpf.LoadPinnedMap(filepath.Join(dir, "stats"), &ebpf.LoadPinOptions{ReadOnly: true})
 	if err != nil {
 		return Stats{}, fmt.Errorf("dataplane: open pinned stats of node %q (is it running?): %w", node, err)
 	}

@@ -63,9 +63,13 @@ func NewProbe(d *Dataplane, capacity int) (*Probe, error) {
 // NewPinnedProbe loads the probe on the FIB maps a running node pinned, to look up
 // what its XDP program would answer from outside its process.
 func NewPinnedProbe(bpffs, node string, capacity int) (*Probe, error) {
+	dir, err := LivePinDir(bpffs, node)
+	if err != nil {
+		return nil, err
+	}
 	maps := map[string]*ebpf.Map{}
 	for _, name := range fib4MapNames {
-		m, err := ebpf.LoadPinnedMap(filepath.Join(PinDir(bpffs, node), name), nil)
+		m, err := ebpf.LoadPinnedMap(filepath.Join(dir, name), nil)
 		if err != nil {
 			for _, o := range maps {
 				o.Close()

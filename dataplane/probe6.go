@@ -62,6 +62,10 @@ func NewProbe6(d *Dataplane, capacity int) (*Probe6, error) {
 // NewPinnedProbe6 loads the probe (Mech6FIB only) on the IPv6 FIB maps a running node
 // pinned, to look up what its XDP program would answer from outside its process.
 func NewPinnedProbe6(bpffs, node string, capacity int) (*Probe6, error) {
+	dir, err := LivePinDir(bpffs, node)
+	if err != nil {
+		return nil, err
+	}
 	maps := map[string]*ebpf.Map{}
 	defer func() {
 		for _, m := range maps {
@@ -69,7 +73,7 @@ func NewPinnedProbe6(bpffs, node string, capacity int) (*Probe6, error) {
 		}
 	}()
 	for _, name := range fib6MapNames {
-		m, err := ebpf.LoadPinnedMap(filepath.Join(PinDir(bpffs, node), name), nil)
+		m, err := ebpf.LoadPinnedMap(filepath.Join(dir, name), nil)
 		if err != nil {
 			return nil, fmt.Errorf("dataplane: open pinned %s of node %q (is it running?): %w", name, node, err)
 		}

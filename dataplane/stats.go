@@ -28,6 +28,10 @@ const (
 	// PassNoMember is traffic of a route whose next-hop group has no usable member
 	// (every one down): the kernel decides.
 	PassNoMember
+	// PassStale is every frame once the node's heartbeat is past its deadline: no
+	// control plane has kept the FIB for the restart time (a node killed and not
+	// restarted), so the kernel forwards.
+	PassStale
 	numReasons
 )
 
@@ -51,6 +55,7 @@ var reasonNames = [numReasons]string{
 	PassLinkLocal:  "link_local",
 	DropBlackhole:  "blackhole",
 	PassNoMember:   "no_member",
+	PassStale:      "stale",
 }
 
 // Reasons lists every stat index in order.

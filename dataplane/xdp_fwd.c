@@ -39,6 +39,8 @@ enum stat_reason {
 	STAT_PASS_LINK_LOCAL,   /* IPv6 link-local (or unspecified, loopback) destination: never routed */
 	STAT_DROP_BLACKHOLE,    /* the route's nexthop is the discard nexthop (RFC 7999 blackhole) */
 	STAT_PASS_NO_MEMBER,    /* the route's next-hop group has no usable member (all down): the kernel's */
+	STAT_PASS_STALE,        /* the node's heartbeat is past its deadline: no control plane has kept
+	                         * this FIB for the restart time, so the kernel forwards everything */
 	STAT_MAX,
 };
 
@@ -142,6 +144,20 @@ struct {
 	__uint(max_entries, STAT_MAX);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } stats SEC(".maps");
+
+/* The node's heartbeat: the CLOCK_MONOTONIC time (ns) until which this program's FIB
+ * is trusted. The node pushes it forward every second by the restart time; a node
+ * killed and never restarted (uninstalled without --uninstall) stops pushing it, and
+ * once it passes every frame goes to the kernel instead of following a FIB nobody
+ * maintains. 0 means no deadline. Pinned, so that the next process can keep an
+ * adopted FIB alive while it builds its own. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, 1);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} heartbeat SEC(".maps");
 
 /* Which FIB the program forwards from; set by the loader (fib.backend). */
 #define FIB_BACKEND_COMPILED 0
@@ -485,6 +501,18 @@ int xdp_fwd(struct xdp_md *ctx)
 	__u32 l3off = ETH_HLEN;
 	__be16 proto;
 
+	__u32 zero = 0;
+	__u64 *deadline = bpf_map_lookup_elem(&heartbeat, &zero);
+	/* The coarse clock: a tick's precision is plenty for a deadline in seconds, and
+	 * it reads the last tick's time instead of the clock source. */
+	if (deadline && *deadline && bpf_ktime_get_coarse_ns() > *deadline)
+		return count(STAT_PASS_STALE, f.len, XDP_PASS);
+#ifdef FIBFLEET_VARIANT
+	/* The upgrade test's second program: different instructions, same behaviour (no
+	 * queue has this index). */
+	if (ctx->rx_queue_index == 0xffffffff)
+		return count(STAT_PASS_MALFORMED, f.len, XDP_PASS);
+#endif
 	if ((void *)(eth + 1) > data_end)
 		return count(STAT_PASS_MALFORMED, f.len, XDP_PASS);
 	proto = eth->h_proto;

@@ -133,6 +133,7 @@ const (
 	xdpfwdMapFib6Gen    = "fib6_gen"
 	xdpfwdMapFib6Long   = "fib6_long"
 	xdpfwdMapFib6Table  = "fib6_table"
+	xdpfwdMapHeartbeat  = "heartbeat"
 	xdpfwdMapLocalV4    = "local_v4"
 	xdpfwdMapLocalV6    = "local_v6"
 	xdpfwdMapNexthops   = "nexthops"
@@ -210,6 +211,7 @@ type xdpfwdMapSpecs struct {
 	Fib6Gen   *ebpf.MapSpec `ebpf:"fib6_gen"`
 	Fib6Long  *ebpf.MapSpec `ebpf:"fib6_long"`
 	Fib6Table *ebpf.MapSpec `ebpf:"fib6_table"`
+	Heartbeat *ebpf.MapSpec `ebpf:"heartbeat"`
 	LocalV4   *ebpf.MapSpec `ebpf:"local_v4"`
 	LocalV6   *ebpf.MapSpec `ebpf:"local_v6"`
 	Nexthops  *ebpf.MapSpec `ebpf:"nexthops"`
@@ -263,6 +265,7 @@ type xdpfwdMaps struct {
 	Fib6Gen   *ebpf.Map `ebpf:"fib6_gen"`
 	Fib6Long  *ebpf.Map `ebpf:"fib6_long"`
 	Fib6Table *ebpf.Map `ebpf:"fib6_table"`
+	Heartbeat *ebpf.Map `ebpf:"heartbeat"`
 	LocalV4   *ebpf.Map `ebpf:"local_v4"`
 	LocalV6   *ebpf.Map `ebpf:"local_v6"`
 	Nexthops  *ebpf.Map `ebpf:"nexthops"`
@@ -289,6 +292,7 @@ func (m *xdpfwdMaps) Close() error {
 		m.Fib6Gen,
 		m.Fib6Long,
 		m.Fib6Table,
+		m.Heartbeat,
 		m.LocalV4,
 		m.LocalV6,
 		m.Nexthops,

@@ -6,6 +6,7 @@ package mesh
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"slices"
@@ -59,22 +60,28 @@ type Members interface {
 }
 
 // Reconciler keeps the sessions equal to Desired: a member that dies or leaves is
-// unpeered at once (its routes withdrawn), one that (re)joins is peered.
+// unpeered after Hold (its routes withdrawn then), one that (re)joins is peered.
 type Reconciler struct {
 	self     Self
 	sessions Sessions
 	members  Members
 	log      *slog.Logger
 
-	peered map[netip.Addr]string // address -> member
+	peered map[netip.Addr]string    // address -> member
+	gone   map[netip.Addr]time.Time // peered members not alive, since when
 	mu     sync.Mutex
 	recent []nodeapi.MeshChange
 
 	// Gone, when set, is told of a peer whose member is no longer alive, before its
 	// session is removed (and its routes withdrawn, which takes a while with a full
 	// table): the FIB moves the traffic through it to backup next hops at once.
-	// Back is told of a peer added again.
+	// Back is told of a peer added again, or alive again within Hold.
 	Gone, Back func(peer netip.Addr)
+	// Hold is how long a member that is no longer alive keeps its session (and so
+	// its routes, which BGP graceful restart keeps while the session is down): a
+	// node restarting goes on forwarding, and comes back within it. Its traffic
+	// moves off it at once all the same (Gone). 0 removes it at once.
+	Hold time.Duration
 }
 
 // logSize is how many of the last changes Log keeps.
@@ -83,7 +90,7 @@ const logSize = 32
 // NewReconciler returns a reconciler of self's mesh; nothing changes before Reconcile
 // or Run.
 func NewReconciler(self Self, s Sessions, m Members, log *slog.Logger) *Reconciler {
-	return &Reconciler{self: self, sessions: s, members: m, log: log, peered: map[netip.Addr]string{}}
+	return &Reconciler{self: self, sessions: s, members: m, log: log, peered: map[netip.Addr]string{}, gone: map[netip.Addr]time.Time{}}
 }
 
 // Reconcile makes one pass: removes the sessions no live member wants, adds the
@@ -95,6 +102,7 @@ func (r *Reconciler) Reconcile(ctx context.Context) {
 	for _, m := range otherAS {
 		r.log.Warn("member with another AS: not peered (the mesh is iBGP)", "member", m.Name, "asn", m.Meta.ASN)
 	}
+	now := time.Now()
 	for a, node := range r.peered {
 		if _, ok := want[a]; ok {
 			continue
@@ -105,18 +113,37 @@ func (r *Reconciler) Reconcile(ctx context.Context) {
 				reason = "member " + string(m.State)
 			}
 		}
-		if r.Gone != nil {
-			r.Gone(a)
+		since, wasGone := r.gone[a]
+		if !wasGone {
+			since = now
+			r.gone[a] = now
+			if r.Gone != nil {
+				r.Gone(a)
+			}
+			if r.Hold > 0 {
+				r.note(node, a, "hold", fmt.Sprintf("%s: session kept %s for a restart", reason, r.Hold))
+			}
+		}
+		if now.Sub(since) < r.Hold {
+			continue
 		}
 		if err := r.sessions.RemoveMeshPeer(ctx, a); err != nil {
 			r.log.Error("remove mesh peer", "peer", a, "err", err)
 			continue
 		}
 		delete(r.peered, a)
+		delete(r.gone, a)
 		r.note(node, a, "remove", reason)
 	}
 	for a, m := range want {
 		if _, ok := r.peered[a]; ok {
+			if _, wasGone := r.gone[a]; wasGone {
+				delete(r.gone, a)
+				r.note(m.Name, a, "back", "member alive again within the hold time")
+				if r.Back != nil {
+					r.Back(a)
+				}
+			}
 			continue
 		}
 		if err := r.sessions.AddMeshPeer(ctx, bgp.MeshPeer{Address: a, Port: m.Meta.BGPPort}); err != nil {
@@ -149,7 +176,7 @@ func (r *Reconciler) Run(ctx context.Context) {
 }
 
 func (r *Reconciler) note(node string, peer netip.Addr, action, reason string) {
-	r.log.Info("mesh peer "+map[string]string{"add": "added", "remove": "removed"}[action], "member", node, "peer", peer, "reason", reason)
+	r.log.Info("mesh peer "+map[string]string{"add": "added", "remove": "removed", "hold": "held", "back": "back"}[action], "member", node, "peer", peer, "reason", reason)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.recent = append(r.recent, nodeapi.MeshChange{At: time.Now(), Node: node, Peer: peer.String(), Action: action, Reason: reason})

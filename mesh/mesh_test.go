@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/fibfleet/fibfleet/bgp"
 	"github.com/fibfleet/fibfleet/cluster"
@@ -112,5 +113,55 @@ func TestReconcile(t *testing.T) {
 	want := []string{"add n2 (member alive)", "add n3 (member alive)", "remove n2 (member dead)", "add n2 (member alive)", "remove n3 (not a live member)"}
 	if !slices.Equal(log, want) {
 		t.Errorf("log %q, want %q", log, want)
+	}
+}
+
+// TestReconcileHold: a member no longer alive keeps its session for Hold (graceful
+// restart keeps its routes meanwhile), its traffic moved off at once (Gone); alive
+// again within it, it is back (Back) with its session never removed; gone longer, it
+// is unpeered.
+func TestReconcileHold(t *testing.T) {
+	ctx := context.Background()
+	s := &fakeSessions{peers: map[netip.Addr]uint16{}, failAdd: map[netip.Addr]bool{}}
+	m := &fakeMembers{view: []cluster.Member{member("n1", "10.0.0.1", cluster.Alive, 65000), member("n2", "10.0.0.2", cluster.Alive, 65000)}}
+	r := NewReconciler(self, s, m, quiet)
+	r.Hold = 150 * time.Millisecond
+	var events []string
+	r.Gone = func(a netip.Addr) { events = append(events, "gone "+a.String()) }
+	r.Back = func(a netip.Addr) { events = append(events, "back "+a.String()) }
+	a2 := netip.MustParseAddr("10.0.0.2")
+	r.Reconcile(ctx)
+
+	m.view[1].State = cluster.Left // a restart: the member leaves gracefully
+	r.Reconcile(ctx)
+	r.Reconcile(ctx)
+	if _, ok := s.peers[a2]; !ok {
+		t.Fatal("n2 left: session removed at once, want it kept for the hold")
+	}
+	m.view[1].State = cluster.Alive
+	r.Reconcile(ctx)
+	if _, ok := s.peers[a2]; !ok {
+		t.Fatal("n2 back within the hold: session missing")
+	}
+	m.view[1].State = cluster.Dead
+	r.Reconcile(ctx)
+	if _, ok := s.peers[a2]; !ok {
+		t.Fatal("n2 dead: session removed before the hold")
+	}
+	time.Sleep(200 * time.Millisecond)
+	r.Reconcile(ctx)
+	if _, ok := s.peers[a2]; ok {
+		t.Fatal("n2 dead longer than the hold: session still there")
+	}
+	want := []string{"back 10.0.0.2", "gone 10.0.0.2", "back 10.0.0.2", "gone 10.0.0.2"} // the first Back: the add
+	if !slices.Equal(events, want) {
+		t.Errorf("callbacks %q, want %q", events, want)
+	}
+	var log []string
+	for _, c := range r.Log() {
+		log = append(log, c.Action+" "+c.Node)
+	}
+	if wantLog := []string{"add n2", "hold n2", "back n2", "hold n2", "remove n2"}; !slices.Equal(log, wantLog) {
+		t.Errorf("log %q, want %q", log, wantLog)
 	}
 }

@@ -59,6 +59,7 @@ type Config struct {
 	dir        string // -config-dir, watched for changes
 	checkOnly  bool
 	checkProbe bool
+	uninstall  bool // -uninstall: remove the dataplane and exit
 }
 
 // HTTPTLSConfig is the node API's TLS.
@@ -221,6 +222,22 @@ type BGPConfig struct {
 	// path through another one (BGP PIC edge, default on): a failure moves the
 	// traffic to it at once, before BGP reconverges.
 	BackupPaths bool `yaml:"backup_paths"`
+	// GracefulRestart: how a restart of the node looks to its peers (it keeps
+	// forwarding meanwhile).
+	GracefulRestart GracefulRestartConfig `yaml:"graceful_restart"`
+}
+
+// GracefulRestartConfig is the node's graceful restart (RFC 4724). The XDP program
+// and its FIB outlive the process: a restart, an upgrade or a crash keeps
+// forwarding, and the peers keep the node's routes meanwhile.
+type GracefulRestartConfig struct {
+	// RestartTime is what the node asks its peers to wait for it (default 120s), and
+	// how long its dataplane forwards from the last FIB with no process (after it,
+	// everything passes to the kernel: a node removed without --uninstall).
+	RestartTime time.Duration `yaml:"restart_time"`
+	// LongLivedTime, above 0, offers long-lived graceful restart (RFC 9494): peers
+	// that support it keep the routes this much longer, as a last resort.
+	LongLivedTime time.Duration `yaml:"long_lived_time"`
 }
 
 // OriginateConfig are the prefixes the fleet announces to its upstreams (package
@@ -541,7 +558,7 @@ func defaults() Config {
 		HTTPAddress: "127.0.0.1:9464",
 		LogLevel:    "info",
 		Pprof:       true,
-		BGP:         BGPConfig{ListenPort: 179, BackupPaths: true},
+		BGP:         BGPConfig{ListenPort: 179, BackupPaths: true, GracefulRestart: GracefulRestartConfig{RestartTime: 120 * time.Second}},
 		FIB:         FIBConfig{Backend: string(dataplane.BackendCompiled), GroupsV4: 16384, LinesV4: 1 << 18, BucketsV6: dataplane.DefaultBucketsV6, RetryInterval: time.Second, KernelSync: true, KernelTable: 254, HoldDown: time.Second, HoldDownWindow: time.Minute},
 		Cache:       CacheConfig{FlatPolicy: cache.FlatPolicy{Mode: string(cache.Auto), MinEntries: 1 << 10, MaxEntries: 1 << 16}, Interval: time.Second},
 		Cluster: ClusterConfig{Name: "default", LeaseTTL: 5 * time.Second, Gossip: GossipConfig{Profile: cluster.ProfileTuned, Port: 7946},
@@ -556,6 +573,7 @@ func loadConfig(args []string) (Config, error) {
 	path := fs.String("config", "", "YAML config file (see README: Configuration)")
 	dir := fs.String("config-dir", "", "directory of config files as a Helm chart's ConfigMap holds them: fleet.yaml (the fleet's), overlaid field by field by node.<node-name>.yaml (this node's) when there")
 	check := fs.Bool("check", false, "read and validate the configuration, print what was read, probe the kernel and the configured interfaces for what the dataplane needs (nothing loaded or attached), and exit: 0 all there, 2 invalid configuration, 3 a feature missing")
+	uninstall := fs.Bool("uninstall", false, "detach the node's XDP program from every interface and remove its pinned maps, then exit: for a node removed for good (a stop or a restart leaves forwarding in place)")
 	probe := fs.Bool("probe", true, "with -check, probe the kernel and the interfaces too; -probe=false validates the configuration alone (off the router)")
 	meshAddr := fs.String("mesh-address", "", "the node's IPv4 address on the mesh link (cluster.mesh.address)")
 	name := fs.String("node-name", "", "node name (default: hostname); names the bpffs pin directory")
@@ -594,7 +612,7 @@ func loadConfig(args []string) (Config, error) {
 	case *path != "":
 		files = []string{*path}
 	}
-	cfg.files, cfg.dir, cfg.checkOnly, cfg.checkProbe = files, *dir, *check, *probe
+	cfg.files, cfg.dir, cfg.checkOnly, cfg.checkProbe, cfg.uninstall = files, *dir, *check, *probe, *uninstall
 	// Each file overlays the one before field by field: a node's file says only
 	// what differs from the fleet's (a list, such as neighbors, is replaced whole).
 	for _, f := range files {
@@ -633,6 +651,11 @@ func loadConfig(args []string) (Config, error) {
 		}
 	})
 	cfg.fillDefaults()
+	if cfg.uninstall {
+		// Only the node name and bpffs matter: a broken configuration must not
+		// keep a removed node's dataplane forwarding.
+		return cfg, nil
+	}
 	cfg.readSecrets()
 	return cfg, cfg.validate()
 }
@@ -788,7 +811,8 @@ func joinLines(errs []error) error {
 func (c Config) bgpConfig() (bgp.Config, error) {
 	var errs []error
 	out := bgp.Config{ASN: c.BGP.ASN, ListenAddresses: c.BGP.ListenAddresses, ListenPort: c.BGP.ListenPort, GRPCAddress: c.BGP.GRPCAddress,
-		HoldUpstreams: len(c.RPKI.Validators) > 0 && c.RPKI.wait() > 0, Multipath: c.BGP.Multipath, Backups: c.BGP.BackupPaths}
+		HoldUpstreams: len(c.RPKI.Validators) > 0 && c.RPKI.wait() > 0, Multipath: c.BGP.Multipath, Backups: c.BGP.BackupPaths,
+		RestartTime: c.BGP.GracefulRestart.RestartTime, LongLivedTime: c.BGP.GracefulRestart.LongLivedTime}
 	if c.BGP.RouterID != "" {
 		rid, err := netip.ParseAddr(c.BGP.RouterID)
 		if err != nil {

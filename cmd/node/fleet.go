@@ -328,10 +328,13 @@ func (f *fleet) runMesh(ctx context.Context) {
 	f.mu.Lock()
 	r := mesh.NewReconciler(mesh.Self{Name: f.cfg.NodeName, Address: self, ASN: f.cfg.BGP.ASN}, f.speaker, f.members, f.log)
 	// A member's death moves the traffic through it (the paths via its upstreams)
-	// to backup next hops before its mesh session goes.
+	// to backup next hops at once; its mesh session goes after the hold.
 	table := f.table
 	r.Gone = func(a netip.Addr) { table.SetNeighborDown(a, true, "member") }
 	r.Back = func(a netip.Addr) { table.SetNeighborDown(a, false, "member") }
+	// A member that restarts keeps forwarding: its routes stay for the restart time
+	// (graceful restart), its traffic moves off it meanwhile (Gone).
+	r.Hold = f.cfg.BGP.GracefulRestart.RestartTime
 	f.mesh = r
 	f.mu.Unlock()
 	r.Run(ctx)

@@ -73,6 +73,20 @@ func main() {
 		fmt.Printf("kernel %s and interfaces %v: everything the dataplane needs is there\n", dataplane.KernelRelease(), cfg.Interfaces)
 		return
 	}
+	if cfg.uninstall {
+		removed, err := dataplane.Uninstall(cfg.BPFFS, cfg.NodeName)
+		for _, r := range removed {
+			fmt.Println("removed:", r)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fibfleet-node: uninstall:", err)
+			os.Exit(1)
+		}
+		if len(removed) == 0 {
+			fmt.Printf("node %s has no dataplane in %s: nothing to remove\n", cfg.NodeName, dataplane.PinDir(cfg.BPFFS, cfg.NodeName))
+		}
+		return
+	}
 	level := new(slog.LevelVar)
 	log := newLogger(cfg.LogLevel, level)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -148,15 +162,20 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, level *slog.LevelVar
 		return err
 	}
 	dp, err := dataplane.Load(dataplane.Config{NodeName: cfg.NodeName, BPFFS: cfg.BPFFS, GroupsV4: cfg.FIB.GroupsV4, LinesV4: cfg.FIB.LinesV4, BucketsV6: cfg.FIB.BucketsV6,
-		FIBBackend: dataplane.Backend(cfg.FIB.Backend), FlowSeed: dataplane.FlowSeedOf(cfg.NodeName), Logger: log})
+		FIBBackend: dataplane.Backend(cfg.FIB.Backend), FlowSeed: dataplane.FlowSeedOf(cfg.NodeName), Logger: log,
+		RestartTime: cfg.BGP.GracefulRestart.RestartTime})
 	if err != nil {
 		return err
 	}
+	prev := dp.Previous()
 	defer func() {
-		if err := dp.Close(); err != nil {
-			log.Warn("dataplane close", "err", err)
+		// Forwarding outlives the process: the next start (a restart, an upgrade)
+		// adopts it; with none, the heartbeat expires after the restart time and the
+		// kernel forwards.
+		if err := dp.Release(); err != nil {
+			log.Warn("dataplane release", "err", err)
 		}
-		log.Info("dataplane detached and unpinned")
+		log.Info("dataplane left forwarding for the next start (node -uninstall removes it)", "restart_time", cfg.BGP.GracefulRestart.RestartTime)
 	}()
 
 	resolver, err := fib.NewNexthopResolver(log)
@@ -195,6 +214,12 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, level *slog.LevelVar
 			return err
 		}
 	}
+	if !prev.Adopted {
+		// Nothing forwards that a restart could keep: this program takes over now.
+		if err := dp.Swap(); err != nil {
+			return err
+		}
+	}
 	pts := newPorts(cfg.Interfaces, cmp.Or(cfg.XDPMode, string(dataplane.ModeNative)), log)
 	pts.attachments = dp.Attachments
 	if pts.xmit, err = dataplane.OpenXmitMonitor(); err != nil {
@@ -214,6 +239,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, level *slog.LevelVar
 	}
 
 	bgpCfg.MeshAddress, _ = netip.ParseAddr(cfg.Cluster.Mesh.Address) // validated
+	bgpCfg.Restarting = prev.Adopted
 	speaker, err := bgp.Start(ctx, bgpCfg)
 	if err != nil {
 		fl.close()
@@ -250,6 +276,12 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, level *slog.LevelVar
 	m.bfd = bfds
 	orig := newOriginator(cfg, speaker, dp.Attachments, m.load.doneWith, log)
 	m.origin, rl.origin = orig, orig
+	m.restart = &restartState{adopted: prev.Adopted}
+	if prev.Adopted {
+		m.restart.pending.Store(true)
+		go swapWhenComplete(ctx, dp, speaker, m.load.doneWith, fl.peerMembers, len(cfg.BGP.Neighbors) > 0 || cfg.Cluster.Mesh.Address != "",
+			cfg.BGP.GracefulRestart.RestartTime, func() { orig.step(time.Now()) }, m.restart, log)
+	}
 	go orig.run(ctx)
 	go rl.run(ctx, cfg.dir, hup)
 	reg := prometheus.NewRegistry()

@@ -68,6 +68,8 @@ type metrics struct {
 	nhGroups, failovers         *prometheus.Desc
 	failoverLast                *prometheus.Desc
 	bfdUp, bfdFlaps             *prometheus.Desc
+	restartState                *prometheus.Desc
+	restart                     *restartState
 }
 
 func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.KernelSync, c *cacheLoop, fl *fleet, p *ports, rl *reloader) *metrics {
@@ -89,6 +91,7 @@ func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.Kern
 		failoverLast:  d("fib", "failover_last_seconds", "How long the last failover of the cause and direction took to rewrite its groups.", "cause", "direction"),
 		bfdUp:         d("bfd", "session_up", "1 while the BFD session with the neighbour is up, 0 otherwise (down, or not yet up).", "neighbor"),
 		bfdFlaps:      d("bfd", "session_flaps_total", "Times the BFD session with the neighbour went down after being up.", "neighbor"),
+		restartState:  d("restart", "state", "This start: adopted (1: it found an earlier process's XDP program forwarding and kept it), pending (1 while that program still forwards from its FIB, until this process's is complete and swapped in).", "state"),
 		blackholes:    d("fib", "blackholes", "Routes in the FIB through the discard nexthop (blackholed destinations, RFC 7999: from a neighbour allowed to send them, or the fleet's own): their traffic is dropped in XDP (reason blackhole)."),
 		nexthops:      d("fib", "nexthops", "Nexthops in the FIB by state: resolved, unresolved (their traffic passes to the kernel), recursive (resolved through another route's next hop; also counted as resolved or not), local (the node's own addresses: routes it originates, delivered by the kernel).", "state"),
 		refused:       d("fib", "refused_routes_total", "Routes the compiled FIB had no room for (no free second-level group); their /24 passes to the kernel.", "family"),
@@ -149,7 +152,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 		m.loadReceived, m.loadExpected, m.loadRate, m.loadETA, m.loadDone, m.loadSeconds, m.loadLag,
 		m.cacheEntries, m.cacheLookups, m.cacheEvents, m.cacheWS, m.cacheHitRate, m.cacheCost, m.cacheRegimes, m.cacheResizes, m.cacheEpoch, m.cacheMode,
 		m.etcdUp, m.registered, m.members, m.meshPeers, m.policySource, m.flushes, m.meshResends, m.meshAlarms, m.prefixes, m.epochs, m.gossipHS, m.ready, m.reloads, m.reloadOK, m.refusedRoutes,
-		m.advertised, m.originated, m.policyHash, m.drained, m.rpkiStates, m.rpkiUp, m.rpkiVRP, m.nhGroups, m.failovers, m.failoverLast, m.bfdUp, m.bfdFlaps} {
+		m.advertised, m.originated, m.policyHash, m.drained, m.rpkiStates, m.rpkiUp, m.rpkiVRP, m.nhGroups, m.failovers, m.failoverLast, m.bfdUp, m.bfdFlaps, m.restartState} {
 		ch <- d
 	}
 	m.announcements.Describe(ch)
@@ -160,6 +163,10 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	m.announcements.Collect(ch)
 	m.withdrawals.Collect(ch)
 	ch <- prometheus.MustNewConstMetric(m.buildOK, prometheus.GaugeValue, 1, version)
+	if r := m.restart; r != nil {
+		ch <- prometheus.MustNewConstMetric(m.restartState, prometheus.GaugeValue, b2f(r.adopted), "adopted")
+		ch <- prometheus.MustNewConstMetric(m.restartState, prometheus.GaugeValue, b2f(r.pending.Load()), "pending")
+	}
 	for a, reasons := range m.speaker.Refused() {
 		for r, n := range reasons {
 			ch <- prometheus.MustNewConstMetric(m.refusedRoutes, prometheus.CounterValue, float64(n), a.String(), r)

@@ -91,7 +91,10 @@ func TestAttachModes(t *testing.T) {
 	if got := xdpState(a0); got != "none" {
 		t.Errorf("%s after detach: XDP %s", a0, got)
 	}
-	pins := dataplane.PinDir("", l.Prefix+"-att")
+	pins, err := dataplane.LivePinDir("", l.Prefix+"-att")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := os.Stat(pins + "/stats"); err != nil {
 		t.Errorf("maps are not pinned under %s: %v", pins, err)
 	}

@@ -47,18 +47,21 @@ func TestMain(m *testing.M) {
 }
 
 // build compiles a command once per test run.
-func build(t testing.TB, pkg, name string) string {
+func build(t testing.TB, pkg, name string) string { return buildTags(t, pkg, name, "") }
+
+// buildTags compiles a command with build tags (comma-separated) once per test run.
+func buildTags(t testing.TB, pkg, name, tags string) string {
 	t.Helper()
 	binMu.Lock()
 	defer binMu.Unlock()
-	if p, ok := binCache[pkg]; ok {
+	if p, ok := binCache[pkg+" "+tags]; ok {
 		return p
 	}
 	out := filepath.Join(binDir, name)
-	if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+	if b, err := exec.Command("go", "build", "-tags", tags, "-o", out, pkg).CombinedOutput(); err != nil {
+		t.Fatalf("go build -tags %q %s: %v\n%s", tags, pkg, err, b)
 	}
-	binCache[pkg] = out
+	binCache[pkg+" "+tags] = out
 	return out
 }
 

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/fibfleet/fibfleet/dataplane"
 )
 
 // Dual is a node with two upstreams on two links, for next-hop groups: ECMP, backup
@@ -250,6 +252,12 @@ bgp:
 		return err
 	}
 	d.NodeLog = filepath.Join(d.Dir, "node.log")
+	// After the node stopped: its dataplane outlives it; remove it as node
+	// -uninstall does.
+	d.Defer(func() error {
+		_, err := dataplane.Uninstall("", d.NodeName)
+		return err
+	})
 	cmd, err := d.Router.Start(d.NodeLog, d.cfg.NodeBinary, "-config", conf)
 	if err == nil {
 		d.NodePID = cmd.Process.Pid

@@ -349,12 +349,11 @@ func (f *Fleet) build() error {
 		if err := os.WriteFile(n.ConfigPath, []byte(f.nodeConfig(n)), 0o644); err != nil {
 			return err
 		}
+		// After the node stopped (cleanups run in reverse): its dataplane outlives
+		// it, as on a router; remove it as node -uninstall does.
 		f.Defer(func() error {
-			dir := dataplane.PinDir("", n.Name)
-			if _, err := os.Stat(dir); err != nil {
-				return nil
-			}
-			return errors.Join(fmt.Errorf("node %s left its pins in %s (removed now)", n.Name, dir), os.RemoveAll(dir))
+			_, err := dataplane.Uninstall("", n.Name)
+			return err
 		})
 		if err := f.StartNode(n); err != nil {
 			return err
@@ -430,9 +429,15 @@ bgp:
   asn: %d
   router_id: %s
   grpc_address: 127.0.0.1:50051
+  # Short, for the fleet's tests of deaths: a member's session goes 5 s after it
+  # died, and a killed node's XDP hands over to the kernel after 5 s.
+  graceful_restart: {restart_time: %s}
 %s`, n.Name, strings.Join(ifaces, ", "), n.APISocket, f.Cfg.Cluster, strings.Join(etcd, ", "), n.MeshAddr, strings.Join(join, ", "), f.Cfg.GossipProfile,
-		n.MeshAddr, n.MeshAddr6, resendAfter, RouterASN, n.MeshAddr, neighbors)
+		n.MeshAddr, n.MeshAddr6, resendAfter, RouterASN, n.MeshAddr, FleetRestartTime, neighbors)
 }
+
+// FleetRestartTime is the fleet's nodes' bgp.graceful_restart.restart_time.
+const FleetRestartTime = 5 * time.Second
 
 // StartNode starts (or restarts) a node's process.
 func (f *Fleet) StartNode(n *FleetNode) error {

@@ -110,6 +110,8 @@ type Skeleton struct {
 	BirdRxPID             int
 	// NodePID is the node process (nsenter execs it in place).
 	NodePID int
+	// nodeArgs are the node's arguments (its configuration), for RestartNode.
+	nodeArgs []string
 	// ConfigDir is the node's -config-dir (SkeletonConfig.ConfigDir), else empty.
 	ConfigDir string
 	// Secure6File holds the IPv6 session's TCP-MD5 password (SkeletonConfig.Secure6),
@@ -128,6 +130,7 @@ type Skeleton struct {
 	rpkiInvalid         string
 	validator           *exec.Cmd
 	validatorRefresh    time.Duration
+	restartTime         time.Duration
 }
 
 // SkeletonConfig says how to run the skeleton.
@@ -189,6 +192,8 @@ type SkeletonConfig struct {
 	// (33 MB of JSON for 500,000 VRPs): benchmarks of a set that does not change
 	// read it once.
 	ValidatorRefresh time.Duration
+	// RestartTime is the node's bgp.graceful_restart.restart_time (0: its default).
+	RestartTime time.Duration
 }
 
 // ValidatorAddr is the RTR server of SkeletonConfig.VRPs.
@@ -239,7 +244,7 @@ func StartSkeleton(cfg SkeletonConfig) (*Skeleton, error) {
 		return nil, err
 	}
 	s := &Skeleton{Lab: l, Dir: cfg.Dir, NodeName: l.Prefix + "-rtr", importFilter: cfg.ImportFilter, rpkiInvalid: cfg.RPKIInvalid,
-		validatorRefresh: cfg.ValidatorRefresh}
+		validatorRefresh: cfg.ValidatorRefresh, restartTime: cfg.RestartTime}
 	if err := s.build(cfg); err != nil {
 		return s, err
 	}
@@ -668,7 +673,10 @@ func (s *Skeleton) NodeConfig(xdpMode, backend string, maxPrefixes, expected, ex
 	if backend == "" {
 		backend = "compiled"
 	}
-	secure, export4, export6, announce, import4, rov := "", "", "", "", LabImport, ""
+	secure, export4, export6, announce, import4, rov, gr := "", "", "", "", LabImport, "", ""
+	if s.restartTime > 0 {
+		gr = fmt.Sprintf("  graceful_restart: {restart_time: %s}\n", s.restartTime)
+	}
 	if s.vrpFile != "" {
 		rov = fmt.Sprintf("rpki:\n  validators: [\"%s\"]\n  refresh: 2s\n", ValidatorAddr)
 		if s.rpkiInvalid != "" {
@@ -715,7 +723,7 @@ bgp:
   asn: %d
   router_id: %s
   grpc_address: %s
-  neighbors:
+%s  neighbors:
     - address: %s
       asn: %d
       max_prefixes: %d
@@ -726,7 +734,7 @@ bgp:
       families: [ipv6-unicast, ipv4-unicast]
       expected_prefixes: %d
       import: %s
-%s%s%s`, s.NodeName, s.If("r0"), s.If("r1"), s.If("r2"), s.If("r3"), xdpMode, MetricsAddr, rov, backend, filepath.Join(s.Dir, "etcd"), RouterASN, RouterUpAddr, GoBGPAddr, UpstreamAddr, UpstreamASN, maxPrefixes, expected, import4,
+%s%s%s`, s.NodeName, s.If("r0"), s.If("r1"), s.If("r2"), s.If("r3"), xdpMode, MetricsAddr, rov, backend, filepath.Join(s.Dir, "etcd"), RouterASN, RouterUpAddr, GoBGPAddr, gr, UpstreamAddr, UpstreamASN, maxPrefixes, expected, import4,
 		export4, UpstreamAddr6, UpstreamASN, expected6, labImport6, secure, export6, announce)
 }
 
@@ -752,16 +760,14 @@ func (s *Skeleton) startNode(cfg SkeletonConfig) error {
 		configArgs = []string{"-config-dir", s.ConfigDir}
 	}
 	s.NodeLog = filepath.Join(s.Dir, "node.log")
-	// Runs after the node is stopped (cleanups run in reverse): a node that had to be
-	// killed leaves its pinned maps (64 MiB and more) behind. Remove them, and say so:
-	// a node that stops cleanly removes them itself.
+	// Runs after the node is stopped (cleanups run in reverse): its dataplane
+	// outlives it (64 MiB and more of pinned maps, and the XDP links), as on a
+	// router; remove it as node -uninstall does.
 	s.Defer(func() error {
-		dir := dataplane.PinDir("", s.NodeName)
-		if _, err := os.Stat(dir); err != nil {
-			return nil
-		}
-		return errors.Join(fmt.Errorf("the node left its pins in %s (removed now)", dir), os.RemoveAll(dir))
+		_, err := dataplane.Uninstall("", s.NodeName)
+		return err
 	})
+	s.nodeArgs = configArgs
 	argv := append([]string{cfg.NodeBinary}, configArgs...)
 	if len(cfg.Capabilities) > 0 {
 		set := "-all"
@@ -775,6 +781,39 @@ func (s *Skeleton) startNode(cfg SkeletonConfig) error {
 		s.NodePID = cmd.Process.Pid
 	}
 	return err
+}
+
+// NewFlows prepares n flows from Src through the router to the destinations
+// (addresses within the SkeletonRoutes' prefixes), counted at sink1 (side 0) and
+// sink2 (side 1), and starts the sinks.
+func (s *Skeleton) NewFlows(dsts []netip.Addr, n int) (*Flows, error) {
+	return newFlows(s.Lab, s.Src, "10.10.0.1", [2]*Netns{s.Sink1, s.Sink2}, dsts, n)
+}
+
+// StopNode sends the node's process sig (SIGTERM: a restart; SIGKILL: a crash) and
+// waits until it is gone.
+func (s *Skeleton) StopNode(sig syscall.Signal, timeout time.Duration) error {
+	if err := syscall.Kill(s.NodePID, sig); err != nil {
+		return fmt.Errorf("signal the node: %w", err)
+	}
+	for deadline := time.Now().Add(timeout); syscall.Kill(s.NodePID, 0) == nil; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the node still runs %s after signal %v", timeout, sig)
+		}
+	}
+	return nil
+}
+
+// RestartNode starts the node again with its configuration, from binary (another
+// build: an upgrade) or, when empty, the one it ran. The capabilities of
+// SkeletonConfig.Capabilities are not applied again.
+func (s *Skeleton) RestartNode(binary string) error {
+	cmd, err := s.Router.Start(s.NodeLog, append([]string{binary}, s.nodeArgs...)...)
+	if err != nil {
+		return err
+	}
+	s.NodePID = cmd.Process.Pid
+	return nil
 }
 
 // WriteConfig replaces fleet.yaml in the node's ConfigDir as the kubelet updates a

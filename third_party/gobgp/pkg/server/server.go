@@ -199,6 +199,9 @@ type BgpServer struct {
 	validate func(*table.Path) *table.Validation
 	// manage lifecycle of the server
 	isServing     atomic.Bool
+	// restartHeld keeps a restarting server's selection deferral going after
+	// every End-of-RIB, until ReleaseRestartSync (HoldRestartSync).
+	restartHeld atomic.Bool
 	shutdownWG    *sync.WaitGroup
 	runningCtx    context.Context
 	runningCancel context.CancelFunc
@@ -1988,7 +1991,7 @@ func (s *BgpServer) handleFSMMessage(peer *peer, e *fsmMsg) {
 					}
 					return true
 				}()
-				if allEnd {
+				if allEnd && !s.restartHeld.Load() {
 					for _, p := range s.neighborMap {
 						p.fsm.lock.Lock()
 						conf := p.fsm.pConf.ReadCopy()
@@ -2107,7 +2110,7 @@ func (s *BgpServer) handleFSMMessage(peer *peer, e *fsmMsg) {
 						}
 						return true
 					}()
-					if allEnd {
+					if allEnd && !s.restartHeld.Load() {
 						for _, p := range s.neighborMap {
 							p.fsm.lock.Lock()
 							conf := p.fsm.pConf.ReadCopy()
@@ -2301,6 +2304,44 @@ func (s *BgpServer) ListBmp(ctx context.Context, req *api.ListBmpRequest, fn fun
 		fn(rsp)
 	}
 	return nil
+}
+
+// HoldRestartSync keeps a restarting server (peers configured with
+// LocalRestarting) deferring its updates after every peer has sent End-of-RIB, and
+// after the deferral timer, until ReleaseRestartSync. An embedder that originates
+// routes from what it learns (or from state it rebuilds) during a graceful
+// restart needs them in the RIB before its peers get End-of-RIB: a peer sweeps a
+// stale route the restarted speaker has not sent by then, and withdraws it from
+// the network, only to learn it again a moment later. Call it before adding the
+// peers.
+func (s *BgpServer) HoldRestartSync() { s.restartHeld.Store(true) }
+
+// ReleaseRestartSync ends a selection deferral HoldRestartSync kept: every
+// established peer still deferred gets the best paths and End-of-RIB, and peers that
+// come up later are not deferred.
+func (s *BgpServer) ReleaseRestartSync(ctx context.Context) error {
+	return s.mgmtOperation(func() error {
+		s.restartHeld.Store(false)
+		for _, p := range s.neighborMap {
+			p.fsm.lock.Lock()
+			conf := p.fsm.pConf.ReadCopy()
+			restarting := conf.GracefulRestart.State.LocalRestarting
+			conf.GracefulRestart.State.LocalRestarting = false
+			p.fsm.pConf.Update(&conf)
+			p.fsm.lock.Unlock()
+			if !restarting || p.State() != bgp.BGP_FSM_ESTABLISHED {
+				continue
+			}
+			s.getBestFromLocalCallback(p, p.negotiatedRFList(), true, true, func(paths []*table.Path, filtered []*table.Path) {
+				if len(paths) > 0 {
+					p.updateRoutes(paths...)
+					sendfsmOutgoingMsg(p, paths)
+				}
+			})
+		}
+		s.logger.Info("sync finished (released by the embedder)", slog.String("Topic", "Server"))
+		return nil
+	}, false)
 }
 
 func (s *BgpServer) StopBgp(ctx context.Context, r *api.StopBgpRequest) error {
@@ -2991,6 +3032,9 @@ func (s *BgpServer) softResetOut(addr string, family bgp.Family, deferral bool) 
 			conf := peer.fsm.pConf.ReadOnly()
 			c := conf.GetAfiSafi(bgp.RF_RTC_UC)
 			restarting := conf.GracefulRestart.State.LocalRestarting
+			if restarting && s.restartHeld.Load() {
+				continue // the embedder ends the deferral (ReleaseRestartSync)
+			}
 			if restarting {
 				if family == bgp.Family(0) {
 					families = peer.configuredRFlist()
