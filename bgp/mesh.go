@@ -161,6 +161,13 @@ func (s *Speaker) RemoveMeshPeer(ctx context.Context, a netip.Addr) error {
 }
 
 // MeshPeers are the mesh's peers and their session states.
+// IsMesh says whether a is one of the fleet's mesh peers.
+func (s *Speaker) IsMesh(a netip.Addr) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mesh[a]
+}
+
 func (s *Speaker) MeshPeers() []PeerStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -2,11 +2,17 @@ package fib
 
 import (
 	"context"
+	"encoding/binary"
+	"errors"
+	"hash/fnv"
 	"log/slog"
 	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 // KernelSync mirrors the FIB's routes into a kernel routing table, so that packets XDP
@@ -24,8 +30,16 @@ type KernelSync struct {
 	pending map[netip.Prefix]kernelOp
 	wake    chan struct{}
 
+	// adopted are the routes an earlier process left in the table (proto bgp), by
+	// a hash of the route: a change that would write one of them again skips the
+	// write. Read at Run's start, dropped by Sweep.
+	adopted map[uint64]struct{}
+
 	// Installed, Removed and Failed count routes written; Pending is the backlog.
+	// Adopted counts the routes found at start, Kept those of them a change found
+	// already right, Swept those Sweep removed.
 	Installed, Removed, Failed atomic.Uint64
+	Adopted, Kept, Swept       atomic.Uint64
 	Pending                    atomic.Int64
 }
 
@@ -68,13 +82,18 @@ func (k *KernelSync) routeChanged(p netip.Prefix, gw netip.Addr, res Resolution,
 	}
 }
 
-// Run writes queued changes until ctx ends.
+// Run writes queued changes until ctx ends. It first reads the routes an earlier
+// process left in the table: a restart adopts them (nothing flushed, nothing written
+// again that is already right) and Sweep removes what is no longer in the FIB.
 func (k *KernelSync) Run(ctx context.Context) error {
 	kr, err := NewKernelRoutes(k.table)
 	if err != nil {
 		return err
 	}
 	defer kr.Close()
+	if err := k.adopt(); err != nil {
+		k.log.Warn("kernel route sync: could not read the routes left by an earlier process; every route is written again", "err", err)
+	}
 	var warned time.Time
 	var refused uint64
 	for {
@@ -95,7 +114,21 @@ func (k *KernelSync) Run(ctx context.Context) error {
 			}
 		}
 		var added, removed uint64
+		k.mu.Lock()
+		adopted := k.adopted
+		k.mu.Unlock()
 		for p, op := range batch {
+			if !op.del && adopted != nil {
+				h := kernelRouteHash(p, op)
+				k.mu.Lock()
+				_, found := k.adopted[h]
+				delete(k.adopted, h)
+				k.mu.Unlock()
+				if found {
+					k.Kept.Add(1)
+					continue
+				}
+			}
 			switch {
 			case op.del:
 				note(kr.Delete(p))
@@ -131,4 +164,125 @@ func (k *KernelSync) Run(ctx context.Context) error {
 			k.log.Info("kernel route sync", "routes", len(batch), "took", time.Since(start).Round(time.Millisecond))
 		}
 	}
+}
+
+// adopt reads the table's BGP routes (an earlier process's) into k.adopted.
+func (k *KernelSync) adopt() error {
+	set := map[uint64]struct{}{}
+	err := k.eachRoute(func(p netip.Prefix, op kernelOp) { set[kernelRouteHash(p, op)] = struct{}{} })
+	k.mu.Lock()
+	k.adopted = set
+	k.mu.Unlock()
+	k.Adopted.Store(uint64(len(set)))
+	if len(set) > 0 {
+		k.log.Info("kernel route sync: adopted the routes an earlier process left; the same routes are not written again", "routes", len(set), "table", k.table)
+	}
+	return err
+}
+
+// eachRoute calls fn for every BGP route (proto bgp, as KernelRoutes writes them) of
+// the table, both families.
+func (k *KernelSync) eachRoute(fn func(netip.Prefix, kernelOp)) error {
+	filter := &netlink.Route{Table: int(k.table), Protocol: rtprotBGP}
+	var errs []error
+	for _, family := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+		err := netlink.RouteListFilteredIter(family, filter, netlink.RT_FILTER_TABLE|netlink.RT_FILTER_PROTOCOL, func(r netlink.Route) bool {
+			if r.Dst == nil {
+				return true
+			}
+			a, ok := netip.AddrFromSlice(r.Dst.IP)
+			if !ok {
+				return true
+			}
+			ones, _ := r.Dst.Mask.Size()
+			if family == netlink.FAMILY_V4 {
+				a = a.Unmap()
+			}
+			op := kernelOp{blackhole: r.Type == unix.RTN_BLACKHOLE, oif: r.LinkIndex}
+			if gw, ok := netip.AddrFromSlice(r.Gw); ok {
+				op.gw = gw.Unmap()
+			} else if v, ok := r.Via.(*netlink.Via); ok {
+				op.gw, _ = netip.AddrFromSlice(v.Addr)
+			}
+			if op.blackhole {
+				op.oif = 0
+			}
+			fn(netip.PrefixFrom(a, ones), op)
+			return true
+		})
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// kernelRouteHash identifies a route as the kernel holds it (FNV-1a): the adopted set
+// keeps 8 bytes a route, not the route.
+func kernelRouteHash(p netip.Prefix, op kernelOp) uint64 {
+	h := fnv.New64a()
+	b, _ := p.MarshalBinary()
+	h.Write(b)
+	g, _ := op.gw.MarshalBinary()
+	h.Write(g)
+	var x [9]byte
+	binary.LittleEndian.PutUint64(x[:8], uint64(op.oif))
+	if op.blackhole {
+		x[8] = 1
+	}
+	h.Write(x[:])
+	return h.Sum64()
+}
+
+// SweepKernel removes from the kernel sync's table the BGP routes whose prefix has
+// no route in the FIB
+// (an earlier process's, withdrawn while the node restarted), and forgets the adopted
+// set. Call it once the FIB is complete (after a restart's swap). It returns how
+// many it queued for removal.
+func (f *FIB) SweepKernel() (int, error) {
+	f.mu.Lock()
+	k := f.sync
+	f.mu.Unlock()
+	if k == nil {
+		return 0, nil
+	}
+	// Read the table without the FIB's lock (a dump of a full table takes seconds),
+	// then check the candidates under it: a route the FIB gained since is kept, and
+	// one it gains after is queued after the removal (the latest change wins).
+	var stale []netip.Prefix
+	err := k.eachRoute(func(p netip.Prefix, _ kernelOp) {
+		if !f.hasRoute(p) {
+			stale = append(stale, p)
+		}
+	})
+	f.mu.Lock()
+	k.mu.Lock()
+	n := 0
+	for _, p := range stale {
+		if _, ok := f.routes.Get(p); ok {
+			continue
+		}
+		if _, queued := k.pending[p]; queued {
+			continue
+		}
+		k.pending[p] = kernelOp{del: true}
+		n++
+	}
+	k.adopted = nil
+	k.Pending.Store(int64(len(k.pending)))
+	k.mu.Unlock()
+	f.mu.Unlock()
+	k.Swept.Add(uint64(n))
+	if n > 0 {
+		select {
+		case k.wake <- struct{}{}:
+		default:
+		}
+	}
+	return n, err
+}
+
+func (f *FIB) hasRoute(p netip.Prefix) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.routes.Get(p)
+	return ok
 }

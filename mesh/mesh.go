@@ -69,12 +69,14 @@ type Reconciler struct {
 
 	peered map[netip.Addr]string    // address -> member
 	gone   map[netip.Addr]time.Time // peered members not alive, since when
+	moved  map[netip.Addr]bool      // those Gone was told of
 	mu     sync.Mutex
 	recent []nodeapi.MeshChange
 
-	// Gone, when set, is told of a peer whose member is no longer alive, before its
-	// session is removed (and its routes withdrawn, which takes a while with a full
-	// table): the FIB moves the traffic through it to backup next hops at once.
+	// Gone, when set, is told of a peer whose member died (not one that left: its
+	// process stopped, its XDP program forwards on), before its session is removed
+	// (and its routes withdrawn, which takes a while with a full table): the FIB
+	// moves the traffic through it to backup next hops at once.
 	// Back is told of a peer added again, or alive again within Hold.
 	Gone, Back func(peer netip.Addr)
 	// Hold is how long a member that is no longer alive keeps its session (and so
@@ -90,7 +92,7 @@ const logSize = 32
 // NewReconciler returns a reconciler of self's mesh; nothing changes before Reconcile
 // or Run.
 func NewReconciler(self Self, s Sessions, m Members, log *slog.Logger) *Reconciler {
-	return &Reconciler{self: self, sessions: s, members: m, log: log, peered: map[netip.Addr]string{}, gone: map[netip.Addr]time.Time{}}
+	return &Reconciler{self: self, sessions: s, members: m, log: log, peered: map[netip.Addr]string{}, gone: map[netip.Addr]time.Time{}, moved: map[netip.Addr]bool{}}
 }
 
 // Reconcile makes one pass: removes the sessions no live member wants, adds the
@@ -107,18 +109,22 @@ func (r *Reconciler) Reconcile(ctx context.Context) {
 		if _, ok := want[a]; ok {
 			continue
 		}
-		reason := "not a live member"
+		reason, left := "not a live member", false
 		for _, m := range view {
 			if m.Name == node {
-				reason = "member " + string(m.State)
+				reason, left = "member "+string(m.State), m.State == cluster.Left
 			}
 		}
 		since, wasGone := r.gone[a]
 		if !wasGone {
 			since = now
 			r.gone[a] = now
-			if r.Gone != nil {
+			// A member that left stopped its process: its XDP program goes on
+			// forwarding (a restart, an upgrade), so its traffic stays. A dead one
+			// may be a machine gone: its traffic moves.
+			if r.Gone != nil && !left {
 				r.Gone(a)
+				r.moved[a] = true
 			}
 			if r.Hold > 0 {
 				r.note(node, a, "hold", fmt.Sprintf("%s: session kept %s for a restart", reason, r.Hold))
@@ -133,6 +139,7 @@ func (r *Reconciler) Reconcile(ctx context.Context) {
 		}
 		delete(r.peered, a)
 		delete(r.gone, a)
+		delete(r.moved, a)
 		r.note(node, a, "remove", reason)
 	}
 	for a, m := range want {
@@ -140,9 +147,10 @@ func (r *Reconciler) Reconcile(ctx context.Context) {
 			if _, wasGone := r.gone[a]; wasGone {
 				delete(r.gone, a)
 				r.note(m.Name, a, "back", "member alive again within the hold time")
-				if r.Back != nil {
+				if r.Back != nil && r.moved[a] {
 					r.Back(a)
 				}
+				delete(r.moved, a)
 			}
 			continue
 		}

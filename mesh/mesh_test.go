@@ -117,9 +117,10 @@ func TestReconcile(t *testing.T) {
 }
 
 // TestReconcileHold: a member no longer alive keeps its session for Hold (graceful
-// restart keeps its routes meanwhile), its traffic moved off at once (Gone); alive
-// again within it, it is back (Back) with its session never removed; gone longer, it
-// is unpeered.
+// restart keeps its routes meanwhile); one that left (its process stopped, its XDP
+// forwards on) keeps its traffic, a dead one's moves off at once (Gone); alive again
+// within the hold, it is back (Back, if Gone was told) with its session never
+// removed; gone longer, it is unpeered.
 func TestReconcileHold(t *testing.T) {
 	ctx := context.Background()
 	s := &fakeSessions{peers: map[netip.Addr]uint16{}, failAdd: map[netip.Addr]bool{}}
@@ -153,7 +154,7 @@ func TestReconcileHold(t *testing.T) {
 	if _, ok := s.peers[a2]; ok {
 		t.Fatal("n2 dead longer than the hold: session still there")
 	}
-	want := []string{"back 10.0.0.2", "gone 10.0.0.2", "back 10.0.0.2", "gone 10.0.0.2"} // the first Back: the add
+	want := []string{"back 10.0.0.2", "gone 10.0.0.2"} // Back at the add; Gone at the death, not the leave
 	if !slices.Equal(events, want) {
 		t.Errorf("callbacks %q, want %q", events, want)
 	}

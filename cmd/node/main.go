@@ -277,11 +277,17 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, level *slog.LevelVar
 	orig := newOriginator(cfg, speaker, dp.Attachments, m.load.doneWith, log)
 	m.origin, rl.origin = orig, orig
 	m.restart = &restartState{adopted: prev.Adopted}
-	if prev.Adopted {
-		m.restart.pending.Store(true)
-		go swapWhenComplete(ctx, dp, speaker, m.load.doneWith, fl.peerMembers, len(cfg.BGP.Neighbors) > 0 || cfg.Cluster.Mesh.Address != "",
-			cfg.BGP.GracefulRestart.RestartTime, func() { orig.step(time.Now()) }, m.restart, log)
+	m.restart.pending.Store(prev.Adopted)
+	sweep := func() {
+		if ksync == nil {
+			return
+		}
+		if n, err := table.SweepKernel(); err != nil || n > 0 {
+			log.Info("kernel route sync: removed the routes an earlier process left that the FIB no longer holds", "routes", n, "err", err)
+		}
 	}
+	go swapWhenComplete(ctx, dp, speaker, m.load.doneWith, fl.peerMembers, len(cfg.BGP.Neighbors) > 0 || cfg.Cluster.Mesh.Address != "",
+		cfg.BGP.GracefulRestart.RestartTime, func() { orig.step(time.Now()) }, sweep, m.restart, log)
 	go orig.run(ctx)
 	go rl.run(ctx, cfg.dir, hup)
 	reg := prometheus.NewRegistry()
@@ -326,11 +332,14 @@ func consume(ctx context.Context, speaker *bgp.Speaker, table *fib.FIB, m *metri
 			return errors.New("BGP speaker stopped")
 		case ev := <-speaker.Events():
 			// A session's end comes before its withdrawals: the groups move off the
-			// neighbour first, and the withdrawals then find nothing to move.
-			if a := ev.SessionDown; a.IsValid() {
+			// neighbour first, and the withdrawals then find nothing to move. Not
+			// for a fleet member: its XDP program outlives its process (a restart,
+			// a crash), so its session's end says nothing of its forwarding; its
+			// death does (the mesh's Gone, from gossip).
+			if a := ev.SessionDown; a.IsValid() && !speaker.IsMesh(a) {
 				table.SetNeighborDown(a, true, "session")
 			}
-			if a := ev.SessionUp; a.IsValid() {
+			if a := ev.SessionUp; a.IsValid() && !speaker.IsMesh(a) {
 				table.SetNeighborDown(a, false, "session")
 			}
 			if len(ev.Changes) > 0 {

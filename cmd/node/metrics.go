@@ -96,7 +96,7 @@ func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.Kern
 		nexthops:      d("fib", "nexthops", "Nexthops in the FIB by state: resolved, unresolved (their traffic passes to the kernel), recursive (resolved through another route's next hop; also counted as resolved or not), local (the node's own addresses: routes it originates, delivered by the kernel).", "state"),
 		refused:       d("fib", "refused_routes_total", "Routes the compiled FIB had no room for (no free second-level group); their /24 passes to the kernel.", "family"),
 		digest:        d("fib", "digest_info", "Order-independent hash of the FIB (prefix -> selected BGP next hop), in the digest label: equal on nodes with equal tables.", "family", "digest"),
-		ksyncRoutes:   d("fib", "kernel_sync_routes_total", "Routes written to the kernel table by kernel sync, by outcome.", "op"),
+		ksyncRoutes:   d("fib", "kernel_sync_routes_total", "Routes kernel sync wrote to the kernel table, by outcome (installed, removed, failed), and at a start: found there (adopted), found right and not written again (kept), removed as no longer in the FIB (swept).", "op"),
 		ksyncPending:  d("fib", "kernel_sync_pending", "Route changes waiting to be written to the kernel table."),
 		kernelSlots:   d("fib", "kernel_slots", "/24s passing to the kernel because the FIB had no free second-level group for them.", "family"),
 		groups:        d("fib", "groups", "Second-level groups of the compiled FIB, by state.", "family", "state"),
@@ -261,6 +261,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(m.ksyncRoutes, prometheus.CounterValue, float64(k.Installed.Load()), "installed")
 		ch <- prometheus.MustNewConstMetric(m.ksyncRoutes, prometheus.CounterValue, float64(k.Removed.Load()), "removed")
 		ch <- prometheus.MustNewConstMetric(m.ksyncRoutes, prometheus.CounterValue, float64(k.Failed.Load()), "failed")
+		ch <- prometheus.MustNewConstMetric(m.ksyncRoutes, prometheus.CounterValue, float64(k.Adopted.Load()), "adopted")
+		ch <- prometheus.MustNewConstMetric(m.ksyncRoutes, prometheus.CounterValue, float64(k.Kept.Load()), "kept")
+		ch <- prometheus.MustNewConstMetric(m.ksyncRoutes, prometheus.CounterValue, float64(k.Swept.Load()), "swept")
 		ch <- prometheus.MustNewConstMetric(m.ksyncPending, prometheus.GaugeValue, float64(k.Pending.Load()))
 	}
 	d4, d6 := m.fib.Digests()
@@ -428,6 +431,11 @@ func meshSet(peers []bgp.PeerStatus) map[netip.Addr]bool {
 
 // readiness is the node's readiness now (see readiness), for /readyz.
 func (m *metrics) readiness() (bool, string) {
+	if r := m.restart; r != nil && r.pending.Load() {
+		// A rolling update must not take down the next router while this one still
+		// forwards from the FIB it adopted.
+		return false, "restarting: the adopted FIB forwards until this process's is complete"
+	}
 	return readiness(m.speaker.Loads(), m.load.doneWith, meshSet(m.speaker.Peers()))
 }
 

@@ -30,17 +30,18 @@ type restartSpeaker interface {
 	RestartDone(context.Context) error
 }
 
-// swapWhenComplete ends a restart that adopted the last process's forwarding: the
-// adopted program forwards from its FIB while this process's fills up, and once that
-// holds every neighbour's table the dataplane swaps to it (at most the restart time
-// after the start, whatever it holds then: the peers' patience ends there too).
-// Stopped before, the node leaves the adopted program forwarding.
-//
-// Then announce runs (the originator's decisions, now that the FIB is whole), and the
-// speaker's selection deferral ends: the peers get the node's routes, the fleet's
-// prefixes among them, and End-of-RIB.
+// swapWhenComplete waits until the FIB holds every neighbour's table (at most the
+// restart time after the start, whatever it holds then: the peers' patience ends
+// there too). On a restart that adopted the last process's forwarding, the adopted
+// program forwards from its FIB meanwhile, and the dataplane then swaps to this
+// process's; stopped before, the node leaves the adopted program forwarding. Then
+// announce runs (the originator's decisions, now that the FIB is whole), the speaker's
+// selection deferral ends (the peers get the node's routes, the fleet's prefixes
+// among them, and End-of-RIB), and sweep removes what an earlier process left in the
+// kernel's table that the FIB no longer holds. A first start swapped at once and only
+// sweeps.
 func swapWhenComplete(ctx context.Context, dp swapper, s restartSpeaker, done func(bgp.Load) bool, members func() int, needOne bool, restart time.Duration,
-	announce func(), state *restartState, log *slog.Logger) {
+	announce, sweep func(), state *restartState, log *slog.Logger) {
 	start := time.Now()
 	deadline := time.NewTimer(restart)
 	defer deadline.Stop()
@@ -53,7 +54,9 @@ func swapWhenComplete(ctx context.Context, dp swapper, s restartSpeaker, done fu
 			return
 		case <-deadline.C:
 			_, why = restartComplete(s.Loads(), s.MeshPeers(), done, members(), needOne)
-			log.Warn("the restart time passed before the FIB was complete; swapping to what it holds", "waiting_for", why)
+			if state.adopted {
+				log.Warn("the restart time passed before the FIB was complete; swapping to what it holds", "waiting_for", why)
+			}
 		case <-tick.C:
 			var ok bool
 			if ok, why = restartComplete(s.Loads(), s.MeshPeers(), done, members(), needOne); !ok {
@@ -66,11 +69,14 @@ func swapWhenComplete(ctx context.Context, dp swapper, s restartSpeaker, done fu
 			continue
 		}
 		state.pending.Store(false)
-		announce()
-		if err := s.RestartDone(ctx); err != nil {
-			log.Error("the peers did not get End-of-RIB; they sweep the node's routes when their restart timer ends", "err", err)
+		if state.adopted {
+			announce()
+			if err := s.RestartDone(ctx); err != nil {
+				log.Error("the peers did not get End-of-RIB; they sweep the node's routes when their restart timer ends", "err", err)
+			}
+			log.Info("restart complete: forwarding from this process's FIB", "seconds", roundSeconds(time.Since(start)), "holding", why)
 		}
-		log.Info("restart complete: forwarding from this process's FIB", "seconds", roundSeconds(time.Since(start)), "holding", why)
+		sweep()
 		return
 	}
 }

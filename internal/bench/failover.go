@@ -62,21 +62,9 @@ func MeasureFailover(o FailoverOptions) (FailoverResult, error) {
 	if err := waitDualLoaded(d, o.Router, len(o.Prefixes)); err != nil {
 		return r, err
 	}
-	// A destination in each of Flows prefixes spread over the table (/24 or shorter:
-	// an address of its own inside).
-	var short []netip.Prefix
-	for _, p := range o.Prefixes {
-		if p.Bits() <= 24 {
-			short = append(short, p)
-		}
-	}
-	if len(short) == 0 {
+	dsts := flowDestinations(o.Prefixes, o.Flows)
+	if len(dsts) == 0 {
 		return r, fmt.Errorf("bench: no prefix of /24 or shorter to send flows to")
-	}
-	dsts := make([]netip.Addr, o.Flows)
-	step := max(1, len(short)/o.Flows)
-	for i := range dsts {
-		dsts[i] = short[(i*step+step/2)%len(short)].Addr().Next()
 	}
 	flows, err := d.NewFlows(dsts, o.Flows)
 	if err != nil {

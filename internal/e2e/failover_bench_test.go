@@ -71,3 +71,33 @@ func BenchmarkBFDLoad(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRestart restarts the router b.N times under 64 flows at 6,400
+// datagrams/s, with two upstreams' tables in place: the node by SIGTERM, by SIGKILL
+// and by an upgrade to a build whose XDP program differs, and BIRD 2 restarting
+// gracefully with its kernel routes kept; it reports the datagrams lost per restart
+// and the time from the new process's start to the full table again. CI runs it once
+// at a tiny size; the full run (the whole 2026 table, 10 restarts each) is `go run
+// ./internal/bench/fibbench -restart`.
+func BenchmarkRestart(b *testing.B) {
+	prefixes := benchPrefixes(b, 2000)
+	node := build(b, "github.com/fibfleet/fibfleet/cmd/node", "fibfleet-node")
+	variant := buildTags(b, "github.com/fibfleet/fibfleet/cmd/node", "fibfleet-node-variant", "fibfleet_variant")
+	for _, c := range []struct{ router, kind string }{{"node", "sigterm"}, {"node", "sigkill"}, {"node", "upgrade"}, {"bird", "sigterm"}} {
+		b.Run(c.router+"-"+c.kind, func(b *testing.B) {
+			r, err := bench.MeasureRestart(bench.RestartOptions{NodeBinary: node, VariantBinary: variant, Dir: b.TempDir(), Prefixes: prefixes, Router: c.router,
+				Kind: c.kind, Tries: b.N, Flows: 64, Rate: 6400, Log: b.Logf})
+			if err != nil {
+				b.Fatal(err)
+			}
+			lost := 0
+			var full []float64
+			for _, t := range r.Tries {
+				lost += t.Lost
+				full = append(full, t.Full.Seconds())
+			}
+			b.ReportMetric(float64(lost)/float64(b.N), "lost/op")
+			b.ReportMetric(bench.Median(full), "s-to-full")
+		})
+	}
+}

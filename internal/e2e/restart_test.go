@@ -223,6 +223,13 @@ func TestRestart(t *testing.T) {
 					if got.Routes != want.Routes-1 || got.Digest == want.Digest {
 						t.Errorf("after a restart during which %s was withdrawn: %d routes, digest %s; want %d and another digest", withdrawn.Prefix, got.Routes, got.Digest, want.Routes-1)
 					}
+					// The kernel's copy too: adopted at the start, swept once the FIB is complete.
+					if err := lab.WaitFor(ctx, 30*time.Second, withdrawn.Prefix.String()+" swept from the router's kernel table", func() (bool, error) {
+						out, err := sk.Router.Exec("ip", "route", "show", "table", "main", "exact", withdrawn.Prefix.String())
+						return err == nil && strings.TrimSpace(out) == "", err
+					}); err != nil {
+						t.Error(err)
+					}
 					if out, err := sk.Birdc("enable", lab.StaticProtocol(withdrawn)); err != nil {
 						t.Fatalf("birdc enable: %v: %s", err, out)
 					}
@@ -234,6 +241,15 @@ func TestRestart(t *testing.T) {
 					}
 				}
 				checkDigest(fmt.Sprintf("try %d", i))
+				// The kernel's routes were adopted, not written again.
+				m, err := sk.Metrics()
+				if err != nil {
+					t.Fatal(err)
+				}
+				op := func(o string) float64 { return m[`fibfleet_fib_kernel_sync_routes_total{op="`+o+`"}`] }
+				if op("adopted") == 0 || op("kept") == 0 || op("installed") >= op("adopted") {
+					t.Errorf("try %d: kernel sync adopted %v routes, kept %v, installed %v: want the routes found kept, not written again", i, op("adopted"), op("kept"), op("installed"))
+				}
 			}
 			flows.Stop()
 			to := time.Now()

@@ -100,8 +100,11 @@ type birdSession struct {
 	quickRetry bool
 	// bfd asks the BFD protocol (birdConfig.bfd) for a session with the neighbour:
 	// its failure ends the BGP session.
-	bfd      bool
-	channels []birdChannel
+	bfd bool
+	// gracefulRestart makes BIRD a restarting speaker too (`graceful restart on`;
+	// it is a helper by default).
+	gracefulRestart bool
+	channels        []birdChannel
 }
 
 func (c *birdConfig) bgp(s birdSession) {
@@ -121,6 +124,9 @@ func (c *birdConfig) bgp(s birdSession) {
 	}
 	if s.bfd {
 		c.b.WriteString("  bfd on;\n")
+	}
+	if s.gracefulRestart {
+		c.b.WriteString("  graceful restart on;\n")
 	}
 	for _, ch := range s.channels {
 		fmt.Fprintf(c.b, "  %s {\n", ch.family)

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -38,9 +39,12 @@ type Dual struct {
 	// router's, when BIRD is the router.
 	BirdA, BirdB, RouterBird string
 	birdCmd                  map[string]*exec.Cmd
-	frrDir                   string
-	birdConf                 map[string]*birdConfig
-	cfg                      DualConfig
+	// routerConf is the router's configuration (the node's or BIRD's), for
+	// RestartRouter.
+	routerConf string
+	frrDir     string
+	birdConf   map[string]*birdConfig
+	cfg        DualConfig
 }
 
 // DualConfig configures a Dual.
@@ -62,6 +66,10 @@ type DualConfig struct {
 	// (BIRD 2 installing its best routes into the kernel, which forwards: the
 	// baseline) or "frr" (FRR 8.4's bgpd and zebra into the kernel, which forwards).
 	Router string
+	// GracefulRestart runs BIRD as the router with graceful restart (`graceful
+	// restart on` in its sessions) and its kernel routes kept when it stops
+	// (`persist`): the baseline of a hitless restart (RestartRouter).
+	GracefulRestart bool
 }
 
 // The dual topology's addresses.
@@ -172,7 +180,11 @@ func (d *Dual) startBirdRouter() error {
 	if err != nil {
 		return err
 	}
-	c.kernelExport("kernel4")
+	if d.cfg.GracefulRestart {
+		c.b.WriteString("protocol kernel kernel4 { persist; ipv4 { import none; export all; }; }\n")
+	} else {
+		c.kernelExport("kernel4")
+	}
 	if d.cfg.BFD > 0 {
 		c.bfdProto(d.cfg.BFD, 3)
 	}
@@ -181,8 +193,9 @@ func (d *Dual) startBirdRouter() error {
 		asn                   int
 	}{{"a", DualRouterA, DualAddrA, dualASNA}, {"b", DualRouterB, DualAddrB, dualASNB}} {
 		c.bgp(birdSession{name: s.name, local: s.local, localAS: RouterASN, neighbor: s.neighbor, neighborAS: s.asn, quickRetry: true, bfd: d.cfg.BFD > 0,
-			channels: []birdChannel{{family: "ipv4", imp: "all", exp: "none"}}})
+			gracefulRestart: d.cfg.GracefulRestart, channels: []birdChannel{{family: "ipv4", imp: "all", exp: "none"}}})
 	}
+	d.routerConf = c.path
 	sock, log, cmd, err := startBird(d.Router, d.Dir, "router", c)
 	if err != nil {
 		return err
@@ -251,6 +264,7 @@ bgp:
 	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
 		return err
 	}
+	d.routerConf = conf
 	d.NodeLog = filepath.Join(d.Dir, "node.log")
 	// After the node stopped: its dataplane outlives it; remove it as node
 	// -uninstall does.
@@ -264,6 +278,47 @@ bgp:
 		d.RouterPIDs = []int{d.NodePID}
 	}
 	return err
+}
+
+// StopRouter stops the router's process as a restart does and waits until it is
+// gone: the node with sig (SIGTERM, or SIGKILL for a crash); BIRD with `birdc
+// graceful restart` (sig SIGTERM) or sig.
+func (d *Dual) StopRouter(sig syscall.Signal) error {
+	if d.cfg.Router == "bird" && sig == syscall.SIGTERM {
+		if out, err := d.Birdc("router", "graceful", "restart"); err != nil {
+			return fmt.Errorf("lab: birdc graceful restart: %w: %s", err, out)
+		}
+	} else if err := syscall.Kill(d.NodePID, sig); err != nil {
+		return fmt.Errorf("lab: signal the router: %w", err)
+	}
+	for deadline := time.Now().Add(60 * time.Second); syscall.Kill(d.NodePID, 0) == nil; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("lab: the router still runs 60 s after it was told to stop")
+		}
+	}
+	return nil
+}
+
+// RestartRouter starts the router again on its configuration: the node from binary
+// (another build: an upgrade) or, when empty, the one it ran; BIRD in graceful
+// restart recovery (-R).
+func (d *Dual) RestartRouter(binary string) error {
+	var cmd *exec.Cmd
+	var err error
+	switch d.cfg.Router {
+	case "bird":
+		cmd, err = d.Router.Start(d.NodeLog, "bird", "-f", "-R", "-c", d.routerConf, "-s", d.RouterBird)
+	case "node", "":
+		cmd, err = d.Router.Start(d.NodeLog, cmp.Or(binary, d.cfg.NodeBinary), "-config", d.routerConf)
+	default:
+		err = fmt.Errorf("lab: restarting a %s router is not supported", d.cfg.Router)
+	}
+	if err != nil {
+		return err
+	}
+	d.NodePID = cmd.Process.Pid
+	d.RouterPIDs = []int{d.NodePID}
+	return nil
 }
 
 // Birdc runs a birdc command against upstream "a" or "b", or "router" (BIRD as

@@ -449,6 +449,20 @@ func (f *Fleet) StartNode(n *FleetNode) error {
 	return nil
 }
 
+// StopNode sends a node's process sig (SIGTERM: a restart's stop) and waits until it
+// is gone.
+func (f *Fleet) StopNode(n *FleetNode, sig syscall.Signal) error {
+	if err := n.Cmd.Process.Signal(sig); err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(30 * time.Second); syscall.Kill(n.Cmd.Process.Pid, 0) == nil; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("node %s still running 30 s after signal %v", n.Name, sig)
+		}
+	}
+	return nil
+}
+
 // KillNode kills a node's process with SIGKILL (a crash: no leave, no unpin) and waits
 // until it is gone.
 func (f *Fleet) KillNode(n *FleetNode) error {

@@ -61,6 +61,8 @@ func main() {
 	rovAB := flag.Bool("rov-ab", false, "measure full-table convergence without route origin validation, against the 9,999 real VRPs and against 500,000 synthesized ones (rpki.invalid: mark), interleaved (-runs rounds), instead")
 	rovLate := flag.Bool("rov-late", false, "measure a validator's 500,000 VRPs arriving after the full table is loaded (sessions do not wait for validators): the set's transfer and the re-check until the invalid routes left the FIB (-runs times), instead")
 	failover := flag.Bool("failover", false, "fail the better of two upstreams (its link's carrier lost; it gone silent, found by BFD 300 ms x 3) under 64 flows at 6,400 datagrams/s, the node against BIRD 2 and FRR 8.4 into the kernel, at 10k, 100k prefixes and the whole table (-runs times each), instead")
+	restart := flag.Bool("restart", false, "restart the router under 64 flows at 6,400 datagrams/s with the whole table from two upstreams: the node by SIGTERM, SIGKILL and an upgrade to a build with another XDP program, against BIRD 2 restarting gracefully with its kernel routes kept (-tries each): datagrams lost, time to the full table again, peak RSS, instead")
+	tries := flag.Int("tries", 10, "restarts of each kind (with -restart)")
 	bfdLoad := flag.Bool("bfdload", false, "load the whole table from two upstreams at once with BFD at 300, 100 and 50 ms x 3 on both sessions and count the sessions' flaps during the load and 30 s after (-runs times each), instead")
 	policy := flag.Bool("policy", false, "measure a policy change on a full table (refuse the upstream's routes, then accept them again) reaching the dataplane (-runs times), instead")
 	cacheModes := flag.Bool("cache", false, "measure the destination cache (floods; off vs fixed 512 vs auto over flows to D destinations) in front of each FIB instead; -png takes a %s for the FIB's name")
@@ -76,6 +78,8 @@ func main() {
 		err = runPolicy(*runs)
 	} else if *failover {
 		err = runFailover(*runs)
+	} else if *restart {
+		err = runRestart(*tries)
 	} else if *bfdLoad {
 		err = runBFDLoad(*runs)
 	} else if *kill {
@@ -835,6 +839,51 @@ func runBFDLoad(runs int) error {
 			time.Sleep(5 * time.Second)
 		}
 		fmt.Printf("| %v | %v | %d | %d | %d | %.1f s | %d MB |\n", iv, 3*iv, runs, flapped, flaps, bench.Median(loads), rss>>20)
+	}
+	return nil
+}
+
+// runRestart restarts the router with the whole table in place, each kind of restart
+// in a lab of its own: datagrams lost, the longest gap, the time from the new
+// process's start to the full table again, its peak RSS.
+func runRestart(tries int) error {
+	all, dir, node, cleanup, err := fullTablePrefixes()
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	variant := dir + "/fibfleet-node-variant"
+	if out, err := exec.Command("go", "build", "-tags", "fibfleet_variant", "-o", variant, "./cmd/node").CombinedOutput(); err != nil {
+		return fmt.Errorf("go build -tags fibfleet_variant ./cmd/node: %w\n%s", err, out)
+	}
+	fmt.Printf("\nTwo upstreams announce the same %d prefixes (A's paths better); 64 flows at 6,400 datagrams/s through A; the router restarted %d times each way\n\n", len(all), tries)
+	fmt.Println("| router | restart | datagrams lost (total of all tries) | longest gap (max) | start to full table again (median, max) | new process's peak RSS (max) | pinned maps, one generation |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	for _, c := range []struct{ router, kind string }{{"node", "sigterm"}, {"node", "sigkill"}, {"node", "upgrade"}, {"bird", "sigterm"}} {
+		rdir, err := os.MkdirTemp(dir, "run-")
+		if err != nil {
+			return err
+		}
+		r, err := bench.MeasureRestart(bench.RestartOptions{NodeBinary: node, VariantBinary: variant, Dir: rdir, Prefixes: all, Router: c.router, Kind: c.kind,
+			Tries: tries, Flows: 64, Rate: 6400, Log: func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }})
+		if err != nil {
+			return err
+		}
+		lost, sent := 0, 0
+		var full []float64
+		var gap time.Duration
+		var rss int64
+		for _, t := range r.Tries {
+			lost, sent, gap, rss = lost+t.Lost, sent+t.Sent, max(gap, t.Gap), max(rss, t.PeakRSS)
+			full = append(full, t.Full.Seconds())
+		}
+		maps := "-"
+		if r.MapBytes > 0 {
+			maps = fmt.Sprintf("%d MB", r.MapBytes>>20)
+		}
+		fmt.Printf("| %s | %s | %d of %d | %v | %.1f s, %.1f s | %d MB | %s |\n", map[string]string{"node": "fibfleet", "bird": "BIRD 2 + kernel (persist)"}[c.router], c.kind,
+			lost, sent, gap.Round(time.Millisecond), bench.Median(full), slices.Max(full), rss>>20, maps)
+		time.Sleep(settle)
 	}
 	return nil
 }
