@@ -985,6 +985,20 @@ func SessionStates() []string {
 	return []string{"idle", "connect", "active", "opensent", "openconfirm", "established"}
 }
 
+// Abandon ends the change stream (callbacks turn into no-ops) and leaves every
+// session to close with the process, which is about to exit: for the peers a restart
+// without a goodbye (no NOTIFICATION: graceful restart keeps the node's routes), and
+// no route withdrawn from anyone. GoBGP's graceful stop (StopBgp with
+// AllowGracefulRestart, what Stop does) drops each neighbour's routes while the other
+// sessions are still up, withdrawing them there: a fleet member lost every route
+// through the stopping node's upstream for the whole restart (TestFleetFailover).
+func (s *Speaker) Abandon() {
+	s.stop.Do(func() {
+		close(s.done)
+		s.cancel()
+	})
+}
+
 // Done is closed when the speaker stops.
 func (s *Speaker) Done() <-chan struct{} { return s.done }
 
@@ -995,10 +1009,8 @@ func (s *Speaker) Stop() {
 		// it stops: stopping withdraws every path, and a watcher nobody reads blocks
 		// GoBGP's server loop (with a full table, StopBgp then never returned).
 		close(s.done)
-		// A graceful-restart stop: the sessions close without a NOTIFICATION, so
-		// that peers keep the node's routes for the restart time (a Cease would end
-		// graceful restart on BIRD and others), while the dataplane goes on
-		// forwarding. A node that goes for good detaches its dataplane too (--uninstall).
+		// Sessions with graceful restart close without a NOTIFICATION, so that
+		// their peers keep the routes for the restart time.
 		if err := s.srv.StopBgp(context.Background(), &api.StopBgpRequest{AllowGracefulRestart: true}); err != nil {
 			s.log.Warn("stop BGP", "err", err)
 		}

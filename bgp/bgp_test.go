@@ -316,14 +316,16 @@ func TestMaxPrefixRestart(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	err := Config{ListenPort: 70000, Neighbors: []Neighbor{{}, {Address: netip.MustParseAddr("10.0.0.1"), ASN: 1}, {Address: netip.MustParseAddr("10.0.0.1"), ASN: 1},
-		{Address: netip.MustParseAddr("10.0.0.2"), ASN: 1, Families: []Family{"ipv9-unicast"}},
-		{Address: netip.MustParseAddr("10.0.0.4"), ASN: 1, TTLSecurity: true, MultihopTTL: 2, MaxPrefixRestart: time.Minute, Password: strings.Repeat("x", 81)}}}.Validate()
+	err := Config{ListenPort: 70000, RestartTime: 5000 * time.Second, LongLivedTime: 1500 * time.Millisecond,
+		Neighbors: []Neighbor{{}, {Address: netip.MustParseAddr("10.0.0.1"), ASN: 1}, {Address: netip.MustParseAddr("10.0.0.1"), ASN: 1},
+			{Address: netip.MustParseAddr("10.0.0.2"), ASN: 1, Families: []Family{"ipv9-unicast"}},
+			{Address: netip.MustParseAddr("10.0.0.4"), ASN: 1, TTLSecurity: true, MultihopTTL: 2, MaxPrefixRestart: time.Minute, Password: strings.Repeat("x", 81)}}}.Validate()
 	if err == nil {
 		t.Fatal("an empty config validated")
 	}
 	for _, want := range []string{"bgp.asn", "bgp.router_id", "listen_port", "neighbors[0].address", "neighbors[0].asn", "listed twice", `neighbors[3].families: "ipv9-unicast"`,
-		"neighbors[4]: ttl_security (GTSM) is for a directly connected peer", "neighbors[4].max_prefix_restart 1m0s: give a positive duration with max_prefixes set", "81 bytes; Linux takes at most 80"} {
+		"neighbors[4]: ttl_security (GTSM) is for a directly connected peer", "neighbors[4].max_prefix_restart 1m0s: give a positive duration with max_prefixes set", "81 bytes; Linux takes at most 80",
+		"restart_time 1h23m20s: use whole seconds from 1s to 4095s", "long_lived_time 1.5s: use whole seconds"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}

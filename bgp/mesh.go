@@ -112,7 +112,10 @@ func (s *Speaker) AddMeshPeer(ctx context.Context, p MeshPeer) error {
 			{Config: &api.AfiSafiConfig{Family: apiFamilies[IPv6Unicast], Enabled: true}},
 		},
 		Transport: &api.Transport{LocalAddress: s.meshLocal.String(), RemotePort: uint32(p.Port)},
-		Timers:    &api.Timers{Config: &api.TimersConfig{ConnectRetry: 2, HoldTime: meshHold, KeepaliveInterval: meshKeepalive}},
+		Timers: &api.Timers{Config: &api.TimersConfig{ConnectRetry: 2, HoldTime: meshHold, KeepaliveInterval: meshKeepalive,
+			// Ready again a second after a session ends, not GoBGP's 30 s: a restarting
+			// member must be back within the restart time, or its routes go.
+			IdleHoldTimeAfterReset: 1}},
 		// As for upstreams: the peer's dump ends with End-of-RIB, and a node that
 		// restarts keeps the others' routes to it, and theirs through it.
 		GracefulRestart: s.gracefulRestart(),

@@ -257,18 +257,9 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, level *slog.LevelVar
 	rl := newReloader(args, cfg, log, level, speaker, fl.setConfigPolicy)
 	rl.bfd = bfds.set
 	rl.weights = table.SetNeighborWeights
-	defer func() {
-		// Bounded: with a full table GoBGP's StopBgp can take minutes (it withdraws
-		// every path first). The sessions close with the process anyway, and detaching
-		// XDP and removing the pins (below) must not wait for it.
-		stopped := make(chan struct{})
-		go func() { speaker.Stop(); close(stopped) }()
-		select {
-		case <-stopped:
-		case <-time.After(5 * time.Second):
-			log.Warn("BGP did not stop within 5s; exiting anyway (the sessions close with the process)")
-		}
-	}()
+	// The sessions close with the process: a graceful restart for the peers (see
+	// bgp.Speaker.Abandon); the dataplane forwards on.
+	defer speaker.Abandon()
 
 	rov := startOriginValidation(ctx, cfg.RPKI, speaker, log)
 	m := newMetrics(dp, table, speaker, ksync, dcache, fl, pts, rl)

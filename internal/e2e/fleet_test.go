@@ -249,7 +249,7 @@ func TestFleet(t *testing.T) {
 	t.Run("blackholes: from an upstream, and the fleet's own from ctl", func(t *testing.T) { testBlackholes(t, fl, sink) })
 
 	t.Run("a killed node is marked dead and unpeered; it rejoins when restarted", func(t *testing.T) {
-		dead, unpeered, err := fl.KillWatch(n3, 20*time.Second)
+		dead, unpeered, err := fl.KillWatch(n3, 45*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -67,7 +67,8 @@ type DualConfig struct {
 	// baseline) or "frr" (FRR 8.4's bgpd and zebra into the kernel, which forwards).
 	Router string
 	// GracefulRestart runs BIRD as the router with graceful restart (`graceful
-	// restart on` in its sessions) and its kernel routes kept when it stops
+	// restart on` in its sessions and its kernel protocol, which then waits for the
+	// recovery before it syncs the kernel) and its kernel routes kept when it stops
 	// (`persist`): the baseline of a hitless restart (RestartRouter).
 	GracefulRestart bool
 }
@@ -181,7 +182,7 @@ func (d *Dual) startBirdRouter() error {
 		return err
 	}
 	if d.cfg.GracefulRestart {
-		c.b.WriteString("protocol kernel kernel4 { persist; ipv4 { import none; export all; }; }\n")
+		c.b.WriteString("protocol kernel kernel4 { persist; graceful restart on; ipv4 { import none; export all; }; }\n")
 	} else {
 		c.kernelExport("kernel4")
 	}

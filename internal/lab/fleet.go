@@ -429,15 +429,15 @@ bgp:
   asn: %d
   router_id: %s
   grpc_address: 127.0.0.1:50051
-  # Short, for the fleet's tests of deaths: a member's session goes 5 s after it
-  # died, and a killed node's XDP hands over to the kernel after 5 s.
+  # Short, for the fleet's tests of deaths: a member's session goes 10 s after it
+  # died, and a killed node's XDP hands over to the kernel after 10 s.
   graceful_restart: {restart_time: %s}
 %s`, n.Name, strings.Join(ifaces, ", "), n.APISocket, f.Cfg.Cluster, strings.Join(etcd, ", "), n.MeshAddr, strings.Join(join, ", "), f.Cfg.GossipProfile,
 		n.MeshAddr, n.MeshAddr6, resendAfter, RouterASN, n.MeshAddr, FleetRestartTime, neighbors)
 }
 
 // FleetRestartTime is the fleet's nodes' bgp.graceful_restart.restart_time.
-const FleetRestartTime = 5 * time.Second
+const FleetRestartTime = 10 * time.Second
 
 // StartNode starts (or restarts) a node's process.
 func (f *Fleet) StartNode(n *FleetNode) error {
