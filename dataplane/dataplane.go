@@ -383,13 +383,7 @@ func (d *Dataplane) Swap() error {
 // its last deadline. A release before Swap removes this load's generation, which
 // no interface runs.
 func (d *Dataplane) Release() error {
-	d.once.Do(func() {
-		select {
-		case <-d.stop:
-		default:
-			close(d.stop)
-		}
-	})
+	d.stopHeartbeat()
 	d.mu.Lock()
 	for _, l := range d.links {
 		l.Close()
@@ -407,9 +401,9 @@ func (d *Dataplane) Release() error {
 	return err
 }
 
-// Close detaches from every interface, unpins the maps and frees everything: the
-// dataplane is gone (tests, and a node told to uninstall).
-func (d *Dataplane) Close() error {
+// stopHeartbeat ends the heartbeat's goroutine (there is none without a restart
+// time: stop is closed at Load).
+func (d *Dataplane) stopHeartbeat() {
 	d.once.Do(func() {
 		select {
 		case <-d.stop:
@@ -417,6 +411,12 @@ func (d *Dataplane) Close() error {
 			close(d.stop)
 		}
 	})
+}
+
+// Close detaches from every interface, unpins the maps and frees everything: the
+// dataplane is gone (tests, and a node told to uninstall).
+func (d *Dataplane) Close() error {
+	d.stopHeartbeat()
 	d.mu.Lock()
 	names := make([]string, 0, len(d.links))
 	for n := range d.links {

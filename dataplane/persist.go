@@ -119,28 +119,12 @@ func findPrevious(pinDir string, log *slog.Logger) (*previous, error) {
 		progs[info.Program] = true
 	}
 	// The live generation: the one whose heartbeat map the links' program uses.
-	used := map[ebpf.MapID]bool{}
-	for id := range progs {
-		prog, err := ebpf.NewProgramFromID(id)
-		if err != nil {
-			continue
-		}
-		if pi, err := prog.Info(); err == nil {
-			ids, _ := pi.MapIDs()
-			for _, m := range ids {
-				used[m] = true
-			}
-		}
-		prog.Close()
-	}
+	used := mapsOf(progs)
 	for _, g := range gens {
-		hb, err := ebpf.LoadPinnedMap(filepath.Join(pinDir, g, "heartbeat"), nil)
-		if err == nil {
-			if mi, err := hb.Info(); err == nil {
-				if id, ok := mi.ID(); ok && used[id] && p.live == "" {
-					p.live, p.heartbeat = g, hb
-					continue
-				}
+		if hb, id, err := openHeartbeat(filepath.Join(pinDir, g)); err == nil {
+			if used[id] && p.live == "" {
+				p.live, p.heartbeat = g, hb
+				continue
 			}
 			hb.Close()
 		}
@@ -159,6 +143,40 @@ func findPrevious(pinDir string, log *slog.Logger) (*previous, error) {
 		}
 	}
 	return p, nil
+}
+
+// mapsOf is the ids of the maps the programs use.
+func mapsOf(progs map[ebpf.ProgramID]bool) map[ebpf.MapID]bool {
+	used := map[ebpf.MapID]bool{}
+	for id := range progs {
+		prog, err := ebpf.NewProgramFromID(id)
+		if err != nil {
+			continue
+		}
+		if pi, err := prog.Info(); err == nil {
+			ids, _ := pi.MapIDs()
+			for _, m := range ids {
+				used[m] = true
+			}
+		}
+		prog.Close()
+	}
+	return used
+}
+
+// openHeartbeat opens a generation's heartbeat map and says its id.
+func openHeartbeat(gen string) (*ebpf.Map, ebpf.MapID, error) {
+	hb, err := ebpf.LoadPinnedMap(filepath.Join(gen, "heartbeat"), nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	mi, err := hb.Info()
+	if err != nil {
+		hb.Close()
+		return nil, 0, err
+	}
+	id, _ := mi.ID()
+	return hb, id, nil
 }
 
 func genNumber(name string) (uint64, bool) {
@@ -222,31 +240,14 @@ func LivePinDir(bpffs, node string) (string, error) {
 		}
 		l.Close()
 	}
-	for id := range progs {
-		prog, err := ebpf.NewProgramFromID(id)
-		if err != nil {
+	used := mapsOf(progs)
+	for _, e := range entries {
+		if _, ok := genNumber(e.Name()); !ok {
 			continue
 		}
-		pi, err := prog.Info()
-		prog.Close()
-		if err != nil {
-			continue
-		}
-		ids, _ := pi.MapIDs()
-		for _, e := range entries {
-			if _, ok := genNumber(e.Name()); !ok {
-				continue
-			}
-			hb, err := ebpf.LoadPinnedMap(filepath.Join(dir, e.Name(), "heartbeat"), &ebpf.LoadPinOptions{ReadOnly: true})
-			if err != nil {
-				continue
-			}
-			mi, err := hb.Info()
+		if hb, id, err := openHeartbeat(filepath.Join(dir, e.Name())); err == nil {
 			hb.Close()
-			if err != nil {
-				continue
-			}
-			if id, ok := mi.ID(); ok && slices.Contains(ids, id) {
+			if used[id] {
 				return filepath.Join(dir, e.Name()), nil
 			}
 		}

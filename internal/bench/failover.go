@@ -59,24 +59,11 @@ func MeasureFailover(o FailoverOptions) (FailoverResult, error) {
 	if err != nil {
 		return r, err
 	}
-	if err := waitDualLoaded(d, o.Router, len(o.Prefixes)); err != nil {
-		return r, err
-	}
-	dsts := flowDestinations(o.Prefixes, o.Flows)
-	if len(dsts) == 0 {
-		return r, fmt.Errorf("bench: no prefix of /24 or shorter to send flows to")
-	}
-	flows, err := d.NewFlows(dsts, o.Flows)
+	flows, err := loadedFlows(d, o.Router, o.Prefixes, o.Flows, o.Rate)
 	if err != nil {
-		return r, err
-	}
-	if err := flows.Start(o.Rate); err != nil {
-		return r, err
-	}
-	defer flows.Stop()
-	if err := waitFlows(flows, 0, 2*time.Minute); err != nil {
 		return r, fmt.Errorf("before the failure: %w", err)
 	}
+	defer flows.Stop()
 	r.Load = time.Since(start)
 	t0 := time.Now()
 	switch o.Cause {
@@ -107,6 +94,31 @@ func MeasureFailover(o FailoverOptions) (FailoverResult, error) {
 			r.Outage.Round(time.Millisecond), r.Lost, r.Sent, r.Load.Round(time.Second), r.PeakRSS>>20)
 	}
 	return r, nil
+}
+
+// loadedFlows waits until the dual lab's router holds both tables, then starts n
+// flows (one to a destination in each of n prefixes spread over the table) at rate
+// datagrams per second in all, and waits until every one goes through A.
+func loadedFlows(d *lab.Dual, router string, prefixes []netip.Prefix, n, rate int) (*lab.Flows, error) {
+	if err := waitDualLoaded(d, router, len(prefixes)); err != nil {
+		return nil, err
+	}
+	dsts := flowDestinations(prefixes, n)
+	if len(dsts) == 0 {
+		return nil, fmt.Errorf("bench: no prefix of /24 or shorter to send flows to")
+	}
+	flows, err := d.NewFlows(dsts, n)
+	if err != nil {
+		return nil, err
+	}
+	if err := flows.Start(rate); err != nil {
+		return nil, err
+	}
+	if err := waitFlows(flows, 0, 2*time.Minute); err != nil {
+		flows.Stop()
+		return nil, err
+	}
+	return flows, nil
 }
 
 var birdImported = regexp.MustCompile(`Routes:\s+(\d+) imported`)

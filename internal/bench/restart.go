@@ -38,8 +38,9 @@ type RestartOptions struct {
 // RestartTry is one restart.
 type RestartTry struct {
 	// Lost is how many datagrams sent from the stop until the router held the
-	// full table again (and 1 s more) never arrived, of Sent.
-	Lost, Sent int
+	// full table again (and 1 s more) never arrived, of Sent; SinkDrops of them the
+	// sinks' sockets dropped (the measurement's loss, not the router's).
+	Lost, Sent, SinkDrops int
 	// Gap is the longest any flow went without a datagram through it.
 	Gap time.Duration
 	// Full is from the new process's start to the full table in place again: the
@@ -74,20 +75,11 @@ func MeasureRestart(o RestartOptions) (RestartResult, error) {
 	if err != nil {
 		return r, err
 	}
-	if err := waitDualLoaded(d, o.Router, len(o.Prefixes)); err != nil {
-		return r, err
-	}
-	flows, err := d.NewFlows(flowDestinations(o.Prefixes, o.Flows), o.Flows)
+	flows, err := loadedFlows(d, o.Router, o.Prefixes, o.Flows, o.Rate)
 	if err != nil {
-		return r, err
-	}
-	if err := flows.Start(o.Rate); err != nil {
-		return r, err
-	}
-	defer flows.Stop()
-	if err := waitFlows(flows, 0, 2*time.Minute); err != nil {
 		return r, fmt.Errorf("before the restarts: %w", err)
 	}
+	defer flows.Stop()
 	r.Load = time.Since(start)
 	if o.Router != "bird" {
 		if r.MapBytes, err = generationBytes(d.NodeName); err != nil {
@@ -111,6 +103,10 @@ func MeasureRestart(o RestartOptions) (RestartResult, error) {
 		}
 		a0, b0 := flows.Received()
 		sent0 := flows.Sent()
+		drops0, err := flows.SinkDrops()
+		if err != nil {
+			return r, err
+		}
 		t0 := time.Now()
 		if err := d.StopRouter(sig); err != nil {
 			return r, err
@@ -131,10 +127,15 @@ func MeasureRestart(o RestartOptions) (RestartResult, error) {
 		a1, b1 := flows.Received()
 		t.Sent = flows.Sent() - sent0
 		t.Lost = t.Sent - (a1 + b1 - a0 - b0)
+		drops1, err := flows.SinkDrops()
+		if err != nil {
+			return r, err
+		}
+		t.SinkDrops = drops1 - drops0
 		r.Tries = append(r.Tries, t)
 		if o.Log != nil {
-			o.Log("%s, %d prefixes, %s restart %d: %d of %d datagrams lost, longest gap %v, full table again %v after the start, peak RSS %d MB",
-				o.Router, len(o.Prefixes), o.Kind, i+1, t.Lost, t.Sent, t.Gap.Round(time.Millisecond), t.Full.Round(time.Millisecond), t.PeakRSS>>20)
+			o.Log("%s, %d prefixes, %s restart %d: %d of %d datagrams lost (%d of them by the sinks' sockets), longest gap %v, full table again %v after the start, peak RSS %d MB",
+				o.Router, len(o.Prefixes), o.Kind, i+1, t.Lost, t.Sent, t.SinkDrops, t.Gap.Round(time.Millisecond), t.Full.Round(time.Millisecond), t.PeakRSS>>20)
 		}
 	}
 	return r, nil

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/fibfleet/fibfleet/dataplane"
+	"golang.org/x/sys/unix"
 )
 
 // Dual is a node with two upstreams on two links, for next-hop groups: ECMP, backup
@@ -420,6 +422,7 @@ type Flows struct {
 	where [][2]int      // per flow, datagrams received at A and at B
 	last  []int         // per flow, where its last datagram arrived (0 A, 1 B, -1 none)
 	conns []*net.UDPConn
+	sinks []*Netns
 	sent  atomic.Int64
 	stop  chan struct{}
 	done  chan struct{}
@@ -458,11 +461,24 @@ func newFlows(l *Lab, src *Netns, via string, sinks [2]*Netns, dsts []netip.Addr
 		if err := ns.Do(func() error {
 			var err error
 			conn, err = net.ListenUDP("udp4", &net.UDPAddr{Port: SinkPort})
+			if err != nil {
+				return err
+			}
+			// A receive buffer of 8 MiB (over rmem_max: root may): a receiver the
+			// machine's load leaves unscheduled for a while must not drop datagrams the
+			// router delivered and count them lost.
+			rc, err := conn.SyscallConn()
+			if err == nil {
+				err = rc.Control(func(fd uintptr) {
+					err = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 8<<20)
+				})
+			}
 			return err
 		}); err != nil {
 			return nil, err
 		}
 		l.Defer(conn.Close)
+		f.sinks = append(f.sinks, ns)
 		f.conns = append(f.conns, conn)
 		go f.receive(conn, side)
 	}
@@ -603,6 +619,37 @@ func (f *Flows) Once() ([]int, error) {
 		}
 	}
 	return out, nil
+}
+
+// SinkDrops is how many datagrams the sinks' kernels dropped for want of room in a
+// socket's receive buffer (UDP RcvbufErrors in each sink's namespace, since it was
+// made): lost by the measurement, not by the router.
+func (f *Flows) SinkDrops() (int, error) {
+	n := 0
+	for _, ns := range f.sinks {
+		out, err := ns.Exec("cat", "/proc/net/snmp")
+		if err != nil {
+			return 0, err
+		}
+		var head []string
+		for _, line := range strings.Split(out, "\n") {
+			fields := strings.Fields(line)
+			if len(fields) == 0 || fields[0] != "Udp:" {
+				continue
+			}
+			if head == nil {
+				head = fields
+				continue
+			}
+			for i, h := range head {
+				if h == "RcvbufErrors" && i < len(fields) {
+					v, _ := strconv.Atoi(fields[i])
+					n += v
+				}
+			}
+		}
+	}
+	return n, nil
 }
 
 // Sent returns how many datagrams Start has sent.

@@ -857,8 +857,8 @@ func runRestart(tries int) error {
 		return fmt.Errorf("go build -tags fibfleet_variant ./cmd/node: %w\n%s", err, out)
 	}
 	fmt.Printf("\nTwo upstreams announce the same %d prefixes (A's paths better); 64 flows at 6,400 datagrams/s through A; the router restarted %d times each way\n\n", len(all), tries)
-	fmt.Println("| router | restart | datagrams lost (total of all tries) | longest gap (max) | start to full table again (median, max) | new process's peak RSS (max) | pinned maps, one generation |")
-	fmt.Println("|---|---|---|---|---|---|---|")
+	fmt.Println("| router | restart | datagrams lost (total of all tries) | of them dropped by the sinks' sockets | longest gap (max) | start to full table again (median, max) | new process's peak RSS (max) | pinned maps, one generation |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
 	for _, c := range []struct{ router, kind string }{{"node", "sigterm"}, {"node", "sigkill"}, {"node", "upgrade"}, {"bird", "sigterm"}} {
 		rdir, err := os.MkdirTemp(dir, "run-")
 		if err != nil {
@@ -869,20 +869,20 @@ func runRestart(tries int) error {
 		if err != nil {
 			return err
 		}
-		lost, sent := 0, 0
+		lost, sent, drops := 0, 0, 0
 		var full []float64
 		var gap time.Duration
 		var rss int64
 		for _, t := range r.Tries {
-			lost, sent, gap, rss = lost+t.Lost, sent+t.Sent, max(gap, t.Gap), max(rss, t.PeakRSS)
+			lost, sent, drops, gap, rss = lost+t.Lost, sent+t.Sent, drops+t.SinkDrops, max(gap, t.Gap), max(rss, t.PeakRSS)
 			full = append(full, t.Full.Seconds())
 		}
 		maps := "-"
 		if r.MapBytes > 0 {
 			maps = fmt.Sprintf("%d MB", r.MapBytes>>20)
 		}
-		fmt.Printf("| %s | %s | %d of %d | %v | %.1f s, %.1f s | %d MB | %s |\n", map[string]string{"node": "fibfleet", "bird": "BIRD 2 + kernel (persist)"}[c.router], c.kind,
-			lost, sent, gap.Round(time.Millisecond), bench.Median(full), slices.Max(full), rss>>20, maps)
+		fmt.Printf("| %s | %s | %d of %d | %d | %v | %.1f s, %.1f s | %d MB | %s |\n", map[string]string{"node": "fibfleet", "bird": "BIRD 2 + kernel (persist)"}[c.router], c.kind,
+			lost, sent, drops, gap.Round(time.Millisecond), bench.Median(full), slices.Max(full), rss>>20, maps)
 		time.Sleep(settle)
 	}
 	return nil
