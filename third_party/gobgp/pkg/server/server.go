@@ -198,10 +198,10 @@ type BgpServer struct {
 	// embedder's OriginValidator.
 	validate func(*table.Path) *table.Validation
 	// manage lifecycle of the server
-	isServing     atomic.Bool
+	isServing atomic.Bool
 	// restartHeld keeps a restarting server's selection deferral going after
 	// every End-of-RIB, until ReleaseRestartSync (HoldRestartSync).
-	restartHeld atomic.Bool
+	restartHeld   atomic.Bool
 	shutdownWG    *sync.WaitGroup
 	runningCtx    context.Context
 	runningCancel context.CancelFunc
