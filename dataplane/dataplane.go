@@ -104,14 +104,16 @@ type Dataplane struct {
 	pinDir string // the node's: links/ and the generations
 	genDir string // this load's maps
 	log    *slog.Logger
-	stop   chan struct{} // ends the heartbeat
+	stop   chan struct{} // ends the heartbeat; nil without one
 	once   sync.Once
 
 	mu      sync.Mutex
 	links   map[string]link.Link // by interface name
 	pending map[string]bool      // links still running the adopted program (until Swap)
 	prev    *previous
-	swapped bool
+	// live: a link runs this load's program (attached by it, or swapped to it), so
+	// its generation stays when the process goes.
+	live    bool
 	ports   map[uint32]bool // ifindexes in tx_ports
 	tables  *V4Tables
 	tables6 *V6Tables
@@ -160,7 +162,7 @@ func Load(cfg Config) (*Dataplane, error) {
 	}
 	if d := prev.describe(); d.Adopted {
 		log.Info("adopting the forwarding an earlier process left: its program forwards from its FIB until this one's is complete",
-			"interfaces", d.Interfaces, "generation", d.Generation, "deadline_in", (prev.deadline - monotonic()).Round(time.Millisecond))
+			"interfaces", d.Interfaces, "generation", d.Generation, "heartbeat_deadline_in", deadlineIn(prev.deadline))
 	} else if len(d.Interfaces) > 0 {
 		log.Warn("found XDP links whose heartbeat had expired: the kernel has been forwarding; starting from an empty FIB", "interfaces", d.Interfaces)
 	}
@@ -198,7 +200,7 @@ func Load(cfg Config) (*Dataplane, error) {
 		return nil, fmt.Errorf("dataplane: seed the flow hash: %w", err)
 	}
 	d := &Dataplane{pinDir: pinDir, genDir: genDir, log: log, links: map[string]link.Link{}, pending: map[string]bool{}, ports: map[uint32]bool{},
-		prev: prev, stop: make(chan struct{})}
+		prev: prev}
 	err = spec.LoadAndAssign(&d.objs, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: genDir}})
 	if err != nil {
 		os.RemoveAll(genDir) // the maps pinned before the failure
@@ -211,9 +213,8 @@ func Load(cfg Config) (*Dataplane, error) {
 	o := &d.objs
 	d.cache = newCache(o.DcCtl, o.Dc4Maps, o.Dc6Maps, o.DcStats, o.DcHll)
 	if cfg.RestartTime > 0 {
+		d.stop = make(chan struct{})
 		go d.beat(cfg.RestartTime, d.stop)
-	} else {
-		close(d.stop)
 	}
 	ok = true
 	return d, nil
@@ -282,7 +283,7 @@ func (d *Dataplane) Attach(ifname string, mode Mode) error {
 		l.Close()
 		return fmt.Errorf("dataplane: pin the XDP link of %s (is %s on bpffs?): %w", ifname, d.pinDir, err)
 	}
-	d.links[ifname] = l
+	d.links[ifname], d.live = l, true
 	// Every port the program runs on can be an egress (the kernel backend picks any).
 	if err := d.ensurePortLocked(uint32(iface.Index)); err != nil {
 		return err
@@ -366,10 +367,9 @@ func (d *Dataplane) Swap() error {
 		l.Close()
 		delete(d.prev.links, name)
 	}
-	d.swapped = true
+	d.live = true
 	if live := d.prev.live; live != "" {
 		d.prev.close()
-		d.prev.heartbeat = nil
 		if err := os.RemoveAll(filepath.Join(d.pinDir, live)); err != nil {
 			return fmt.Errorf("dataplane: remove the earlier generation %s: %w", live, err)
 		}
@@ -389,25 +389,22 @@ func (d *Dataplane) Release() error {
 		l.Close()
 	}
 	d.links = map[string]link.Link{}
-	swapped := d.swapped || len(d.pending) == 0 && d.prev.live == ""
+	live := d.live
 	d.prev.close()
 	d.mu.Unlock()
 	d.unmapTables()
 	d.cache.close()
 	err := d.objs.Close()
-	if !swapped {
+	if !live {
 		err = errors.Join(err, os.RemoveAll(d.genDir))
 	}
 	return err
 }
 
-// stopHeartbeat ends the heartbeat's goroutine (there is none without a restart
-// time: stop is closed at Load).
+// stopHeartbeat ends the heartbeat's goroutine, if there is one.
 func (d *Dataplane) stopHeartbeat() {
 	d.once.Do(func() {
-		select {
-		case <-d.stop:
-		default:
+		if d.stop != nil {
 			close(d.stop)
 		}
 	})

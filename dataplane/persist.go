@@ -60,6 +60,14 @@ type Previous struct {
 	Generation string
 }
 
+// deadlineIn says how long until a heartbeat deadline, for the log.
+func deadlineIn(deadline time.Duration) string {
+	if deadline == 0 {
+		return "none"
+	}
+	return (deadline - monotonic()).Round(time.Millisecond).String()
+}
+
 // monotonic is CLOCK_MONOTONIC, the clock of bpf_ktime_get_coarse_ns.
 func monotonic() time.Duration {
 	var ts unix.Timespec
@@ -118,15 +126,10 @@ func findPrevious(pinDir string, log *slog.Logger) (*previous, error) {
 		p.links[e.Name()] = l
 		progs[info.Program] = true
 	}
-	// The live generation: the one whose heartbeat map the links' program uses.
-	used := mapsOf(progs)
+	p.live, p.heartbeat = liveGeneration(pinDir, gens, progs)
 	for _, g := range gens {
-		if hb, id, err := openHeartbeat(filepath.Join(pinDir, g)); err == nil {
-			if used[id] && p.live == "" {
-				p.live, p.heartbeat = g, hb
-				continue
-			}
-			hb.Close()
+		if g == p.live {
+			continue
 		}
 		log.Info("removing a generation of maps no program runs (a start that did not finish)", "dir", filepath.Join(pinDir, g))
 		if err := os.RemoveAll(filepath.Join(pinDir, g)); err != nil {
@@ -145,8 +148,9 @@ func findPrevious(pinDir string, log *slog.Logger) (*previous, error) {
 	return p, nil
 }
 
-// mapsOf is the ids of the maps the programs use.
-func mapsOf(progs map[ebpf.ProgramID]bool) map[ebpf.MapID]bool {
+// liveGeneration is the generation whose heartbeat map one of progs uses (the
+// links' programs), with that map open; "" and nil if none.
+func liveGeneration(pinDir string, gens []string, progs map[ebpf.ProgramID]bool) (string, *ebpf.Map) {
 	used := map[ebpf.MapID]bool{}
 	for id := range progs {
 		prog, err := ebpf.NewProgramFromID(id)
@@ -161,22 +165,42 @@ func mapsOf(progs map[ebpf.ProgramID]bool) map[ebpf.MapID]bool {
 		}
 		prog.Close()
 	}
-	return used
+	for _, g := range gens {
+		hb, err := ebpf.LoadPinnedMap(filepath.Join(pinDir, g, "heartbeat"), nil)
+		if err != nil {
+			continue
+		}
+		if mi, err := hb.Info(); err == nil {
+			if id, ok := mi.ID(); ok && used[id] {
+				return g, hb
+			}
+		}
+		hb.Close()
+	}
+	return "", nil
 }
 
-// openHeartbeat opens a generation's heartbeat map and says its id.
-func openHeartbeat(gen string) (*ebpf.Map, ebpf.MapID, error) {
-	hb, err := ebpf.LoadPinnedMap(filepath.Join(gen, "heartbeat"), nil)
+// linkPrograms is the program each pinned link in pinDir runs, by interface.
+func linkPrograms(pinDir string) (map[string]ebpf.ProgramID, error) {
+	dir := filepath.Join(pinDir, linksDir)
+	les, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	mi, err := hb.Info()
-	if err != nil {
-		hb.Close()
-		return nil, 0, err
+	out := map[string]ebpf.ProgramID{}
+	for _, e := range les {
+		l, err := link.LoadPinnedLink(filepath.Join(dir, e.Name()), nil)
+		if err != nil {
+			return nil, fmt.Errorf("dataplane: open pinned link %s: %w", e.Name(), err)
+		}
+		info, err := l.Info()
+		l.Close()
+		if err != nil {
+			return nil, fmt.Errorf("dataplane: read pinned link %s: %w", e.Name(), err)
+		}
+		out[e.Name()] = info.Program
 	}
-	id, _ := mi.ID()
-	return hb, id, nil
+	return out, nil
 }
 
 func genNumber(name string) (uint64, bool) {
@@ -206,6 +230,7 @@ func (p *previous) close() {
 	}
 	if p.heartbeat != nil {
 		p.heartbeat.Close()
+		p.heartbeat = nil
 	}
 }
 
@@ -218,46 +243,35 @@ func LivePinDir(bpffs, node string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("dataplane: node %q has no pinned dataplane in %s (is it running?): %w", node, dir, err)
 	}
+	var gens []string
 	var newest string
 	var newestN uint64
 	for _, e := range entries {
-		if n, ok := genNumber(e.Name()); ok && (newest == "" || n > newestN) {
-			newest, newestN = e.Name(), n
+		if n, ok := genNumber(e.Name()); ok {
+			gens = append(gens, e.Name())
+			if newest == "" || n > newestN {
+				newest, newestN = e.Name(), n
+			}
 		}
 	}
 	if newest == "" {
 		return "", fmt.Errorf("dataplane: node %q has no generation of maps in %s (is it running?)", node, dir)
 	}
+	running, _ := linkPrograms(dir) // no links: the newest generation
 	progs := map[ebpf.ProgramID]bool{}
-	les, _ := os.ReadDir(filepath.Join(dir, linksDir))
-	for _, e := range les {
-		l, err := link.LoadPinnedLink(filepath.Join(dir, linksDir, e.Name()), nil)
-		if err != nil {
-			continue
-		}
-		if info, err := l.Info(); err == nil {
-			progs[info.Program] = true
-		}
-		l.Close()
+	for _, id := range running {
+		progs[id] = true
 	}
-	used := mapsOf(progs)
-	for _, e := range entries {
-		if _, ok := genNumber(e.Name()); !ok {
-			continue
-		}
-		if hb, id, err := openHeartbeat(filepath.Join(dir, e.Name())); err == nil {
-			hb.Close()
-			if used[id] {
-				return filepath.Join(dir, e.Name()), nil
-			}
-		}
+	if live, hb := liveGeneration(dir, gens, progs); hb != nil {
+		hb.Close()
+		return filepath.Join(dir, live), nil
 	}
 	return filepath.Join(dir, newest), nil
 }
 
 // Uninstall removes a node's dataplane for good: detaches its program from every
 // interface (unpinning the links) and removes every pinned map. It loads nothing;
-// `node --uninstall` and the chart's pre-delete hook run it. Removed says what it
+// `node -uninstall` runs it. Removed says what it
 // found: nothing to remove is no error.
 func Uninstall(bpffs, node string) (removed []string, err error) {
 	if node == "" || filepath.Base(node) != node || node == ".." {
@@ -315,7 +329,7 @@ func (d *Dataplane) beatOnce(restart time.Duration) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.prev != nil && d.prev.heartbeat != nil && !d.swapped {
+	if d.prev.heartbeat != nil { // the adopted program's, until Swap closes it
 		if err := d.prev.heartbeat.Put(&zero, &dl); err != nil {
 			d.log.Warn("could not extend the adopted program's heartbeat", "err", err)
 		}
@@ -333,32 +347,22 @@ type Program struct {
 // AttachedPrograms reports, per interface, the program a node's pinned XDP link
 // runs now, read from the kernel (for tests and tools outside the node's process).
 func AttachedPrograms(bpffs, node string) (map[string]Program, error) {
-	dir := filepath.Join(PinDir(bpffs, node), linksDir)
-	les, err := os.ReadDir(dir)
+	running, err := linkPrograms(PinDir(bpffs, node))
 	if err != nil {
-		return nil, fmt.Errorf("dataplane: node %q has no pinned links in %s: %w", node, dir, err)
+		return nil, fmt.Errorf("dataplane: node %q's pinned links: %w", node, err)
 	}
 	out := map[string]Program{}
-	for _, e := range les {
-		l, err := link.LoadPinnedLink(filepath.Join(dir, e.Name()), nil)
+	for ifname, id := range running {
+		prog, err := ebpf.NewProgramFromID(id)
 		if err != nil {
-			return nil, fmt.Errorf("dataplane: open pinned link %s: %w", e.Name(), err)
-		}
-		info, err := l.Info()
-		l.Close()
-		if err != nil {
-			return nil, err
-		}
-		prog, err := ebpf.NewProgramFromID(info.Program)
-		if err != nil {
-			return nil, fmt.Errorf("dataplane: program %d of %s: %w", info.Program, e.Name(), err)
+			return nil, fmt.Errorf("dataplane: program %d of %s: %w", id, ifname, err)
 		}
 		pi, err := prog.Info()
 		prog.Close()
 		if err != nil {
 			return nil, err
 		}
-		out[e.Name()] = Program{ID: uint32(info.Program), Tag: pi.Tag}
+		out[ifname] = Program{ID: uint32(id), Tag: pi.Tag}
 	}
 	return out, nil
 }

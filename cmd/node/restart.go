@@ -47,21 +47,21 @@ func swapWhenComplete(ctx context.Context, dp swapper, s restartSpeaker, done fu
 	defer deadline.Stop()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
+	late := false // the restart time passed: swap to whatever the FIB holds
 	for {
-		var why string
 		select {
 		case <-ctx.Done():
 			return
 		case <-deadline.C:
-			_, why = restartComplete(s.Loads(), s.MeshPeers(), done, members(), needOne)
-			if state.adopted {
-				log.Warn("the restart time passed before the FIB was complete; swapping to what it holds", "waiting_for", why)
-			}
+			late = true
 		case <-tick.C:
-			var ok bool
-			if ok, why = restartComplete(s.Loads(), s.MeshPeers(), done, members(), needOne); !ok {
-				continue
-			}
+		}
+		ok, why := restartComplete(s.Loads(), s.MeshPeers(), done, members(), needOne)
+		if !ok && !late {
+			continue
+		}
+		if !ok && state.adopted {
+			log.Warn("the restart time passed before the FIB was complete; swapping to what it holds", "waiting_for", why)
 		}
 		if err := dp.Swap(); err != nil {
 			// The adopted program goes on forwarding; the next tick tries again.
