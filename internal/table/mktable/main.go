@@ -5,6 +5,12 @@
 //	xz -dc routeviews-rv2-20160926-1200.pfx2as.xz | go run ./internal/table/mktable -caida > t.fft.gz
 //	zcat as-prefix-20260619.ipv6.pfx2as.tsv.gz | go run ./internal/table/mktable -6 > t6.fft.gz
 //	zcat riswhoisdump-20241220.IPv6.gz | go run ./internal/table/mktable -6 -ris > t6.fft.gz
+//	bzcat routeviews-rib.20140523.0600_firstMB.bz2 | go run ./internal/table/mktable -mrt > attrs.txt.gz
+//
+// With -mrt it reads an MRT RIB (TABLE_DUMP_V2) instead and writes an attribute
+// model (table.ReadModel): the distinct AS paths (without their origin) and
+// communities of the peer with the most distinct attribute sets, and that peer's
+// ratio of sets to prefixes. Paths with an AS_SET or a non-public AS are left out.
 //
 // Lines are "prefix<TAB>asn" (with -caida, CAIDA's "net<TAB>len<TAB>asn", where MOAS
 // origins are joined by "_" and AS sets by ","; with -ris, RIPE RIS whois dumps'
@@ -28,7 +34,15 @@ func main() {
 	caida := flag.Bool("caida", false, "input is CAIDA pfx2as: net, len, asn")
 	ris := flag.Bool("ris", false, "input is a RIPE RIS whois dump: asn, prefix, peers")
 	v6 := flag.Bool("6", false, "keep IPv6 prefixes (default: IPv4)")
+	mrtIn := flag.Bool("mrt", false, "input is an MRT RIB: write an attribute model")
 	flag.Parse()
+	if *mrtIn {
+		if err := model(os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "mktable:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*caida, *ris, *v6); err != nil {
 		fmt.Fprintln(os.Stderr, "mktable:", err)
 		os.Exit(1)
