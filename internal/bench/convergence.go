@@ -1,12 +1,14 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -29,6 +31,12 @@ type Convergence struct {
 	// NodeLag is how long the dataplane trailed GoBGP: NodeFIB - NodeBGP.
 	NodeLag time.Duration
 	NodeRSS string
+	// NodeHeapPeak is the largest Go heap in use the node reported during the load
+	// (go_memstats_heap_inuse_bytes, polled every 100 ms).
+	NodeHeapPeak float64
+	// NodeCPU is the CPU time (user and system) the node had used when the load was
+	// done, from its start.
+	NodeCPU time.Duration
 	// BirdImport and BirdKernel: from Established to every route imported, and
 	// exported to its kernel table.
 	BirdImport, BirdKernel time.Duration
@@ -68,6 +76,13 @@ type ConvergenceOptions struct {
 	// RPKIInvalid.
 	VRPs        []rpki.VRP
 	RPKIInvalid string
+	// Attrs, when set, gives the table's routes real AS paths and communities
+	// (lab.SkeletonConfig.TableAttrs).
+	Attrs *table.Model
+	// ProfileDir, when set, receives the node's CPU profile of the load's first
+	// ProfileSeconds (from Established) and its heap profile when the load is done.
+	ProfileDir     string
+	ProfileSeconds int
 }
 
 // withSkeleton starts the skeleton with BIRD announcing routes, waits for BIRD to
@@ -104,8 +119,8 @@ func MeasureConvergence(ctx context.Context, nodeBin, dir string, routes []table
 	c.Routes = len(routes)
 	// The set never changes: stayrtr reads it once (reading 500,000 VRPs every
 	// second would cost it most of a core beside the node).
-	err = withSkeleton(ctx, lab.SkeletonConfig{NodeBinary: nodeBin, Dir: dir, Table: routes, ImportFilter: opts.ImportFilter, VRPs: opts.VRPs, RPKIInvalid: opts.RPKIInvalid,
-		ValidatorRefresh: time.Hour}, func(sk *lab.Skeleton) error {
+	err = withSkeleton(ctx, lab.SkeletonConfig{NodeBinary: nodeBin, Dir: dir, Table: routes, TableAttrs: opts.Attrs, ImportFilter: opts.ImportFilter, VRPs: opts.VRPs, RPKIInvalid: opts.RPKIInvalid,
+		ValidatorRefresh: time.Hour, Pprof: opts.ProfileDir != ""}, func(sk *lab.Skeleton) error {
 		return c.measure(ctx, sk, routes, opts, check)
 	})
 	return c, err
@@ -121,10 +136,14 @@ func (c *Convergence) measure(ctx context.Context, sk *lab.Skeleton, routes []ta
 			return false, err
 		}
 		now := time.Now()
+		c.NodeHeapPeak = max(c.NodeHeapPeak, m[`go_memstats_heap_inuse_bytes`])
 		// At least the IPv4 session (the lab's IPv6 session may come up first or not).
 		if established.IsZero() && m[`fibfleet_bgp_sessions{state="established"}`] >= 1 {
 			established = now
 			c.VRPsAtEstablished = int(m[`fibfleet_rpki_vrps{validator="`+lab.ValidatorAddr+`"}`])
+			if opts.ProfileDir != "" {
+				go profile(sk, opts.ProfileDir, "cpu", cmp.Or(opts.ProfileSeconds, 30))
+			}
 		}
 		const peer = `{neighbor="` + lab.UpstreamAddr + `"`
 		if !established.IsZero() && fibDone.IsZero() && m[`fibfleet_bgp_load_complete`+peer+`}`] == 1 {
@@ -132,6 +151,10 @@ func (c *Convergence) measure(ctx context.Context, sk *lab.Skeleton, routes []ta
 				return false, fmt.Errorf("the node reports the dump complete with %v of %v routes in the FIB", got, total)
 			}
 			fibDone = now
+			c.NodeCPU = secs(m[`process_cpu_seconds_total`])
+			if opts.ProfileDir != "" {
+				profile(sk, opts.ProfileDir, "heap", 0)
+			}
 			c.NodeBGP = secs(m[`fibfleet_bgp_load_duration_seconds`+peer+`,stage="bgp"}`])
 			c.NodeFIB = secs(m[`fibfleet_bgp_load_duration_seconds`+peer+`,stage="dataplane"}`])
 			c.NodeLag = secs(m[`fibfleet_fib_load_lag_seconds`+peer+`}`])
@@ -182,6 +205,22 @@ func (c *Convergence) measure(ctx context.Context, sk *lab.Skeleton, routes []ta
 	})
 	c.BirdRSS = PeakRSS(sk.BirdRxPID)
 	return err
+}
+
+// profile saves one of the node's Go profiles into dir (cpu: over seconds); a
+// failure is logged, not returned: the measurement stands without it.
+func profile(sk *lab.Skeleton, dir, kind string, seconds int) {
+	path := "/debug/pprof/heap"
+	if kind == "cpu" {
+		path = fmt.Sprintf("/debug/pprof/profile?seconds=%d", seconds)
+	}
+	b, err := sk.Router.HTTPGetWithin(lab.MetricsAddr, path, time.Duration(seconds+30)*time.Second)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, kind+".pprof"), b, 0o644)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "profile %s: %v\n", kind, err)
+	}
 }
 
 func birdc(sock string, args ...string) (string, error) {

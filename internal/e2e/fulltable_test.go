@@ -2,25 +2,29 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/internal/bench"
 	"github.com/fibfleet/fibfleet/internal/lab"
+	"github.com/fibfleet/fibfleet/internal/nodeapi"
 	"github.com/fibfleet/fibfleet/internal/table"
 	"github.com/fibfleet/fibfleet/internal/testutil"
 )
 
-// TestFullTableBGP has BIRD 2 send the whole real 2026 table to the node over eBGP and
-// checks that every prefix is in the XDP dataplane (looked up through the node's pinned
-// maps by the BPF probe); it logs the convergence times and peak RSS of the node and of
-// BIRD 2 loading the same table (bench.MeasureConvergence; fibbench -convergence takes
-// the median of several runs).
+// TestFullTableBGP has BIRD 2 send the whole real 2026 table, with real AS paths and
+// communities (table.Attrs2014), to the node over eBGP and checks that every prefix is
+// in the XDP dataplane (looked up through the node's pinned maps by the BPF probe) and
+// that routes carry their attributes into the node; it logs the convergence times and
+// peak RSS of the node and of BIRD 2 loading the same table (bench.MeasureConvergence;
+// fibbench -convergence takes the median of several runs).
 func TestFullTableBGP(t *testing.T) {
 	testutil.Need(t, os.Geteuid() == 0, "needs root for namespaces and XDP (CI runs as root)")
 	testutil.Need(t, testutil.Have("bird") && testutil.Have("birdc"), "needs BIRD 2 (make test installs bird2)")
@@ -29,7 +33,29 @@ func TestFullTableBGP(t *testing.T) {
 		t.Fatal(err)
 	}
 	routes := bench.LabTable(all)
+	model, err := table.Attrs2014()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets, of := model.Assign(routes)
 	check := func(sk *lab.Skeleton) error {
+		// The attributes arrived: 20 routes' AS paths (the upstream's AS, then the
+		// model's) and communities as the node holds them.
+		for i := 0; i < len(routes); i += len(routes) / 20 {
+			var got nodeapi.Routes
+			b, err := sk.Router.HTTPGet(lab.MetricsAddr, "/api/v1/routes?q="+routes[i].Prefix.String())
+			if err != nil {
+				return err
+			}
+			if err := json.Unmarshal(b, &got); err != nil || len(got.Paths) != 1 {
+				return fmt.Errorf("routes of %s: %s (%v)", routes[i].Prefix, b, err)
+			}
+			want := sets[of[i]]
+			p := got.Paths[0]
+			if !slices.Equal(p.ASPath, append([]uint32{lab.UpstreamASN}, want.Path...)) || len(p.Communities) != len(want.Communities) {
+				return fmt.Errorf("%s: AS path %v with %d communities, want %v with %d", routes[i].Prefix, p.ASPath, len(p.Communities), want.Path, len(want.Communities))
+			}
+		}
 		probe, err := dataplane.NewPinnedProbe("", sk.NodeName, len(routes)+1)
 		if err != nil {
 			return err
@@ -64,12 +90,12 @@ func TestFullTableBGP(t *testing.T) {
 		t.Logf("every one of the %d table prefixes answers nexthop %d in the dataplane", len(routes), out[0])
 		return nil
 	}
-	c, err := bench.MeasureConvergence(context.Background(), build(t, "github.com/fibfleet/fibfleet/cmd/node", "fibfleet-node"), t.TempDir(), routes, bench.ConvergenceOptions{}, check)
+	c, err := bench.MeasureConvergence(context.Background(), build(t, "github.com/fibfleet/fibfleet/cmd/node", "fibfleet-node"), t.TempDir(), routes, bench.ConvergenceOptions{Attrs: &model}, check)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("node: End-of-RIB in GoBGP %v after Established, dataplane complete %v (lag %v), kernel sync %v, peak RSS %s",
-		c.NodeBGP, c.NodeFIB, c.NodeLag, c.NodeKernel, c.NodeRSS)
+	t.Logf("%d routes in %d attribute sets; node: End-of-RIB in GoBGP %v after Established, dataplane complete %v (lag %v), kernel sync %v, peak RSS %s, peak Go heap %.0f MB, CPU %v",
+		len(routes), len(sets), c.NodeBGP, c.NodeFIB, c.NodeLag, c.NodeKernel, c.NodeRSS, c.NodeHeapPeak/1e6, c.NodeCPU)
 	t.Logf("BIRD 2: imported %v after Established, kernel table %v, peak RSS %s", c.BirdImport, c.BirdKernel, c.BirdRSS)
 	t.Logf("node FIB / BIRD kernel = %.2fx", c.Ratio())
 }

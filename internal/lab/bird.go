@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/fibfleet/fibfleet/internal/table"
 )
 
 // The upstream link, the same in every topology: the router (the skeleton's, or a
@@ -73,6 +75,35 @@ func (c *birdConfig) staticProto(name string, disabled bool, prefixes []netip.Pr
 	}
 	for _, p := range prefixes {
 		fmt.Fprintf(c.b, "  route %s blackhole;\n", p)
+	}
+	c.b.WriteString("}\n")
+}
+
+// staticAttrs is static for IPv4 routes that carry real attributes (m.Assign): one
+// function per transit set of the model prepends its AS path and adds its
+// communities, and each route calls its set's after prepending its origin (BIRD
+// prepends its own AS on eBGP export). BIRD interns equal attribute sets, as a real
+// upstream's RIB shares them.
+func (c *birdConfig) staticAttrs(name string, m table.Model, routes []table.Route) {
+	for i, t := range m.Transits {
+		fmt.Fprintf(c.b, "function t%d() {", i)
+		for j := len(t.Path) - 1; j >= 0; j-- {
+			fmt.Fprintf(c.b, " bgp_path.prepend(%d);", t.Path[j])
+		}
+		for _, cm := range t.Communities {
+			fmt.Fprintf(c.b, " bgp_community.add((%d,%d));", cm>>16, cm&0xffff)
+		}
+		c.b.WriteString(" }\n")
+	}
+	sets, of := m.Assign(routes)
+	fmt.Fprintf(c.b, "protocol static %s {\n  ipv4;\n", name)
+	for i, r := range routes {
+		a := sets[of[i]]
+		if len(a.Path) > len(m.Transits[a.Transit].Path) {
+			fmt.Fprintf(c.b, "  route %s blackhole { bgp_path.prepend(%d); t%d(); };\n", r.Prefix, a.Path[len(a.Path)-1], a.Transit)
+		} else {
+			fmt.Fprintf(c.b, "  route %s blackhole { t%d(); };\n", r.Prefix, a.Transit)
+		}
 	}
 	c.b.WriteString("}\n")
 }

@@ -406,6 +406,11 @@ func (n *Netns) Metrics(addr string) (map[string]float64, error) {
 
 // HTTPGet fetches a path from an HTTP server listening at addr inside the namespace.
 func (n *Netns) HTTPGet(addr, path string) ([]byte, error) {
+	return n.HTTPGetWithin(addr, path, 5*time.Second)
+}
+
+// HTTPGetWithin is HTTPGet for an answer that takes up to timeout (a CPU profile).
+func (n *Netns) HTTPGetWithin(addr, path string, timeout time.Duration) ([]byte, error) {
 	// The connection must be opened on the thread that is in the namespace;
 	// http.Transport would dial from another goroutine, so hand it this one.
 	var conn net.Conn
@@ -418,7 +423,7 @@ func (n *Netns) HTTPGet(addr, path string) ([]byte, error) {
 		return nil, fmt.Errorf("HTTP %s in %s: %w", path, n.Name, err)
 	}
 	defer conn.Close()
-	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+	c := &http.Client{Timeout: timeout, Transport: &http.Transport{
 		DialContext: func(context.Context, string, string) (net.Conn, error) { return conn, nil },
 	}}
 	resp, err := c.Get("http://" + addr + path)

@@ -131,6 +131,7 @@ type Skeleton struct {
 	validator           *exec.Cmd
 	validatorRefresh    time.Duration
 	restartTime         time.Duration
+	pprof               bool
 }
 
 // SkeletonConfig says how to run the skeleton.
@@ -152,6 +153,10 @@ type SkeletonConfig struct {
 	// Table, when set, is announced by BIRD too (static protocol "fulltable"), every route
 	// with sink1 (10.11.1.2) as next hop. Leave out prefixes that overlap AllRoutes.
 	Table []table.Route
+	// TableAttrs, when set, gives Table's routes real AS paths and communities
+	// (table.Model.Assign): a table whose routes share one AS path is packed
+	// hundreds of prefixes to an UPDATE and flatters the receiver's memory and time.
+	TableAttrs *table.Model
 	// Table6, when set, is announced over the IPv6 session too (static protocol
 	// "fulltable6"), every route with sink1 (fd00:11:1::2) as next hop. Leave out
 	// prefixes that overlap SkeletonRoutes6.
@@ -194,6 +199,8 @@ type SkeletonConfig struct {
 	ValidatorRefresh time.Duration
 	// RestartTime is the node's bgp.graceful_restart.restart_time (0: its default).
 	RestartTime time.Duration
+	// Pprof serves the node's Go profiles on MetricsAddr (its config's pprof).
+	Pprof bool
 }
 
 // ValidatorAddr is the RTR server of SkeletonConfig.VRPs.
@@ -244,7 +251,7 @@ func StartSkeleton(cfg SkeletonConfig) (*Skeleton, error) {
 		return nil, err
 	}
 	s := &Skeleton{Lab: l, Dir: cfg.Dir, NodeName: l.Prefix + "-rtr", importFilter: cfg.ImportFilter, rpkiInvalid: cfg.RPKIInvalid,
-		validatorRefresh: cfg.ValidatorRefresh, restartTime: cfg.RestartTime}
+		validatorRefresh: cfg.ValidatorRefresh, restartTime: cfg.RestartTime, pprof: cfg.Pprof}
 	if err := s.build(cfg); err != nil {
 		return s, err
 	}
@@ -381,7 +388,7 @@ func (s *Skeleton) build(cfg SkeletonConfig) error {
 			return err
 		}
 	}
-	if err := s.startBird(cfg.Table, cfg.Table6, cfg.Secure6, cfg.Crafted); err != nil {
+	if err := s.startBird(cfg.Table, cfg.TableAttrs, cfg.Table6, cfg.Secure6, cfg.Crafted); err != nil {
 		return err
 	}
 	if len(cfg.Table) > 0 {
@@ -436,7 +443,7 @@ func (s *Skeleton) RestartValidator(vrps []rpki.VRP) error {
 	return s.startValidator()
 }
 
-func (s *Skeleton) startBird(extra, extra6 []table.Route, secure6 string, craft bool) error {
+func (s *Skeleton) startBird(extra []table.Route, attrs *table.Model, extra6 []table.Route, secure6 string, craft bool) error {
 	c, err := newBirdConfig(filepath.Join(s.Dir, "bird.conf"), UpstreamAddr)
 	if err != nil {
 		return err
@@ -459,7 +466,10 @@ func (s *Skeleton) startBird(extra, extra6 []table.Route, secure6 string, craft 
 	if len(extra6) > 0 {
 		c.static("fulltable6", prefixes(extra6)...)
 	}
-	if len(extra) > 0 {
+	switch {
+	case len(extra) > 0 && attrs != nil:
+		c.staticAttrs("fulltable", *attrs, extra)
+	case len(extra) > 0:
 		c.static("fulltable", prefixes(extra)...)
 	}
 	var crafted []netip.Prefix
@@ -707,6 +717,9 @@ func (s *Skeleton) NodeConfig(xdpMode, backend string, maxPrefixes, expected, ex
       - {prefix: %s, reaches: route}
       - {prefix: %s, reaches: route}
 `, CoreAddr, RouterASN, Upstream2Addr, Upstream2ASN, LabImport, OriginLocal, AnnounceHoldDown, OriginLocal, OriginLocal6, OriginRouted, OriginUnrouted)
+	}
+	if s.pprof {
+		rov += "pprof: true\n"
 	}
 	return fmt.Sprintf(`node_name: %s
 interfaces: [%s, %s, %s, %s]

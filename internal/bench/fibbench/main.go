@@ -23,6 +23,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -48,6 +49,9 @@ func main() {
 	pps := flag.Bool("pps", false, "measure forwarding through veth (packets per second) instead of lookups")
 	frames := flag.Int("frames", 1_000_000, "frames per forwarding measurement (with -pps)")
 	conv := flag.Bool("convergence", false, "measure full-table BGP convergence of the node against BIRD 2 instead")
+	attrs := flag.Bool("attrs", true, "with -convergence: the table's routes carry real AS paths and communities (table.Attrs2014); false: one AS path for all")
+	before := flag.String("before", "", "with -convergence: also run this node binary (a build before a change), interleaved with the current one, run by run")
+	profDir := flag.String("profile", "", "with -convergence: save the node's CPU profile of the load and its heap profile at its end into this directory, run by run")
 	v6 := flag.Bool("v6", false, "compare the IPv6 FIB candidates on the 2026 IPv6 table instead")
 	v6len := flag.Int("v6-trace-len", 0, "with -v6: draw trace destinations only from prefixes of this length (0: all), to see the cost per trie level")
 	v6layout := flag.Int("v6-layout", 0, "stride layout of the IPv6 tries: 0 (16,8,8,...), 1 (24,8,...) or 2 (16,16,8,...)")
@@ -93,7 +97,7 @@ func main() {
 	} else if *v6 {
 		err = run6(*n, *runs, *v6layout, *v6len)
 	} else if *conv {
-		err = runConvergence(*runs)
+		err = runConvergence(*runs, *attrs, *profDir, *before)
 	} else if *pps {
 		err = runPPS(*which, *n, *runs, *frames, *png)
 	} else {
@@ -541,34 +545,76 @@ func runPolicy(runs int) error {
 	return nil
 }
 
-func runConvergence(runs int) error {
+func runConvergence(runs int, attrs bool, profDir, before string) error {
 	routes, dir, node, cleanup, err := fullTableLab()
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	var nodeB, node_, lag, nodeK, birdI, birdK, ratio []float64
-	fmt.Printf("\n%d prefixes (2026 table less the lab's), BIRD 2 upstream, %d runs\n\n", len(routes), runs)
-	fmt.Println("| run | node End-of-RIB in GoBGP | node dataplane complete | dataplane lag | node kernel sync | node peak RSS | BIRD import | BIRD kernel | BIRD peak RSS | node dataplane / BIRD kernel |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
-	for i := 0; i < runs; i++ {
-		rdir, err := os.MkdirTemp(dir, "run-")
+	opts := bench.ConvergenceOptions{ProfileSeconds: 40}
+	what := "one AS path for all"
+	if attrs {
+		m, err := table.Attrs2014()
 		if err != nil {
 			return err
 		}
-		c, err := bench.MeasureConvergence(context.Background(), node, rdir, routes, bench.ConvergenceOptions{}, nil)
-		if err != nil {
-			return err
-		}
-		fmt.Printf("| %d | %.1f s | %.1f s | %.3f ms | %.1f s | %s | %.1f s | %.1f s | %s | %.2fx |\n", i+1, c.NodeBGP.Seconds(), c.NodeFIB.Seconds(), float64(c.NodeLag.Microseconds())/1000,
-			c.NodeKernel.Seconds(), c.NodeRSS, c.BirdImport.Seconds(), c.BirdKernel.Seconds(), c.BirdRSS, c.Ratio())
-		nodeB, node_, lag, nodeK = append(nodeB, c.NodeBGP.Seconds()), append(node_, c.NodeFIB.Seconds()), append(lag, c.NodeLag.Seconds()), append(nodeK, c.NodeKernel.Seconds())
-		birdI, birdK = append(birdI, c.BirdImport.Seconds()), append(birdK, c.BirdKernel.Seconds())
-		ratio = append(ratio, c.Ratio())
+		opts.Attrs, what = &m, "real AS paths and communities (table.Attrs2014)"
 	}
-	fmt.Printf("| median | %.1f s | %.1f s | %.3f ms | %.1f s | | %.1f s | %.1f s | | %.2fx |\n", bench.Median(nodeB), bench.Median(node_), bench.Median(lag)*1000, bench.Median(nodeK),
-		bench.Median(birdI), bench.Median(birdK), bench.Median(ratio))
+	type build struct{ name, bin string }
+	builds := []build{{"node", node}}
+	if before != "" {
+		builds = []build{{"before", before}, {"after", node}}
+	}
+	type series struct{ nodeB, nodeF, lag, nodeK, rss, heap, cpu, birdI, birdK, birdRSS, ratio []float64 }
+	res := map[string]*series{}
+	fmt.Printf("\n%d prefixes (2026 table less the lab's) with %s, BIRD 2 upstream, %d runs\n\n", len(routes), what, runs)
+	fmt.Println("| run | build | node End-of-RIB in GoBGP | node dataplane complete | dataplane lag | node kernel sync | node peak RSS | node peak Go heap | node CPU | BIRD import | BIRD kernel | BIRD peak RSS | node dataplane / BIRD kernel |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	for i := 0; i < runs; i++ {
+		for _, b := range builds {
+			rdir, err := os.MkdirTemp(dir, "run-")
+			if err != nil {
+				return err
+			}
+			if profDir != "" {
+				opts.ProfileDir = filepath.Join(profDir, fmt.Sprintf("%s-%d", b.name, i+1))
+				if err := os.MkdirAll(opts.ProfileDir, 0o755); err != nil {
+					return err
+				}
+			}
+			c, err := bench.MeasureConvergence(context.Background(), b.bin, rdir, routes, opts, nil)
+			if err != nil {
+				return err
+			}
+			rss, birdRSS := rssMB(c.NodeRSS), rssMB(c.BirdRSS)
+			fmt.Printf("| %d | %s | %.1f s | %.1f s | %.3f ms | %.1f s | %.0f MB | %.0f MB | %.1f s | %.1f s | %.1f s | %.0f MB | %.2fx |\n", i+1, b.name, c.NodeBGP.Seconds(), c.NodeFIB.Seconds(), float64(c.NodeLag.Microseconds())/1000,
+				c.NodeKernel.Seconds(), rss, c.NodeHeapPeak/1e6, c.NodeCPU.Seconds(), c.BirdImport.Seconds(), c.BirdKernel.Seconds(), birdRSS, c.Ratio())
+			r := res[b.name]
+			if r == nil {
+				r = &series{}
+				res[b.name] = r
+			}
+			r.nodeB, r.nodeF, r.lag, r.nodeK = append(r.nodeB, c.NodeBGP.Seconds()), append(r.nodeF, c.NodeFIB.Seconds()), append(r.lag, c.NodeLag.Seconds()), append(r.nodeK, c.NodeKernel.Seconds())
+			r.rss, r.heap, r.cpu = append(r.rss, rss), append(r.heap, c.NodeHeapPeak/1e6), append(r.cpu, c.NodeCPU.Seconds())
+			r.birdI, r.birdK, r.birdRSS, r.ratio = append(r.birdI, c.BirdImport.Seconds()), append(r.birdK, c.BirdKernel.Seconds()), append(r.birdRSS, birdRSS), append(r.ratio, c.Ratio())
+		}
+	}
+	for _, b := range builds {
+		r := res[b.name]
+		m := bench.Median
+		fmt.Printf("| median | %s | %.1f s | %.1f s | %.3f ms | %.1f s | %.0f MB | %.0f MB | %.1f s | %.1f s | %.1f s | %.0f MB | %.2fx |\n", b.name, m(r.nodeB), m(r.nodeF), m(r.lag)*1000, m(r.nodeK),
+			m(r.rss), m(r.heap), m(r.cpu), m(r.birdI), m(r.birdK), m(r.birdRSS), m(r.ratio))
+	}
 	return nil
+}
+
+// rssMB reads PeakRSS's "N kB" as megabytes (0 if unknown).
+func rssMB(s string) float64 {
+	var kb float64
+	if _, err := fmt.Sscanf(s, "%f kB", &kb); err != nil {
+		return 0
+	}
+	return kb / 1000
 }
 
 // runCache prints the destination cache's tables (issue 5): floods, then for each
