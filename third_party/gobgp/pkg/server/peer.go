@@ -16,6 +16,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -123,6 +124,8 @@ type peer struct {
 	rtmHandler *table.RouteTargetMembershipHandler
 	// Route refresh in progress, during an established session or route refresh, this need to be atomic to avoid out of order updates
 	routeRefreshInProgress sync.RWMutex
+	// eventNeighbor is the neighbour its update events carry (updateEventNeighbor).
+	eventNeighbor atomic.Pointer[eventNeighbor]
 }
 
 func newPeer(g *oc.Global, conf *oc.Neighbor, state bgp.FSMState, loc *table.TableManager, policy *table.RoutingPolicy, logger *slog.Logger) *peer {
@@ -591,10 +594,14 @@ func (peer *peer) filterPathFromSourcePeer(path, old *table.Path) *table.Path {
 			return old.Clone(true)
 		}
 	}
-	peer.fsm.logger.Debug("From me, ignore",
-		slog.String("Topic", "Peer"),
-		slog.String("Key", peer.ID()),
-		slog.String("Data", path.String()))
+	// This runs for every path toward the peer it came from: formatting the path
+	// whether or not debug is on cost several percent of a full-table load's CPU.
+	if peer.fsm.logger.Enabled(context.Background(), slog.LevelDebug) {
+		peer.fsm.logger.Debug("From me, ignore",
+			slog.String("Topic", "Peer"),
+			slog.String("Key", peer.ID()),
+			slog.String("Data", path.String()))
+	}
 	return nil
 }
 
@@ -668,11 +675,9 @@ func (peer *peer) handleUpdate(e *fsmMsg) ([]*table.Path, []bgp.Family, bool) {
 		slog.Any("withdrawals", update.WithdrawnRoutes),
 		slog.Any("path_attributes", update.PathAttributes))
 
-	peer.fsm.lock.Lock()
-	conf := peer.fsm.pConf.ReadCopy()
-	conf.Timers.State.UpdateRecvTime = time.Now().Unix()
-	peer.fsm.pConf.Update(&conf)
-	peer.fsm.lock.Unlock()
+	// The time of the last UPDATE is the fsm's timerStats (set as the message is
+	// read, and what toConfig reports): the configuration is not copied for it
+	// (that was two copies of the whole neighbour per UPDATE).
 	pathList := table.ProcessMessage(m, peer.peerInfo.Load(), e.timestamp, treatAsWithdraw)
 	if len(pathList) > 0 {
 		paths := make([]*table.Path, 0, len(pathList))

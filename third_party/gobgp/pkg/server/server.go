@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"reflect"
 	"slices"
 	"strconv"
 	"sync"
@@ -847,6 +848,11 @@ func (s *BgpServer) notifyBestWatcher(best []*table.Path, multipath [][]*table.P
 		// Note: If best path selection disabled, no best path to notify.
 		return
 	}
+	// Every best path is cloned for the event: nothing to do unless it is watched
+	// (this runs for every UPDATE received).
+	if !s.isWatched(watchEventTypeBestPath) {
+		return
+	}
 	m := make(map[uint32]bool)
 	clonedM := make([][]*table.Path, len(multipath))
 	for i, pathList := range multipath {
@@ -874,7 +880,37 @@ func (s *BgpServer) notifyBestWatcher(best []*table.Path, multipath [][]*table.P
 	s.notifyWatcher(watchEventTypeBestPath, w)
 }
 
-func (s *BgpServer) toConfig(peer *peer, getAdvertised bool) *oc.Neighbor {
+// eventNeighbor is a peer's neighbour for update events, with what it was built
+// from: built again only when the configuration or the negotiated families change
+// (state transitions), not for every UPDATE.
+type eventNeighbor struct {
+	conf     *oc.Neighbor
+	families map[bgp.Family]bgp.BGPAddPathMode
+	n        *oc.Neighbor
+}
+
+// updateEventNeighbor is the neighbour's configuration for an update event, shared
+// by the peer's events until its configuration or families change: a copy with
+// each family's add-path state, which is all the events' watchers read (the
+// address and peer group to filter on, the VRF, add-path for MRT), and never
+// write. toConfig, built for every UPDATE before, copied the capabilities (each
+// serialized and parsed again), the OPEN message and the counters too: several
+// percent of a full-table load's CPU, and a copy per UPDATE held in the watch
+// queue until read.
+func (s *BgpServer) updateEventNeighbor(peer *peer) *oc.Neighbor {
+	conf := peer.fsm.pConf.ReadOnly()
+	families := peer.fsm.familyMap.Load().(map[bgp.Family]bgp.BGPAddPathMode)
+	if c := peer.eventNeighbor.Load(); c != nil && c.conf == conf && reflect.ValueOf(c.families).UnsafePointer() == reflect.ValueOf(families).UnsafePointer() {
+		return c.n
+	}
+	n := neighborWithFamilies(peer)
+	peer.eventNeighbor.Store(&eventNeighbor{conf: conf, families: families, n: n})
+	return n
+}
+
+// neighborWithFamilies copies the neighbour's configuration with each family's
+// add-path state.
+func neighborWithFamilies(peer *peer) *oc.Neighbor {
 	// create copy which can be accessed without mutex
 	conf := peer.fsm.pConf.ReadCopy()
 
@@ -889,6 +925,11 @@ func (s *BgpServer) toConfig(peer *peer, getAdvertised bool) *oc.Neighbor {
 		}
 	}
 	conf.AfiSafis = confAfiSafis
+	return &conf
+}
+
+func (s *BgpServer) toConfig(peer *peer, getAdvertised bool) *oc.Neighbor {
+	conf := neighborWithFamilies(peer)
 
 	peer.fsm.lock.Lock()
 	peerCapMap := peer.fsm.capMap
@@ -904,7 +945,7 @@ func (s *BgpServer) toConfig(peer *peer, getAdvertised bool) *oc.Neighbor {
 	peer.fsm.lock.Unlock()
 
 	conf.State.RemoteCapabilityList = remoteCap
-	conf.State.LocalCapabilityList = capabilitiesFromConfig(&conf)
+	conf.State.LocalCapabilityList = capabilitiesFromConfig(conf)
 
 	state := peer.State()
 	conf.State.SessionState = oc.IntToSessionStateMap[int(state)]
@@ -950,7 +991,7 @@ func (s *BgpServer) toConfig(peer *peer, getAdvertised bool) *oc.Neighbor {
 		}
 	}
 
-	return &conf
+	return conf
 }
 
 func (s *BgpServer) notifyPrePolicyUpdateWatcher(peer *peer, pathList []*table.Path, msg *bgp.BGPMessage, timestamp time.Time, payload []byte) {
@@ -962,7 +1003,7 @@ func (s *BgpServer) notifyPrePolicyUpdateWatcher(peer *peer, pathList []*table.P
 	if len(cloned) == 0 {
 		return
 	}
-	n := s.toConfig(peer, false)
+	n := s.updateEventNeighbor(peer)
 	conf := peer.fsm.pConf.ReadOnly()
 	peer.fsm.lock.Lock()
 	_, y := peer.fsm.capMap[bgp.BGP_CAP_FOUR_OCTET_AS_NUMBER]
@@ -993,7 +1034,7 @@ func (s *BgpServer) notifyPostPolicyUpdateWatcher(peer *peer, pathList []*table.
 	if len(cloned) == 0 {
 		return
 	}
-	n := s.toConfig(peer, false)
+	n := s.updateEventNeighbor(peer)
 	conf := peer.fsm.pConf.ReadOnly()
 	peer.fsm.lock.Lock()
 	_, y := peer.fsm.capMap[bgp.BGP_CAP_FOUR_OCTET_AS_NUMBER]
@@ -1038,7 +1079,7 @@ func (s *BgpServer) notifyAdjInWithdrawWatcher(peer *peer, pathList []*table.Pat
 	}
 
 	cloned := clonePathList(withdrawals)
-	n := s.toConfig(peer, false)
+	n := s.updateEventNeighbor(peer)
 	conf := peer.fsm.pConf.ReadOnly()
 	peer.fsm.lock.Lock()
 	_, y := peer.fsm.capMap[bgp.BGP_CAP_FOUR_OCTET_AS_NUMBER]
