@@ -53,12 +53,14 @@ type statusRow struct {
 	PolicyHash   string `json:"policy_hash"`
 	PolicyAgrees bool   `json:"policy_agrees"`
 	Drained      bool   `json:"drained"`
+	// Memory is the node's resident memory, Go heap and BGP paths held.
+	Memory nodeapi.Memory `json:"memory"`
 }
 
 func newStatus(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
-		Short: "One row per node: alive, BGP sessions, routes, FIB digest, cache, pps, epoch",
+		Short: "One row per node: alive, BGP sessions, routes, FIB digest, cache, pps, epoch, memory",
 		Long: `status lists every node etcd knows (registered, or that reported once), with what
 its API says: BGP sessions up of all, routes per family, FIB digest and whether most
 nodes have the same, the cache's mode, size and hit rate per family, packets per second,
@@ -66,7 +68,8 @@ the frames its egress drivers did not take of those it forwarded (TXDROP), the f
 epoch applied, whether its last configuration reload was refused or failed (CONFIG:
 the reason is in -o json and the node's log), its routing policy's hash and whether
 most nodes run the same (POLICY; "drained" when it announces with GRACEFUL_SHUTDOWN);
-and whether the fleet's gossip has it alive.`,
+its resident memory, Go heap and the BGP paths it holds from its upstreams (MEMORY:
+RSS/heap, PATHS); and whether the fleet's gossip has it alive.`,
 		Example: "  ctl status\n  ctl status -o json",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -77,10 +80,10 @@ and whether the fleet's gossip has it alive.`,
 				return err
 			}
 			return g.render(rows, func(w io.Writer) {
-				fmt.Fprintln(w, "NODE\tALIVE\tSESSIONS\tROUTES v4/v6\tDIGEST\tCACHE\tENTRIES v4/v6\tHIT v4/v6\tPPS\tTXDROP\tEPOCH\tCONFIG\tPOLICY\tETCD")
+				fmt.Fprintln(w, "NODE\tALIVE\tSESSIONS\tROUTES v4/v6\tDIGEST\tCACHE\tENTRIES v4/v6\tHIT v4/v6\tPPS\tTXDROP\tEPOCH\tCONFIG\tPOLICY\tMEMORY\tPATHS\tETCD")
 				for _, r := range rows {
 					if !r.Reachable {
-						fmt.Fprintf(w, "%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t%s\n", r.Node, r.Alive, unreachable(r))
+						fmt.Fprintf(w, "%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t%s\n", r.Node, r.Alive, unreachable(r))
 						continue
 					}
 					agree := map[bool]string{true: "=", false: "≠"}
@@ -92,9 +95,10 @@ and whether the fleet's gossip has it alive.`,
 					if r.NodeEpoch > 0 {
 						epoch += fmt.Sprintf("+%d", r.NodeEpoch)
 					}
-					fmt.Fprintf(w, "%s\t%s\t%d/%d\t%d/%d\t%s %s\t%s (%s)\t%d/%d\t%.0f%%/%.0f%%\t%.0f\t%d\t%s\t%s\t%s\t%s\n", r.Node, r.Alive, r.SessionsUp, r.SessionsTotal,
+					fmt.Fprintf(w, "%s\t%s\t%d/%d\t%d/%d\t%s %s\t%s (%s)\t%d/%d\t%.0f%%/%.0f%%\t%.0f\t%d\t%s\t%s\t%s\t%s/%s\t%d\t%s\n", r.Node, r.Alive, r.SessionsUp, r.SessionsTotal,
 						r.Routes[0], r.Routes[1], short(r.Digest), agree[r.DigestAgrees], r.CacheMode, r.PolicySource, r.CacheEntries[0], r.CacheEntries[1],
-						100*r.HitRate[0], 100*r.HitRate[1], r.PPS, r.TxDropped, epoch, r.Config, policy, map[bool]string{true: "ok", false: "away"}[r.Etcd])
+						100*r.HitRate[0], 100*r.HitRate[1], r.PPS, r.TxDropped, epoch, r.Config, policy, mib(r.Memory.RSS), mib(r.Memory.GoHeap), r.Memory.BGPPaths,
+						map[bool]string{true: "ok", false: "away"}[r.Etcd])
 				}
 			})
 		},
@@ -112,6 +116,9 @@ func mostCommon(counts map[string]int) string {
 	}
 	return top
 }
+
+// mib shows a byte count in MiB.
+func mib(b uint64) string { return strconv.FormatUint(b>>20, 10) + "M" }
 
 func unreachable(r statusRow) string {
 	if !r.Registered {
@@ -194,6 +201,7 @@ func fleetStatus(ctx context.Context, g *globals) ([]statusRow, error) {
 			continue
 		}
 		r.Reachable, r.Version, r.Routes, r.Epoch, r.PolicySource, r.Etcd, r.PPS = true, st.Version, st.Routes, st.Epoch, st.PolicySource, st.EtcdConnected, st.PPS
+		r.Memory = st.Memory
 		r.TxDropped = st.TxDropped()
 		r.Config, r.ConfigError = "ok", st.Config.LastReloadError
 		if res := st.Config.LastReloadResult; res == "refused" || res == "failed" {

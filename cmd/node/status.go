@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
+	"os"
+	rtmetrics "runtime/metrics"
 	"slices"
 	"strconv"
 	"sync"
@@ -119,7 +121,32 @@ func (n *nodeStatus) status() nodeapi.Status {
 			PolicyHash: n.reload.policyHash()}
 	}
 	st.Config.Drained = n.speaker.Drained()
+	st.Memory = memory(n.speaker.Loads())
 	return st
+}
+
+// memory reads the process's resident memory and the Go heap without stopping the
+// world (runtime/metrics, not ReadMemStats), and sums the upstreams' paths.
+func memory(loads []bgp.Load) nodeapi.Memory {
+	var m nodeapi.Memory
+	if b, err := os.ReadFile("/proc/self/statm"); err == nil {
+		var size, resident uint64
+		if _, err := fmt.Sscan(string(b), &size, &resident); err == nil {
+			m.RSS = resident * uint64(os.Getpagesize())
+		}
+	}
+	samples := []rtmetrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/goal:bytes"}}
+	rtmetrics.Read(samples)
+	if samples[0].Value.Kind() == rtmetrics.KindUint64 {
+		m.GoHeap = samples[0].Value.Uint64()
+	}
+	if samples[1].Value.Kind() == rtmetrics.KindUint64 {
+		m.GoHeapGoal = samples[1].Value.Uint64()
+	}
+	for _, l := range loads {
+		m.BGPPaths += l.Prefixes[0] + l.Prefixes[1]
+	}
+	return m
 }
 
 // lookup answers GET /api/v1/lookup: the route, its next-hop group, the member a

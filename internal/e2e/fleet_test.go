@@ -373,6 +373,7 @@ func testCtl(t *testing.T, fl *lab.Fleet, store *cluster.Store, sendAll func(str
 		CacheEntries          [2]int `json:"cache_entries"`
 		Epoch                 uint32
 		Etcd                  bool `json:"etcd_connected"`
+		Memory                nodeapi.Memory
 	}
 	if err := json.Unmarshal(ctl("status"), &rows); err != nil {
 		t.Fatal(err)
@@ -386,6 +387,12 @@ func testCtl(t *testing.T, fl *lab.Fleet, store *cluster.Store, sendAll func(str
 			r.Routes != [2]int{4, 3} || !r.DigestAgrees || len(r.Digest) != 33 || r.CacheMode != "fixed" || r.CacheEntries != [2]int{512, 256} ||
 			r.Epoch != epoch || !r.Etcd {
 			t.Errorf("ctl status row %+v", r)
+		}
+		// Memory: the heap is in the resident set; only n1 has upstreams (BIRD's
+		// sessions hold FleetRoutes at least).
+		m := r.Memory
+		if m.RSS < 10<<20 || m.GoHeap == 0 || m.GoHeap > m.RSS || m.GoHeapGoal == 0 || (r.Node == n1.Name) != (m.BGPPaths >= uint64(len(lab.FleetRoutes))) {
+			t.Errorf("ctl status %s: memory %+v: want RSS over 10 MiB holding a Go heap with a goal, and BGP paths (at least %d) on n1 alone", r.Node, m, len(lab.FleetRoutes))
 		}
 	}
 

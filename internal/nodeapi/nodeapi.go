@@ -43,6 +43,23 @@ type Status struct {
 	// Config is where the running configuration comes from and how it was last
 	// reloaded.
 	Config Config `json:"config"`
+	// Memory is what the node holds: its resident memory, the Go heap, the BGP paths.
+	Memory Memory `json:"memory"`
+}
+
+// Memory is a node's memory at a glance (/metrics has the detail:
+// process_resident_memory_bytes, go_memstats_*, fibfleet_bgp_received_prefixes).
+type Memory struct {
+	// RSS is the process's resident memory; the pinned BPF maps are the kernel's
+	// and not in it.
+	RSS uint64 `json:"rss_bytes"`
+	// GoHeap is the Go heap's live and not yet swept objects; GoHeapGoal the size at
+	// which the next collection ends (RSS follows it, not GoHeap).
+	GoHeap     uint64 `json:"go_heap_bytes"`
+	GoHeapGoal uint64 `json:"go_heap_goal_bytes"`
+	// BGPPaths are the paths GoBGP holds from the upstream neighbours, each
+	// neighbour's Adj-RIB-In summed (both families).
+	BGPPaths uint64 `json:"bgp_paths"`
 }
 
 // Config is the node's configuration: the files it was read from, each overlaying
