@@ -5193,9 +5193,28 @@ type watchOptions struct {
 	eor            bool
 	forwarding     bool
 	initForwarding bool
+	queueLimit     int
 }
 
 type WatchOption func(*watchOptions)
+
+// watchQueueWait is the longest a notifier waits for a watcher at its queue limit
+// before it queues the event anyway: a watcher that waits on the server itself (an
+// embedder's callback that adds a path, say) slows the server down, never stops it.
+const watchQueueWait = 100 * time.Millisecond
+
+// WatchQueueLimit bounds how far the watcher may fall behind: once n events wait
+// for it, whoever notifies it (a peer's handler processing an UPDATE, among
+// others) waits until the watcher has taken half of them, for up to 100 ms each
+// time, then queues anyway. What the watcher cannot take yet then waits in the peers' TCP
+// windows, not in the server's memory: without a limit, a watcher that falls
+// behind a full-table load holds hundreds of megabytes of cloned paths. 0 (the
+// default): no limit.
+func WatchQueueLimit(n int) WatchOption {
+	return func(o *watchOptions) {
+		o.queueLimit = n
+	}
+}
 
 func WatchBestPath(current bool) WatchOption {
 	return func(o *watchOptions) {
@@ -5311,8 +5330,11 @@ type watcher struct {
 	opts   watchOptions
 	realCh chan watchEvent
 	ch     *channels.InfiniteChannel
-	s      *BgpServer
-	stop   sync.Once
+	// took tells a notifier waiting at the queue limit that the watcher has taken
+	// half the queue (WatchQueueLimit).
+	took chan struct{}
+	s    *BgpServer
+	stop sync.Once
 	// filters are used for notifyWatcher by using the filter for the given watchEvent,
 	// call notify method for skipping filtering.
 	filters map[watchEventType]func(w watchEvent) bool
@@ -5323,6 +5345,16 @@ func (w *watcher) Event() <-chan watchEvent {
 }
 
 func (w *watcher) notify(v watchEvent) {
+	// At the limit, wait until the watcher has taken half the queue: waking for
+	// every event it takes would cost a thread wake-up per event.
+	if n := w.opts.queueLimit; n > 0 && w.ch.Len() >= n {
+		timeout := time.NewTimer(watchQueueWait)
+		select {
+		case <-w.took:
+		case <-timeout.C:
+		}
+		timeout.Stop()
+	}
 	w.ch.In() <- v
 }
 
@@ -5330,6 +5362,12 @@ func (w *watcher) loop() {
 	for ev := range w.ch.Out() {
 		if ev == nil {
 			break
+		}
+		if n := w.opts.queueLimit; n > 0 && w.ch.Len() <= n/2 {
+			select {
+			case w.took <- struct{}{}:
+			default:
+			}
 		}
 		w.realCh <- ev.(watchEvent)
 	}
@@ -5395,6 +5433,7 @@ func (s *BgpServer) watch(opts ...WatchOption) (*watcher, error) {
 			s:       s,
 			realCh:  make(chan watchEvent, 8),
 			ch:      channels.NewInfiniteChannel(),
+			took:    make(chan struct{}, 1),
 			filters: make(map[watchEventType]func(w watchEvent) bool),
 		}
 
