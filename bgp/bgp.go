@@ -5,8 +5,9 @@
 //
 // They come from GoBGP's WatchEvent, never from walking the table: a walk runs
 // inside GoBGP's server loop and slowed a full-table load 5x. GoBGP queues watch
-// events without bound in its own goroutine, so a slow consumer of Changes delays
-// only the stream, never the BGP sessions.
+// events in its own goroutine, up to watchQueueLimit; past it the peers' handlers
+// wait (100 ms at most each time), so a consumer of Changes that falls behind slows
+// the load down rather than filling the heap with queued paths.
 //
 // Policy: import checks every route an upstream announces against its ImportRules
 // (importfilter.go; a neighbour may also carry a max-prefix limit); export is
@@ -32,6 +33,15 @@ import (
 	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
 	"github.com/osrg/gobgp/v4/pkg/server"
 )
+
+// eventBuffer is how many events (an UPDATE's changes, mostly) Events holds for
+// its reader: what it finds waiting it applies in one FIB batch.
+const eventBuffer = 1024
+
+// watchQueueLimit is how many events (an UPDATE's paths, or its forwarding
+// changes) may wait for the stream's callbacks before GoBGP's handlers wait for
+// them: some ten thousand paths, a few megabytes.
+const watchQueueLimit = 4096
 
 // Neighbor is one configured BGP peer.
 type Neighbor struct {
@@ -403,7 +413,7 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 		return nil, fmt.Errorf("bgp: start speaker (is port %d in use, or is the listen address not on this host?): %w", port, err)
 	}
 	wctx, cancel := context.WithCancel(context.Background())
-	s := &Speaker{srv: srv, log: log, events: make(chan Event, 64), done: make(chan struct{}), cancel: cancel,
+	s := &Speaker{srv: srv, log: log, events: make(chan Event, eventBuffer), done: make(chan struct{}), cancel: cancel,
 		peers: map[netip.Addr]*PeerStatus{}, adjIn: map[netip.Addr]*adjIn{}, loads: map[netip.Addr]*Load{},
 		eors: map[netip.Addr]map[bgp.Family]bool{}, asn: cfg.ASN, meshLocal: cfg.MeshAddress,
 		mesh: map[netip.Addr]bool{}, originated: map[netip.Prefix]netip.Addr{}, importFilter: imf,
@@ -443,9 +453,11 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 	}
 	// One watcher, so GoBGP delivers forwarding paths (best, equal, backup: GoBGP
 	// patch 7), updates, End-of-RIBs and peer events to the callbacks in the order it
-	// produced them.
+	// produced them. Its queue is bounded (patch 14): a full table's UPDATEs wait in
+	// the upstream's TCP window while the FIB catches up, not as cloned paths in the
+	// heap (330 MB of them half way through a load without the bound).
 	err = srv.WatchEvent(wctx, server.WatchEventMessageCallbacks{OnForwarding: s.onForwarding, OnPeerUpdate: s.onPeer, OnPathUpdate: s.onUpdate, OnPathEor: s.onEndOfRIB},
-		server.WatchForwarding(true), server.WatchPeer(), server.WatchUpdate(false, "", ""), server.WatchEor(false))
+		server.WatchForwarding(true), server.WatchPeer(), server.WatchUpdate(false, "", ""), server.WatchEor(false), server.WatchQueueLimit(watchQueueLimit))
 	if err != nil {
 		s.Stop()
 		return nil, fmt.Errorf("bgp: watch best paths: %w", err)
