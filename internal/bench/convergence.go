@@ -80,7 +80,8 @@ type ConvergenceOptions struct {
 	// (lab.SkeletonConfig.TableAttrs).
 	Attrs *table.Model
 	// ProfileDir, when set, receives the node's CPU profile of the load's first
-	// ProfileSeconds (from Established) and its heap profile when the load is done.
+	// ProfileSeconds (from Established), its heap profile half way through those
+	// and when the load is done.
 	ProfileDir     string
 	ProfileSeconds int
 }
@@ -142,7 +143,10 @@ func (c *Convergence) measure(ctx context.Context, sk *lab.Skeleton, routes []ta
 			established = now
 			c.VRPsAtEstablished = int(m[`fibfleet_rpki_vrps{validator="`+lab.ValidatorAddr+`"}`])
 			if opts.ProfileDir != "" {
-				go profile(sk, opts.ProfileDir, "cpu", cmp.Or(opts.ProfileSeconds, 30))
+				secs := cmp.Or(opts.ProfileSeconds, 30)
+				go profile(sk, opts.ProfileDir, "cpu", secs)
+				// The heap in the middle of the load: what queues while it runs.
+				time.AfterFunc(time.Duration(secs)*time.Second/2, func() { profile(sk, opts.ProfileDir, "heap-mid", 0) })
 			}
 		}
 		const peer = `{neighbor="` + lab.UpstreamAddr + `"`
@@ -210,7 +214,7 @@ func (c *Convergence) measure(ctx context.Context, sk *lab.Skeleton, routes []ta
 // profile saves one of the node's Go profiles into dir (cpu: over seconds); a
 // failure is logged, not returned: the measurement stands without it.
 func profile(sk *lab.Skeleton, dir, kind string, seconds int) {
-	path := "/debug/pprof/heap"
+	path := "/debug/pprof/heap?gc=1"
 	if kind == "cpu" {
 		path = fmt.Sprintf("/debug/pprof/profile?seconds=%d", seconds)
 	}

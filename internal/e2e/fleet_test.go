@@ -16,6 +16,7 @@ import (
 	"github.com/fibfleet/fibfleet/cache"
 	"github.com/fibfleet/fibfleet/cluster"
 	"github.com/fibfleet/fibfleet/dataplane"
+	"github.com/fibfleet/fibfleet/internal/bench"
 	"github.com/fibfleet/fibfleet/internal/lab"
 	"github.com/fibfleet/fibfleet/internal/nodeapi"
 	"github.com/fibfleet/fibfleet/internal/table"
@@ -490,7 +491,11 @@ func flushesLogged(n *lab.FleetNode) int {
 // death in any node's log) and no mesh session may be removed or go down.
 func TestFleetJoinDuringLoad(t *testing.T) {
 	routes := fleetTable(t)
-	fl, _ := startFleet(t, lab.FleetConfig{Table: routes})
+	model, err := table.Attrs2014()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl, _ := startFleet(t, lab.FleetConfig{Table: routes, TableAttrs: &model})
 	n1 := fl.Nodes[0]
 	for _, n := range fl.Nodes[1:] {
 		if err := fl.KillNode(n); err != nil {
@@ -498,7 +503,7 @@ func TestFleetJoinDuringLoad(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	err := lab.WaitFor(ctx, 5*time.Minute, "n1 a third through the table", func() (bool, error) {
+	err = lab.WaitFor(ctx, 5*time.Minute, "n1 a third through the table", func() (bool, error) {
 		m, err := n1.Metrics()
 		return err == nil && m[`fibfleet_fib_routes{family="ipv4"}`] > float64(len(routes)/3), nil
 	})
@@ -554,6 +559,9 @@ func TestFleetJoinDuringLoad(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// What the table cost each node (n1: one upstream and two mesh peers; n2 and
+		// n3 started a third of the way in, with the table from the mesh).
+		t.Logf("%s: peak RSS %s, CPU %.1f s, Go heap now %.0f MB", n.Name, bench.PeakRSS(n.Cmd.Process.Pid), m["process_cpu_seconds_total"], m["go_memstats_heap_inuse_bytes"]/1e6)
 		// Nothing was lost on the way (GoBGP patch 1): no alarm, no resend.
 		if r, a := m["fibfleet_cluster_mesh_resends_total"], m["fibfleet_cluster_mesh_digest_mismatches"]; r != 0 || a != 0 {
 			t.Errorf("%s: %v resends, %v mesh peers in alarm; want none (routes lost towards a mesh peer that came up during the load)", n.Name, r, a)

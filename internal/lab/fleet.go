@@ -100,6 +100,9 @@ type FleetConfig struct {
 	Nodes, EtcdMembers int
 	// Table and Table6, when set, are announced by BIRD too (next hop: itself).
 	Table, Table6 []table.Route
+	// TableAttrs, when set, gives Table's routes real AS paths and communities
+	// (SkeletonConfig.TableAttrs).
+	TableAttrs *table.Model
 	// GossipProfile is the nodes' cluster.gossip.profile (default tuned).
 	GossipProfile string
 	// Etcd, when set, is the client URL of an etcd the nodes use (a unix socket
@@ -627,7 +630,10 @@ func (f *Fleet) startBird() error {
 	if f.Cfg.RPKI {
 		c.static("invalid4", FleetInvalid)
 	}
-	if len(t4) > 0 {
+	switch {
+	case len(t4) > 0 && f.Cfg.TableAttrs != nil:
+		c.staticAttrs("table4", *f.Cfg.TableAttrs, f.Cfg.Table)
+	case len(t4) > 0:
 		c.static("table4", t4...)
 	}
 	if len(t6) > 0 {
