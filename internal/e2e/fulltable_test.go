@@ -41,7 +41,7 @@ func TestFullTableBGP(t *testing.T) {
 	check := func(sk *lab.Skeleton) error {
 		// The attributes arrived: 20 routes' AS paths (the upstream's AS, then the
 		// model's) and communities as the node holds them.
-		for i := 0; i < len(routes); i += len(routes) / 20 {
+		for i := 0; i < len(routes); i += max(1, len(routes)/20) {
 			var got nodeapi.Routes
 			b, err := sk.Router.HTTPGet(lab.MetricsAddr, "/api/v1/routes?q="+routes[i].Prefix.String())
 			if err != nil {
