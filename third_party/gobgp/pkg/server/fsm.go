@@ -842,7 +842,15 @@ type fsmHandler struct {
 func (h *fsmHandler) idle(ctx context.Context) (bgp.FSMState, *fsmStateReason) {
 	fsm := h.fsm
 
-	idleHoldTimer := time.NewTimer(time.Second * time.Duration(fsm.idleHoldTime))
+	hold := fsm.idleHoldTime
+	// A peer that went down restarting gracefully is expected back within its
+	// restart time, and its routes are kept only that long: an idle hold would
+	// refuse its new connection (the outgoing connection manager is stopped for
+	// it) and spend that time.
+	if fsm.pConf.ReadOnly().GracefulRestart.State.PeerRestarting {
+		hold = 0
+	}
+	idleHoldTimer := time.NewTimer(time.Second * time.Duration(hold))
 
 	for {
 		select {

@@ -1,0 +1,42 @@
+package server
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
+	"github.com/stretchr/testify/assert"
+)
+
+// TestIdleNoHoldForRestartingPeer: after a session ends, the FSM idles for its idle
+// hold time before it accepts or makes a connection again, except when the peer
+// went down restarting gracefully: it is expected back within its restart time, and
+// an idle hold would refuse its new connection and spend that time.
+func TestIdleNoHoldForRestartingPeer(t *testing.T) {
+	for _, c := range []struct {
+		restarting bool
+		want       bgp.FSMState
+	}{{true, bgp.BGP_FSM_ACTIVE}, {false, bgp.FSMState(-1)}} {
+		m := NewMockConnection()
+		p, h := makePeerAndHandler(m)
+		t.Cleanup(func() { cleanPeerAndHandler(p, h) })
+		p.fsm.lock.Lock()
+		conf := p.fsm.pConf.ReadCopy()
+		conf.GracefulRestart.State.Enabled = true
+		conf.GracefulRestart.State.PeerRestarting = c.restarting
+		p.fsm.pConf.Update(&conf)
+		p.fsm.idleHoldTime = holdtimeIdle // as after any session's end
+		p.fsm.lock.Unlock()
+
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		start := time.Now()
+		state, _ := h.idle(ctx)
+		took := time.Since(start)
+		cancel()
+		assert.Equal(t, c.want, state, "peer restarting: %v; idle returned after %v", c.restarting, took)
+		if c.restarting {
+			assert.Less(t, took, 500*time.Millisecond, "a restarting peer's idle hold")
+		}
+	}
+}
