@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	"fmt"
 	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/fibfleet/fibfleet/internal/bench"
+	"github.com/fibfleet/fibfleet/internal/table"
 	"github.com/fibfleet/fibfleet/internal/testutil"
 )
 
@@ -99,5 +101,41 @@ func BenchmarkRestart(b *testing.B) {
 			b.ReportMetric(float64(lost)/float64(b.N), "lost/op")
 			b.ReportMetric(bench.Median(full), "s-to-full")
 		})
+	}
+}
+
+// BenchmarkUpstreamsLoad loads a table with real attributes from one upstream and
+// from two into the node, BIRD 2 and FRR 8.4 (the kernel forwarding), and reports the
+// time from the sessions Established to the forwarding table complete, the peak RSS
+// and the CPU-seconds of the router's processes; b.N loads each. CI runs it once at a
+// tiny size; the full run (the whole 2026 table, medians of 3) is `go run
+// ./internal/bench/fibbench -upstreams`.
+func BenchmarkUpstreamsLoad(b *testing.B) {
+	prefixes := benchPrefixes(b, 2000)
+	node := build(b, "github.com/fibfleet/fibfleet/cmd/node", "fibfleet-node")
+	testutil.Need(b, testutil.Have("vtysh"), "needs FRR (make test installs frr, its services masked)")
+	m, err := table.Attrs2014()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, ups := range []int{1, 2} {
+		for _, router := range []string{"node", "bird", "frr"} {
+			b.Run(fmt.Sprintf("%s-%d", router, ups), func(b *testing.B) {
+				var load, rss, cpu []float64
+				for range b.N {
+					r, err := bench.MeasureUpstreamsLoad(bench.UpstreamsLoadOptions{NodeBinary: node, Dir: b.TempDir(), Prefixes: prefixes, Attrs: &m,
+						Router: router, Upstreams: ups})
+					if err != nil {
+						b.Fatal(err)
+					}
+					load = append(load, r.Load.Seconds())
+					rss = append(rss, float64(r.PeakRSS>>20))
+					cpu = append(cpu, r.CPU.Seconds())
+				}
+				b.ReportMetric(bench.Median(load), "s-load")
+				b.ReportMetric(bench.Median(rss), "MB-peak-rss")
+				b.ReportMetric(bench.Median(cpu), "cpu-s")
+			})
+		}
 	}
 }

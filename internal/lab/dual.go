@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/fibfleet/fibfleet/dataplane"
+	"github.com/fibfleet/fibfleet/internal/table"
 	"golang.org/x/sys/unix"
 )
 
@@ -55,6 +56,14 @@ type DualConfig struct {
 	Dir        string
 	// Prefixes are announced by both upstreams.
 	Prefixes []netip.Prefix
+	// Attrs, when set, gives Prefixes real AS paths and communities
+	// (table.Model.Assign), the same on both upstreams (B's then prepended
+	// PrependB times): a table whose routes share one AS path is packed hundreds of
+	// prefixes to an UPDATE and flatters the router's memory and time.
+	Attrs *table.Model
+	// OnlyA: B announces nothing (its session up, without a table): one full-table
+	// upstream, to compare with two in the same topology.
+	OnlyA bool
 	// PrependB makes B's paths longer by that many ASes: 0 makes them equal to A's
 	// (ECMP with Multipath), more makes A's the best and B's the backup.
 	PrependB  int
@@ -216,7 +225,17 @@ func (d *Dual) startUpstream(name, addr, neighbor string, asn, prepend int) erro
 	if err != nil {
 		return err
 	}
-	c.static("announced", d.cfg.Prefixes...)
+	switch {
+	case name == "birdb" && d.cfg.OnlyA:
+	case d.cfg.Attrs != nil:
+		routes := make([]table.Route, len(d.cfg.Prefixes))
+		for i, p := range d.cfg.Prefixes {
+			routes[i] = table.Route{Prefix: p}
+		}
+		c.staticAttrs("announced", *d.cfg.Attrs, routes)
+	default:
+		c.static("announced", d.cfg.Prefixes...)
+	}
 	if d.cfg.BFD > 0 {
 		c.bfdProto(d.cfg.BFD, 3)
 	}

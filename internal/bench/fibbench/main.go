@@ -65,6 +65,8 @@ func main() {
 	rovAB := flag.Bool("rov-ab", false, "measure full-table convergence without route origin validation, against the 9,999 real VRPs and against 500,000 synthesized ones (rpki.invalid: mark), interleaved (-runs rounds), instead")
 	rovLate := flag.Bool("rov-late", false, "measure a validator's 500,000 VRPs arriving after the full table is loaded (sessions do not wait for validators): the set's transfer and the re-check until the invalid routes left the FIB (-runs times), instead")
 	failover := flag.Bool("failover", false, "fail the better of two upstreams (its link's carrier lost; it gone silent, found by BFD 300 ms x 3) under 64 flows at 6,400 datagrams/s, the node against BIRD 2 and FRR 8.4 into the kernel, at 10k, 100k prefixes and the whole table (-runs times each), instead")
+	upstreams := flag.Bool("upstreams", false, "load the whole table with real attributes (-attrs) from one upstream and from two, fibfleet against BIRD 2 and FRR 8.4 into the kernel, interleaved (-runs rounds): from the sessions Established to the forwarding table complete, peak RSS, CPU-seconds, instead")
+	upstreamsN := flag.Int("upstreams-prefixes", 0, "with -upstreams: the first N prefixes of the table (0: all)")
 	restart := flag.Bool("restart", false, "restart the router under 64 flows at 6,400 datagrams/s with the whole table from two upstreams: the node by SIGTERM, SIGKILL and an upgrade to a build with another XDP program, against BIRD 2 restarting gracefully with its kernel routes kept (-tries each): datagrams lost, time to the full table again, peak RSS, instead")
 	tries := flag.Int("tries", 10, "restarts of each kind (with -restart)")
 	bfdLoad := flag.Bool("bfdload", false, "load the whole table from two upstreams at once with BFD at 300, 100 and 50 ms x 3 on both sessions and count the sessions' flaps during the load and 30 s after (-runs times each), instead")
@@ -82,6 +84,8 @@ func main() {
 		err = runPolicy(*runs)
 	} else if *failover {
 		err = runFailover(*runs)
+	} else if *upstreams {
+		err = runUpstreams(*runs, *upstreamsN, *attrs)
 	} else if *restart {
 		err = runRestart(*tries)
 	} else if *bfdLoad {
@@ -930,6 +934,68 @@ func runRestart(tries int) error {
 		fmt.Printf("| %s | %s | %d of %d | %d | %v | %.1f s, %.1f s | %d MB | %s |\n", map[string]string{"node": "fibfleet", "bird": "BIRD 2 + kernel (persist)"}[c.router], c.kind,
 			lost, sent, drops, gap.Round(time.Millisecond), bench.Median(full), slices.Max(full), rss>>20, maps)
 		time.Sleep(settle)
+	}
+	return nil
+}
+
+// runUpstreams loads the table from one and from two full-table upstreams into the
+// node, BIRD 2 and FRR 8.4 (the kernel forwarding for both), every round running
+// each once in a rotating order, and prints the medians.
+func runUpstreams(runs, n int, attrs bool) error {
+	all, dir, node, cleanup, err := fullTablePrefixes()
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	if n > 0 && n < len(all) {
+		all = all[:n]
+	}
+	var model *table.Model
+	if attrs {
+		m, err := table.Attrs2014()
+		if err != nil {
+			return err
+		}
+		model = &m
+	}
+	type key struct {
+		router    string
+		upstreams int
+	}
+	var keys []key
+	for _, u := range []int{1, 2} {
+		for _, r := range []string{"node", "bird", "frr"} {
+			keys = append(keys, key{r, u})
+		}
+	}
+	loads, rss, cpu := map[key][]float64{}, map[key][]float64{}, map[key][]float64{}
+	for i := range runs {
+		for j := range keys {
+			k := keys[(i+j)%len(keys)]
+			rdir, err := os.MkdirTemp(dir, "run-")
+			if err != nil {
+				return err
+			}
+			r, err := bench.MeasureUpstreamsLoad(bench.UpstreamsLoadOptions{NodeBinary: node, Dir: rdir, Prefixes: all, Attrs: model, Router: k.router, Upstreams: k.upstreams})
+			if err != nil {
+				return fmt.Errorf("%s, %d upstreams: %w", k.router, k.upstreams, err)
+			}
+			fmt.Fprintf(os.Stderr, "round %d: %s, %d upstreams: loaded in %v, peak RSS %d MB, %.1f CPU-s\n", i+1, k.router, k.upstreams, r.Load.Round(100*time.Millisecond), r.PeakRSS>>20, r.CPU.Seconds())
+			loads[k] = append(loads[k], r.Load.Seconds())
+			rss[k] = append(rss[k], float64(r.PeakRSS>>20))
+			cpu[k] = append(cpu[k], r.CPU.Seconds())
+			if len(all) > 100_000 {
+				time.Sleep(settle)
+			}
+		}
+	}
+	fmt.Printf("\n%d prefixes (2026 table less the lab's), real attributes: %v; A's paths the better (B's two ASes longer); medians of %d rounds\n\n", len(all), attrs, runs)
+	fmt.Println("| upstreams | router | Established to forwarding table complete | / BIRD | peak RSS | CPU-seconds |")
+	fmt.Println("|---|---|---|---|---|---|")
+	name := map[string]string{"node": "fibfleet", "bird": "BIRD 2 + kernel", "frr": "FRR 8.4 + kernel"}
+	for _, k := range keys {
+		fmt.Printf("| %d | %s | %.1f s | %.2fx | %.0f MB | %.1f |\n", k.upstreams, name[k.router], bench.Median(loads[k]),
+			bench.Median(loads[k])/bench.Median(loads[key{"bird", k.upstreams}]), bench.Median(rss[k]), bench.Median(cpu[k]))
 	}
 	return nil
 }

@@ -1,0 +1,222 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fibfleet/fibfleet/internal/lab"
+	"github.com/fibfleet/fibfleet/internal/nodeapi"
+	"github.com/fibfleet/fibfleet/internal/table"
+)
+
+// UpstreamsLoadOptions say what MeasureUpstreamsLoad measures: a router (fibfleet's
+// node, or BIRD 2 or FRR 8.4 into the kernel) taking the same table from one or two
+// full-table upstreams (the dual lab: A's paths the better, B's two ASes longer).
+type UpstreamsLoadOptions struct {
+	NodeBinary string
+	Dir        string
+	Prefixes   []netip.Prefix
+	// Attrs, when set, gives the prefixes real AS paths and communities.
+	Attrs *table.Model
+	// Router is "node", "bird" or "frr" (lab.DualConfig.Router).
+	Router string
+	// Upstreams is 1 (B's session up, without a table) or 2.
+	Upstreams int
+}
+
+// UpstreamsLoad is one load.
+type UpstreamsLoad struct {
+	// Load is from the last session Established to the forwarding table holding
+	// every prefix from every upstream that sends them: the node's dataplane complete for each
+	// (its End-of-RIB applied), BIRD's kernel protocol having exported every prefix
+	// after both sessions imported them all, FRR's zebra holding every prefix in the
+	// kernel after bgpd received them all from each.
+	Load time.Duration
+	// PeakRSS is the router's processes' peak resident set, summed (bytes): the node,
+	// BIRD, or FRR's zebra and bgpd.
+	PeakRSS int64
+	// CPU is the router's processes' CPU time (user and system) when loaded.
+	CPU time.Duration
+}
+
+// MeasureUpstreamsLoad builds the dual lab and waits until the router holds the table
+// from every upstream.
+func MeasureUpstreamsLoad(o UpstreamsLoadOptions) (UpstreamsLoad, error) {
+	var r UpstreamsLoad
+	if o.Upstreams != 1 && o.Upstreams != 2 {
+		return r, fmt.Errorf("bench: %d upstreams: the dual lab has 1 or 2", o.Upstreams)
+	}
+	d, err := lab.StartDual(lab.DualConfig{NodeBinary: o.NodeBinary, Dir: o.Dir, Prefixes: o.Prefixes, Attrs: o.Attrs, PrependB: 2,
+		Router: o.Router, OnlyA: o.Upstreams == 1})
+	if d != nil {
+		defer d.Close()
+	}
+	if err != nil {
+		return r, err
+	}
+	n := len(o.Prefixes)
+	ups := []string{lab.DualAddrA, lab.DualAddrB}[:o.Upstreams]
+	deadline := time.Now().Add(20 * time.Minute)
+	var est time.Time
+	for {
+		var ok bool
+		var err error
+		if est.IsZero() {
+			est, err = dualEstablished(d, o.Router, ups)
+		} else if ok, err = dualHolds(d, o.Router, ups, n); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			return r, fmt.Errorf("bench: the %s router did not hold %d prefixes from %d upstreams within 20 minutes (last error: %v)", o.Router, n, o.Upstreams, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	r.Load = time.Since(est)
+	for _, pid := range d.RouterPIDs {
+		r.PeakRSS += peakRSSBytes(pid)
+		r.CPU += cpuTime(pid)
+	}
+	return r, nil
+}
+
+var birdExported = regexp.MustCompile(`Routes:\s+\d+ imported, (\d+) exported`)
+
+// dualEstablished is when the last of the router's sessions with ups came up: the
+// node's own times from its API; BIRD's and FRR's as first seen (polled every
+// 100 ms). Zero while one is not up.
+func dualEstablished(d *lab.Dual, router string, ups []string) (time.Time, error) {
+	switch router {
+	case "bird":
+		for i := range ups {
+			out, err := d.Birdc("router", "show", "protocols", string(rune('a'+i)))
+			if err != nil || !strings.Contains(out, "Established") {
+				return time.Time{}, err
+			}
+		}
+	case "frr":
+		out, err := d.Vtysh("show bgp ipv4 unicast summary json")
+		if err != nil {
+			return time.Time{}, err
+		}
+		var s struct {
+			Peers map[string]struct {
+				State string `json:"state"`
+			} `json:"peers"`
+		}
+		if err := json.Unmarshal([]byte(out), &s); err != nil {
+			return time.Time{}, fmt.Errorf("vtysh's summary: %w: %s", err, out)
+		}
+		for _, a := range ups {
+			if s.Peers[a].State != "Established" {
+				return time.Time{}, nil
+			}
+		}
+	default:
+		b, err := d.Get("/api/v1/status")
+		if err != nil {
+			return time.Time{}, err
+		}
+		var st nodeapi.Status
+		if err := json.Unmarshal(b, &st); err != nil {
+			return time.Time{}, err
+		}
+		var last time.Time
+		for _, a := range ups {
+			i := slices.IndexFunc(st.Sessions, func(s nodeapi.Session) bool {
+				return s.Neighbor.String() == a && s.State == "established"
+			})
+			if i < 0 {
+				return time.Time{}, nil
+			}
+			if t := st.Sessions[i].Established; t.After(last) {
+				last = t
+			}
+		}
+		return last, nil
+	}
+	return time.Now(), nil
+}
+
+// dualHolds says whether the dual lab's router holds n prefixes from each of ups in
+// its forwarding table.
+func dualHolds(d *lab.Dual, router string, ups []string, n int) (bool, error) {
+	switch router {
+	case "bird":
+		for i := range ups {
+			out, err := d.Birdc("router", "show", "protocols", "all", string(rune('a'+i)))
+			m := birdImported.FindStringSubmatch(out)
+			if err != nil || m == nil {
+				return false, fmt.Errorf("birdc: %v: %s", err, out)
+			}
+			if got, _ := strconv.Atoi(m[1]); got < n {
+				return false, nil
+			}
+		}
+		out, err := d.Birdc("router", "show", "protocols", "all", "kernel4")
+		m := birdExported.FindStringSubmatch(out)
+		if err != nil || m == nil {
+			return false, fmt.Errorf("birdc: %v: %s", err, out)
+		}
+		got, _ := strconv.Atoi(m[1])
+		return got >= n, nil
+	case "frr":
+		got, err := d.FRRReceived()
+		if err != nil {
+			return false, err
+		}
+		for _, a := range ups {
+			if got[a] < n {
+				return false, nil
+			}
+		}
+		out, err := d.Vtysh("show ip route summary json")
+		if err != nil {
+			return false, err
+		}
+		var s struct {
+			RoutesTotalFib int `json:"routesTotalFib"`
+		}
+		if err := json.Unmarshal([]byte(out), &s); err != nil {
+			return false, fmt.Errorf("vtysh's route summary: %w: %s", err, out)
+		}
+		return s.RoutesTotalFib >= n, nil
+	default:
+		m, err := d.Metrics()
+		if err != nil {
+			return false, err
+		}
+		for _, a := range ups {
+			if m[`fibfleet_bgp_load_complete{neighbor="`+a+`"}`] != 1 {
+				return false, nil
+			}
+		}
+		return true, nil
+	}
+}
+
+// cpuTime is a process's CPU time so far (user and system), from /proc/<pid>/stat.
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) is in parentheses and may hold spaces: count the
+	// fields after its closing one. utime and stime are fields 14 and 15.
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	// The kernel counts in clock ticks, 100 a second on Linux's every architecture
+	// but alpha (USER_HZ).
+	return time.Duration(ut+st) * (time.Second / 100)
+}
