@@ -34,10 +34,11 @@ type UpstreamsLoadOptions struct {
 // UpstreamsLoad is one load.
 type UpstreamsLoad struct {
 	// Load is from the last session Established to the forwarding table holding
-	// every prefix from every upstream that sends them: the node's dataplane complete for each
-	// (its End-of-RIB applied), BIRD's kernel protocol having exported every prefix
-	// after both sessions imported them all, FRR's zebra holding every prefix in the
-	// kernel after bgpd received them all from each.
+	// every prefix from every upstream that sends them: the node's dataplane
+	// complete for each (its End-of-RIB applied), BIRD's kernel protocol having
+	// exported every prefix after both sessions imported them all, FRR's zebra
+	// holding every prefix (as eBGP routes) in the kernel after bgpd received them
+	// all from each.
 	Load time.Duration
 	// PeakRSS is the router's processes' peak resident set, summed (bytes): the node,
 	// BIRD, or FRR's zebra and bgpd.
@@ -180,13 +181,19 @@ func dualHolds(d *lab.Dual, router string, ups []string, n int) (bool, error) {
 		if err != nil {
 			return false, err
 		}
+		// The eBGP routes zebra installed (the total counts the connected ones too).
+		type byType struct {
+			Type string `json:"type"`
+			FIB  int    `json:"fib"`
+		}
 		var s struct {
-			RoutesTotalFib int `json:"routesTotalFib"`
+			Routes []byType `json:"routes"`
 		}
 		if err := json.Unmarshal([]byte(out), &s); err != nil {
 			return false, fmt.Errorf("vtysh's route summary: %w: %s", err, out)
 		}
-		return s.RoutesTotalFib >= n, nil
+		i := slices.IndexFunc(s.Routes, func(r byType) bool { return r.Type == "ebgp" })
+		return i >= 0 && s.Routes[i].FIB >= n, nil
 	default:
 		m, err := d.Metrics()
 		if err != nil {
