@@ -34,6 +34,11 @@ type KernelSync struct {
 	// a hash of the route: a change that would write one of them again skips the
 	// write. Read at Run's start, dropped by Sweep.
 	adopted map[uint64]struct{}
+	// clean: the start's read found no BGP route in the table, so every one there
+	// is this process's and the sync removes what the FIB withdraws; Sweep has
+	// nothing to look for (a dump of a full table costs seconds and, through
+	// netlink's Route values, hundreds of MB of garbage at the load's peak).
+	clean atomic.Bool
 
 	// Installed, Removed and Failed count routes written; Pending is the backlog.
 	// Adopted counts the routes found at start, Kept those of them a change found
@@ -174,6 +179,7 @@ func (k *KernelSync) adopt() error {
 	k.adopted = set
 	k.mu.Unlock()
 	k.Adopted.Store(uint64(len(set)))
+	k.clean.Store(err == nil && len(set) == 0)
 	if len(set) > 0 {
 		k.log.Info("kernel route sync: adopted the routes an earlier process left; the same routes are not written again", "routes", len(set), "table", k.table)
 	}
@@ -242,6 +248,9 @@ func (f *FIB) SweepKernel() (int, error) {
 	k := f.sync
 	f.mu.Unlock()
 	if k == nil {
+		return 0, nil
+	}
+	if k.clean.Load() {
 		return 0, nil
 	}
 	// Read the table without the FIB's lock (a dump of a full table takes seconds),

@@ -1,0 +1,156 @@
+package fib
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fibfleet/fibfleet/internal/testutil"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+)
+
+// TestSweepKernel: the sweep after a load removes a BGP route an earlier process left
+// in the kernel that the FIB does not hold; after a start that found none, every BGP
+// route there is this process's (the sync removes what the FIB withdraws), so the
+// sweep does not dump the table at all (seconds and hundreds of MB with a full
+// table): a route written behind the sync's back after such a start stays.
+func TestSweepKernel(t *testing.T) {
+	testutil.Need(t, os.Geteuid() == 0, "needs root for a network namespace (CI runs as root)")
+	for _, earlier := range []bool{true, false} {
+		t.Run(fmt.Sprintf("a route left before the start: %v", earlier), func(t *testing.T) {
+			inNewNetns(t, func(h netns.NsHandle) {
+				la := netlink.NewLinkAttrs()
+				la.Name = "ffks0"
+				if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: la, PeerName: "ffks1"}); err != nil {
+					t.Fatal(err)
+				}
+				link, err := netlink.LinkByName("ffks0")
+				if err != nil {
+					t.Fatal(err)
+				}
+				addr, _ := netlink.ParseAddr("10.255.0.1/16")
+				if err := netlink.AddrAdd(link, addr); err != nil {
+					t.Fatal(err)
+				}
+				if err := netlink.LinkSetUp(link); err != nil {
+					t.Fatal(err)
+				}
+				kr, err := NewKernelRoutes(254)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer kr.Close()
+				stray := pfx("198.51.100.0/24")
+				write := func() {
+					if err := kr.Replace(stray, ip("10.255.0.2"), link.Attrs().Index); err != nil {
+						t.Fatal(err)
+					}
+					if err := kr.Flush(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				held := func() bool {
+					rs, err := netlink.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Table: 254, Protocol: rtprotBGP},
+						netlink.RT_FILTER_TABLE|netlink.RT_FILTER_PROTOCOL)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, r := range rs {
+						if r.Dst != nil && strings.HasPrefix(r.Dst.String(), "198.51.100.0/24") {
+							return true
+						}
+					}
+					return false
+				}
+				if earlier {
+					write()
+				}
+				f := newFIB(t, newFakeDP(t, 16), &fakeRes{macs: map[netip.Addr]net.HardwareAddr{}, unresolved: map[netip.Addr]bool{}, local: map[netip.Addr]bool{}})
+				ks := NewKernelSync(254, nil)
+				f.SyncKernel(ks)
+				ctx, cancel := context.WithCancel(t.Context())
+				done := make(chan error, 1)
+				go func() {
+					// The sync's sockets must be opened in the namespace: on a thread
+					// of its own, never unlocked (it ends with the goroutine).
+					runtime.LockOSThread()
+					if err := netns.Set(h); err != nil {
+						done <- err
+						return
+					}
+					done <- ks.Run(ctx)
+				}()
+				defer func() {
+					cancel()
+					if err := <-done; err != nil {
+						t.Error(err)
+					}
+				}()
+				eventually(t, "the sync's start read the table", func() bool { return ks.Adopted.Load() == 1 || ks.clean.Load() })
+				if !earlier {
+					write()
+				}
+				n, err := f.SweepKernel()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if earlier {
+					if n != 1 {
+						t.Fatalf("the sweep queued %d routes for removal, want the earlier process's one", n)
+					}
+					eventually(t, "the earlier route removed from the kernel", func() bool { return !held() })
+					return
+				}
+				if n != 0 || !held() {
+					t.Fatalf("after a clean start the sweep queued %d routes (the route written after the start held: %v): want it not to look", n, held())
+				}
+			})
+		})
+	}
+}
+
+// inNewNetns runs fn with the test's thread in a network namespace of its own, and
+// puts the thread back and removes the namespace after (a fatal failure included).
+func inNewNetns(t *testing.T, fn func(netns.NsHandle)) {
+	t.Helper()
+	runtime.LockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		runtime.UnlockOSThread()
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("ffks%d", os.Getpid())
+	h, err := netns.NewNamed(name) // the thread is in it from here
+	defer func() {
+		// A thread that cannot go back stays locked: it ends with the test.
+		if err := netns.Set(orig); err == nil {
+			runtime.UnlockOSThread()
+		}
+		orig.Close()
+		if h.IsOpen() {
+			h.Close()
+		}
+		_ = netns.DeleteNamed(name)
+	}()
+	if err != nil {
+		t.Fatalf("create namespace %s: %v", name, err)
+	}
+	fn(h)
+}
+
+// eventually polls cond every 10 ms for up to 10 s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
