@@ -37,7 +37,7 @@ type KernelSync struct {
 	// clean: the start's read found no BGP route in the table, so every one there
 	// is this process's and the sync removes what the FIB withdraws; Sweep has
 	// nothing to look for (a dump of a full table costs seconds and, through
-	// netlink's Route values, hundreds of MB of garbage at the load's peak).
+	// netlink's Route values, hundreds of MB of garbage at the load's end).
 	clean atomic.Bool
 
 	// Installed, Removed and Failed count routes written; Pending is the backlog.

@@ -226,7 +226,7 @@ func (d *Dual) startUpstream(name, addr, neighbor string, asn, prepend int) erro
 		return err
 	}
 	switch {
-	case name == "birdb" && d.cfg.OnlyA:
+	case name == "birdb" && d.cfg.OnlyA: // its session up, without a table
 	case d.cfg.Attrs != nil:
 		routes := make([]table.Route, len(d.cfg.Prefixes))
 		for i, p := range d.cfg.Prefixes {
