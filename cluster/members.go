@@ -92,7 +92,7 @@ type Members struct {
 	meta    []byte
 	mu      sync.Mutex
 	view    map[string]*Member
-	leaving map[string]bool // members that said they leave
+	leaving map[string]time.Time // members that said they leave, and when
 	changes chan struct{}
 }
 
@@ -145,7 +145,7 @@ func StartMembers(cfg MembersConfig) (*Members, error) {
 	if len(meta) > memberlist.MetaMaxSize {
 		return nil, fmt.Errorf("cluster: node metadata is %d bytes, memberlist carries at most %d: shorten the addresses", len(meta), memberlist.MetaMaxSize)
 	}
-	m := &Members{log: lg, meta: meta, view: map[string]*Member{}, leaving: map[string]bool{}, changes: make(chan struct{}, 1)}
+	m := &Members{log: lg, meta: meta, view: map[string]*Member{}, leaving: map[string]time.Time{}, changes: make(chan struct{}, 1)}
 	c.Delegate = m
 	c.Events = m
 	c.Logger = log.New(&logWriter{log: lg.With("component", "memberlist")}, "", 0)
@@ -215,6 +215,9 @@ func (m *Members) Changes() <-chan struct{} { return m.changes }
 // leavingMsg, followed by a name, tells a member that node is leaving.
 const leavingMsg = "fibfleet-leaving:"
 
+// leaveWord is how long a member's word that it leaves explains its departure.
+const leaveWord = 10 * time.Second
+
 // Leave tells the others this node is leaving (they see it as left, not dead), then
 // stops gossip.
 func (m *Members) Leave(timeout time.Duration) error {
@@ -241,8 +244,12 @@ func (m *Members) NotifyJoin(n *memberlist.Node)   { m.note(n, Alive) }
 func (m *Members) NotifyUpdate(n *memberlist.Node) { m.note(n, Alive) }
 func (m *Members) NotifyLeave(n *memberlist.Node) {
 	m.mu.Lock()
-	left := m.leaving[n.Name]
+	said, ok := m.leaving[n.Name]
 	delete(m.leaving, n.Name)
+	// A leave's departure follows its word within a second or so. A word older
+	// than leaveWord never became a departure (the member came back first: a
+	// restart refutes its own departure): it says nothing of this one.
+	left := ok && time.Since(said) < leaveWord
 	m.mu.Unlock()
 	if left {
 		m.note(n, Left)
@@ -279,7 +286,7 @@ func (m *Members) NodeMeta(int) []byte { return m.meta }
 func (m *Members) NotifyMsg(b []byte) {
 	if name, ok := strings.CutPrefix(string(b), leavingMsg); ok {
 		m.mu.Lock()
-		m.leaving[name] = true
+		m.leaving[name] = time.Now()
 		m.mu.Unlock()
 	}
 }
