@@ -9,7 +9,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/fibfleet/fibfleet/internal/testutil"
 	"github.com/vishvananda/netlink"
@@ -93,7 +92,7 @@ func TestSweepKernel(t *testing.T) {
 						t.Error(err)
 					}
 				}()
-				eventually(t, "the sync's start read the table", func() bool { return ks.Adopted.Load() == 1 || ks.clean.Load() })
+				testutil.Eventually(t, "the sync's start read the table", func() bool { return ks.Adopted.Load() == 1 || ks.clean.Load() })
 				if !earlier {
 					write()
 				}
@@ -105,7 +104,7 @@ func TestSweepKernel(t *testing.T) {
 					if n != 1 {
 						t.Fatalf("the sweep queued %d routes for removal, want the earlier process's one", n)
 					}
-					eventually(t, "the earlier route removed from the kernel", func() bool { return !held() })
+					testutil.Eventually(t, "the earlier route removed from the kernel", func() bool { return !held() })
 					return
 				}
 				if n != 0 || !held() {
@@ -143,14 +142,4 @@ func inNewNetns(t *testing.T, fn func(netns.NsHandle)) {
 		t.Fatalf("create namespace %s: %v", name, err)
 	}
 	fn(h)
-}
-
-// eventually polls cond every 10 ms for up to 10 s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for end := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
 }
