@@ -144,9 +144,9 @@ func (c *Convergence) measure(ctx context.Context, sk *lab.Skeleton, routes []ta
 			c.VRPsAtEstablished = int(m[`fibfleet_rpki_vrps{validator="`+lab.ValidatorAddr+`"}`])
 			if opts.ProfileDir != "" {
 				secs := cmp.Or(opts.ProfileSeconds, 30)
-				go profile(sk, opts.ProfileDir, "cpu", secs)
+				go profile(sk.Router, opts.ProfileDir, "cpu", secs)
 				// The heap in the middle of the load: what queues while it runs.
-				time.AfterFunc(time.Duration(secs)*time.Second/2, func() { profile(sk, opts.ProfileDir, "heap-mid", 0) })
+				time.AfterFunc(time.Duration(secs)*time.Second/2, func() { profile(sk.Router, opts.ProfileDir, "heap-mid", 0) })
 			}
 		}
 		const peer = `{neighbor="` + lab.UpstreamAddr + `"`
@@ -157,7 +157,7 @@ func (c *Convergence) measure(ctx context.Context, sk *lab.Skeleton, routes []ta
 			fibDone = now
 			c.NodeCPU = secs(m[`process_cpu_seconds_total`])
 			if opts.ProfileDir != "" {
-				profile(sk, opts.ProfileDir, "heap", 0)
+				profile(sk.Router, opts.ProfileDir, "heap", 0)
 			}
 			c.NodeBGP = secs(m[`fibfleet_bgp_load_duration_seconds`+peer+`,stage="bgp"}`])
 			c.NodeFIB = secs(m[`fibfleet_bgp_load_duration_seconds`+peer+`,stage="dataplane"}`])
@@ -213,12 +213,12 @@ func (c *Convergence) measure(ctx context.Context, sk *lab.Skeleton, routes []ta
 
 // profile saves one of the node's Go profiles into dir (cpu: over seconds); a
 // failure is logged, not returned: the measurement stands without it.
-func profile(sk *lab.Skeleton, dir, kind string, seconds int) {
+func profile(router *lab.Netns, dir, kind string, seconds int) {
 	path := "/debug/pprof/heap?gc=1"
 	if kind == "cpu" {
 		path = fmt.Sprintf("/debug/pprof/profile?seconds=%d", seconds)
 	}
-	b, err := sk.Router.HTTPGetWithin(lab.MetricsAddr, path, time.Duration(seconds+30)*time.Second)
+	b, err := router.HTTPGetWithin(lab.MetricsAddr, path, time.Duration(seconds+30)*time.Second)
 	if err == nil {
 		err = os.WriteFile(filepath.Join(dir, kind+".pprof"), b, 0o644)
 	}

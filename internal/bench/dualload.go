@@ -27,8 +27,15 @@ type UpstreamsLoadOptions struct {
 	Attrs *table.Model
 	// Router is "node", "bird" or "frr" (lab.DualConfig.Router).
 	Router string
-	// Upstreams is 1 (B's session up, without a table) or 2.
+	// Upstreams is 1 (B's session up, without a table), 2, 3 or 4 (C and D like B).
 	Upstreams int
+	// IBGP is how many iBGP peers (0-2) the router sends its table to, as an edge
+	// router does to its core; BIRD or FRR as the router (the node's are its fleet:
+	// MeasureFleetLoad).
+	IBGP int
+	// ProfileDir, when set, gets the node's heap profile at the load's end
+	// (heap.pprof, after a collection: what the tables hold).
+	ProfileDir string
 }
 
 // UpstreamsLoad is one load.
@@ -36,9 +43,9 @@ type UpstreamsLoad struct {
 	// Load is from the last session Established to the forwarding table holding
 	// every prefix from every upstream that sends them: the node's dataplane
 	// complete for each (its End-of-RIB applied), BIRD's kernel protocol having
-	// exported every prefix after both sessions imported them all, FRR's zebra
+	// exported every prefix after every session imported them all, FRR's zebra
 	// holding every prefix (as eBGP routes) in the kernel after bgpd received them
-	// all from each.
+	// all from each. With iBGP peers, until each of them holds every prefix too.
 	Load time.Duration
 	// PeakRSS is the router's processes' peak resident set, summed (bytes): the node,
 	// BIRD, or FRR's zebra and bgpd.
@@ -51,11 +58,15 @@ type UpstreamsLoad struct {
 // from every upstream.
 func MeasureUpstreamsLoad(o UpstreamsLoadOptions) (UpstreamsLoad, error) {
 	var r UpstreamsLoad
-	if o.Upstreams != 1 && o.Upstreams != 2 {
-		return r, fmt.Errorf("bench: %d upstreams: the dual lab has 1 or 2", o.Upstreams)
+	if o.Upstreams < 1 || o.Upstreams > 4 {
+		return r, fmt.Errorf("bench: %d upstreams: the dual lab has 1 to 4", o.Upstreams)
 	}
-	d, err := lab.StartDual(lab.DualConfig{NodeBinary: o.NodeBinary, Dir: o.Dir, Prefixes: o.Prefixes, Attrs: o.Attrs, PrependB: 2,
-		Router: o.Router, OnlyA: o.Upstreams == 1})
+	cfg := lab.DualConfig{NodeBinary: o.NodeBinary, Dir: o.Dir, Prefixes: o.Prefixes, Attrs: o.Attrs, PrependB: 2,
+		Router: o.Router, OnlyA: o.Upstreams == 1, More: max(o.Upstreams-2, 0), IBGP: o.IBGP}
+	if o.ProfileDir != "" {
+		cfg.NodeExtra = "pprof: true\n"
+	}
+	d, err := lab.StartDual(cfg)
 	if d != nil {
 		defer d.Close()
 	}
@@ -63,7 +74,7 @@ func MeasureUpstreamsLoad(o UpstreamsLoadOptions) (UpstreamsLoad, error) {
 		return r, err
 	}
 	n := len(o.Prefixes)
-	ups := []string{lab.DualAddrA, lab.DualAddrB}[:o.Upstreams]
+	ups := lab.DualUpstreams(cfg)[:o.Upstreams]
 	deadline := time.Now().Add(20 * time.Minute)
 	var est time.Time
 	for {
@@ -72,7 +83,9 @@ func MeasureUpstreamsLoad(o UpstreamsLoadOptions) (UpstreamsLoad, error) {
 		if est.IsZero() {
 			est, err = dualEstablished(d, o.Router, ups)
 		} else if ok, err = dualHolds(d, o.Router, ups, n); ok {
-			break
+			if ok, err = ibgpHolds(d, lab.DualIBGPPeers(cfg), n); ok {
+				break
+			}
 		}
 		if time.Now().After(deadline) {
 			return r, fmt.Errorf("bench: the %s router did not hold %d prefixes from %d upstreams within 20 minutes (last error: %v)", o.Router, n, o.Upstreams, err)
@@ -83,6 +96,9 @@ func MeasureUpstreamsLoad(o UpstreamsLoadOptions) (UpstreamsLoad, error) {
 	for _, pid := range d.RouterPIDs {
 		r.PeakRSS += peakRSSBytes(pid)
 		r.CPU += cpuTime(pid)
+	}
+	if o.ProfileDir != "" && (o.Router == "" || o.Router == "node") {
+		profile(d.Router, o.ProfileDir, "heap", 0) // after the CPU read: its collection is not the load's
 	}
 	return r, nil
 }
@@ -206,6 +222,21 @@ func dualHolds(d *lab.Dual, router string, ups []string, n int) (bool, error) {
 		}
 		return true, nil
 	}
+}
+
+// ibgpHolds says whether each of the dual lab's iBGP peers holds n prefixes.
+func ibgpHolds(d *lab.Dual, peers []string, n int) (bool, error) {
+	for _, p := range peers {
+		out, err := d.Birdc(p, "show", "protocols", "all", "edge")
+		m := birdImported.FindStringSubmatch(out)
+		if err != nil || m == nil {
+			return false, fmt.Errorf("birdc: %v: %s", err, out)
+		}
+		if got, _ := strconv.Atoi(m[1]); got < n {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // cpuTime is a process's CPU time so far (user and system), from /proc/<pid>/stat.

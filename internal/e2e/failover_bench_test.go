@@ -104,8 +104,8 @@ func BenchmarkRestart(b *testing.B) {
 	}
 }
 
-// BenchmarkUpstreamsLoad loads a table with real attributes from one upstream and
-// from two into the node, BIRD 2 and FRR 8.4 (the kernel forwarding), and reports the
+// BenchmarkUpstreamsLoad loads a table with real attributes from one, two and four
+// upstreams into the node, BIRD 2 and FRR 8.4 (the kernel forwarding), and reports the
 // time from the sessions Established to the forwarding table complete, the peak RSS
 // and the CPU-seconds of the router's processes; b.N loads each. CI runs it once at a
 // tiny size; the full run (the whole 2026 table, medians of 3) is `go run
@@ -118,7 +118,7 @@ func BenchmarkUpstreamsLoad(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, ups := range []int{1, 2} {
+	for _, ups := range []int{1, 2, 4} {
 		for _, router := range []string{"node", "bird", "frr"} {
 			b.Run(fmt.Sprintf("%s-%d", router, ups), func(b *testing.B) {
 				var load, rss, cpu []float64
@@ -137,5 +137,61 @@ func BenchmarkUpstreamsLoad(b *testing.B) {
 				b.ReportMetric(bench.Median(cpu), "cpu-s")
 			})
 		}
+	}
+}
+
+// BenchmarkMeshLoad loads a table with real attributes from one upstream into a
+// router with two iBGP peers: fibfleet's fleet of three (n1's upstream, n2 and n3 its
+// mesh peers) against BIRD 2 and FRR 8.4 sending it to two BIRDs; it reports the time
+// until the router and both peers hold the table, the router's peak RSS and
+// CPU-seconds (and each fleet node's); b.N loads each. CI runs it once at a tiny
+// size; the full run (the whole 2026 table, medians of 3) is `go run
+// ./internal/bench/fibbench -mesh`.
+func BenchmarkMeshLoad(b *testing.B) {
+	routes := benchTable(b, 2000)
+	prefixes := benchPrefixes(b, 2000)
+	node := build(b, "github.com/fibfleet/fibfleet/cmd/node", "fibfleet-node")
+	etcd := build(b, "go.etcd.io/etcd/server/v3", "etcd")
+	testutil.Need(b, testutil.Have("vtysh"), "needs FRR (make test installs frr, its services masked)")
+	m, err := table.Attrs2014()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("fleet", func(b *testing.B) {
+		var all, rss, cpu [3][]float64
+		for range b.N {
+			r, err := bench.MeasureFleetLoad(bench.FleetLoadOptions{NodeBinary: node, EtcdBinary: etcd, Dir: b.TempDir(), Routes: routes, Attrs: &m})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := range 3 {
+				all[i] = append(all[i], r.Loaded[i].Seconds())
+				rss[i] = append(rss[i], float64(r.PeakRSS[i]>>20))
+				cpu[i] = append(cpu[i], r.CPU[i].Seconds())
+			}
+		}
+		b.ReportMetric(max(bench.Median(all[0]), bench.Median(all[1]), bench.Median(all[2])), "s-load")
+		for i := range 3 {
+			b.ReportMetric(bench.Median(rss[i]), fmt.Sprintf("MB-peak-rss-n%d", i+1))
+			b.ReportMetric(bench.Median(cpu[i]), fmt.Sprintf("cpu-s-n%d", i+1))
+		}
+	})
+	for _, router := range []string{"bird", "frr"} {
+		b.Run(router, func(b *testing.B) {
+			var load, rss, cpu []float64
+			for range b.N {
+				r, err := bench.MeasureUpstreamsLoad(bench.UpstreamsLoadOptions{NodeBinary: node, Dir: b.TempDir(), Prefixes: prefixes, Attrs: &m,
+					Router: router, Upstreams: 1, IBGP: 2})
+				if err != nil {
+					b.Fatal(err)
+				}
+				load = append(load, r.Load.Seconds())
+				rss = append(rss, float64(r.PeakRSS>>20))
+				cpu = append(cpu, r.CPU.Seconds())
+			}
+			b.ReportMetric(bench.Median(load), "s-load")
+			b.ReportMetric(bench.Median(rss), "MB-peak-rss")
+			b.ReportMetric(bench.Median(cpu), "cpu-s")
+		})
 	}
 }

@@ -83,8 +83,8 @@ func (c *birdConfig) staticProto(name string, disabled bool, prefixes []netip.Pr
 // function per transit set of the model prepends its AS path and adds its
 // communities, and each route calls its set's after prepending its origin (BIRD
 // prepends its own AS on eBGP export). BIRD interns equal attribute sets, as a real
-// upstream's RIB shares them.
-func (c *birdConfig) staticAttrs(name string, m table.Model, routes []table.Route) {
+// upstream's RIB shares them. Disabled, it announces them on `birdc enable <name>`.
+func (c *birdConfig) staticAttrs(name string, disabled bool, m table.Model, routes []table.Route) {
 	for i, t := range m.Transits {
 		fmt.Fprintf(c.b, "function t%d() {", i)
 		for j := len(t.Path) - 1; j >= 0; j-- {
@@ -97,6 +97,9 @@ func (c *birdConfig) staticAttrs(name string, m table.Model, routes []table.Rout
 	}
 	sets, of := m.Assign(routes)
 	fmt.Fprintf(c.b, "protocol static %s {\n  ipv4;\n", name)
+	if disabled {
+		c.b.WriteString("  disabled;\n")
+	}
 	for i, r := range routes {
 		a := sets[of[i]]
 		if len(a.Path) > len(m.Transits[a.Transit].Path) {
@@ -135,7 +138,11 @@ type birdSession struct {
 	// gracefulRestart makes BIRD a restarting speaker too (`graceful restart on`;
 	// it is a helper by default).
 	gracefulRestart bool
-	channels        []birdChannel
+	// direct: the neighbour is on a shared link (BIRD's default for eBGP only);
+	// nextHopSelf sends every route with this side's address as its next hop (an
+	// edge router's routes to its iBGP peers).
+	direct, nextHopSelf bool
+	channels            []birdChannel
 }
 
 func (c *birdConfig) bgp(s birdSession) {
@@ -159,10 +166,16 @@ func (c *birdConfig) bgp(s birdSession) {
 	if s.gracefulRestart {
 		c.b.WriteString("  graceful restart on;\n")
 	}
+	if s.direct {
+		c.b.WriteString("  direct;\n")
+	}
 	for _, ch := range s.channels {
 		fmt.Fprintf(c.b, "  %s {\n", ch.family)
 		if ch.extendedNexthop {
 			c.b.WriteString("    extended next hop on;\n")
+		}
+		if s.nextHopSelf {
+			c.b.WriteString("    next hop self;\n")
 		}
 		fmt.Fprintf(c.b, "    import %s;\n    export %s;\n  };\n", ch.imp, ch.exp)
 	}

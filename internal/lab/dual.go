@@ -30,6 +30,10 @@ import (
 //
 //	src (s0) ── (r0) node (r1) ── (a0) upA: BIRD AS 65001, sink
 //	                      (r2) ── (b0) upB: BIRD AS 65002, sink
+//	                      (r3) ── (c0) upc: BIRD AS 65003   (DualConfig.More)
+//	                      (r4) ── (d0) upd: BIRD AS 65004
+//	                      (r5) ── (p1) p1: BIRD, iBGP       (DualConfig.IBGP)
+//	                      (r6) ── (p2) p2: BIRD, iBGP
 type Dual struct {
 	*Lab
 	Src, Router, UpA, UpB *Netns
@@ -48,6 +52,60 @@ type Dual struct {
 	frrDir     string
 	birdConf   map[string]*birdConfig
 	cfg        DualConfig
+	// extra are the upstreams past A and B and the iBGP peers (More, IBGP).
+	extra []dualPeer
+}
+
+// dualPeer is one of the dual lab's extra neighbours of the router: an upstream
+// (C, D) or an iBGP peer, each a BIRD in a namespace of its own.
+type dualPeer struct {
+	// name is the router's BIRD protocol for it, and Birdc's name for its BIRD.
+	name             string
+	ns               *Netns
+	role, routerRole string // the link's interface roles, its end and the router's
+	addr, routerAddr string
+	asn              int
+	ibgp             bool
+	sock             string
+}
+
+// dualExtra lists the extra peers a config asks for.
+func dualExtra(cfg DualConfig) []dualPeer {
+	var ps []dualPeer
+	for i := range cfg.More {
+		c := string(rune('c' + i))
+		ps = append(ps, dualPeer{name: c, role: c + "0", routerRole: fmt.Sprintf("r%d", 3+i),
+			addr: fmt.Sprintf("10.21.%d.2", 3+i), routerAddr: fmt.Sprintf("10.21.%d.1", 3+i), asn: dualASNA + 2 + i})
+	}
+	for i := range cfg.IBGP {
+		p := fmt.Sprintf("p%d", 1+i)
+		ps = append(ps, dualPeer{name: p, role: p, routerRole: fmt.Sprintf("r%d", 5+i),
+			addr: fmt.Sprintf("10.21.%d.2", 11+i), routerAddr: fmt.Sprintf("10.21.%d.1", 11+i), asn: RouterASN, ibgp: true})
+	}
+	return ps
+}
+
+// DualUpstreams are the addresses of the upstreams a config's lab has: A, B, and C
+// and D with More.
+func DualUpstreams(cfg DualConfig) []string {
+	ups := []string{DualAddrA, DualAddrB}
+	for _, p := range dualExtra(cfg) {
+		if !p.ibgp {
+			ups = append(ups, p.addr)
+		}
+	}
+	return ups
+}
+
+// DualIBGPPeers are the iBGP peers' names (for Birdc) a config's lab has.
+func DualIBGPPeers(cfg DualConfig) []string {
+	var ps []string
+	for _, p := range dualExtra(cfg) {
+		if p.ibgp {
+			ps = append(ps, p.name)
+		}
+	}
+	return ps
 }
 
 // DualConfig configures a Dual.
@@ -64,6 +122,15 @@ type DualConfig struct {
 	// OnlyA: B announces nothing (its session up, without a table): one full-table
 	// upstream, to compare with two in the same topology.
 	OnlyA bool
+	// More adds upstreams C and D (0 to 2 of them) beside A and B, on links of their
+	// own, announcing Prefixes as B does (prepended PrependB times): four full-table
+	// upstreams. Only for loading tables: Flows see A and B alone.
+	More int
+	// IBGP adds iBGP peers (0 to 2; BIRDs in the router's AS) on links of their own,
+	// to which the router sends every route it selected (next hop self), as an edge
+	// router does to its core; they send nothing. BIRD and FRR as the router only: the
+	// node's iBGP peers are its fleet's members (the fleet lab).
+	IBGP int
 	// PrependB makes B's paths longer by that many ASes: 0 makes them equal to A's
 	// (ECMP with Multipath), more makes A's the best and B's the backup.
 	PrependB  int
@@ -96,13 +163,20 @@ const (
 	dualASNB       = 65002
 )
 
-// StartDual builds the topology, starts both BIRDs and the node.
+// StartDual builds the topology, starts the upstreams' and peers' BIRDs and the
+// router.
 func StartDual(cfg DualConfig) (*Dual, error) {
+	if cfg.More < 0 || cfg.More > 2 || cfg.IBGP < 0 || cfg.IBGP > 2 {
+		return nil, fmt.Errorf("lab: %d more upstreams and %d iBGP peers: the dual lab has room for 0 to 2 of each", cfg.More, cfg.IBGP)
+	}
+	if cfg.IBGP > 0 && (cfg.Router == "" || cfg.Router == "node") {
+		return nil, errors.New("lab: the node's iBGP peers are its fleet's members: use the fleet lab (BIRD or FRR as the router here)")
+	}
 	l, err := New()
 	if err != nil {
 		return nil, err
 	}
-	d := &Dual{Lab: l, Dir: cfg.Dir, NodeName: l.Prefix + "-rtr", birdCmd: map[string]*exec.Cmd{}, cfg: cfg}
+	d := &Dual{Lab: l, Dir: cfg.Dir, NodeName: l.Prefix + "-rtr", birdCmd: map[string]*exec.Cmd{}, cfg: cfg, extra: dualExtra(cfg)}
 	if err := d.build(); err != nil {
 		return d, err
 	}
@@ -133,20 +207,38 @@ func (d *Dual) build() error {
 			return err
 		}
 	}
+	for i := range d.extra {
+		p := &d.extra[i]
+		role := p.name
+		if !p.ibgp {
+			role = "up" + p.name
+		}
+		if p.ns, err = d.Netns(role); err != nil {
+			return err
+		}
+		if err := d.Link(d.Router, p.routerRole, p.routerAddr+"/24", p.ns, p.role, p.addr+"/24"); err != nil {
+			return err
+		}
+	}
 	if err := disableTxChecksum(d.Src, d.If("s0")); err != nil {
 		return err
 	}
-	for _, up := range []struct {
-		ns   *Netns
-		role string
-	}{{d.UpA, "a0"}, {d.UpB, "b0"}} {
+	type end struct {
+		ns         *Netns
+		role, back string
+	}
+	ends := []end{{d.UpA, "a0", DualRouterA}, {d.UpB, "b0", DualRouterB}}
+	for _, p := range d.extra {
+		ends = append(ends, end{p.ns, p.role, p.routerAddr})
+	}
+	for _, up := range ends {
 		for _, k := range []string{"net.ipv4.conf.all.rp_filter", "net.ipv4.conf.default.rp_filter"} {
 			if err := up.ns.Sysctl(k, "0"); err != nil {
 				return err
 			}
 		}
 		// The source's replies (none are sent; for completeness) go back the way.
-		if _, err := up.ns.Exec("ip", "route", "add", "10.20.0.0/24", "via", map[string]string{"a0": DualRouterA, "b0": DualRouterB}[up.role]); err != nil {
+		if _, err := up.ns.Exec("ip", "route", "add", "10.20.0.0/24", "via", up.back); err != nil {
 			return err
 		}
 		if err := d.AttachPass(up.ns, d.If(up.role)); err != nil {
@@ -164,15 +256,32 @@ func (d *Dual) build() error {
 		return err
 	}
 	for _, b := range []struct {
-		name, addr, neighbor string
-		asn                  int
-		prepend              int
-	}{{"birda", DualAddrA, DualRouterA, dualASNA, 0}, {"birdb", DualAddrB, DualRouterB, dualASNB, d.cfg.PrependB}} {
-		if err := d.startUpstream(b.name, b.addr, b.neighbor, b.asn, b.prepend); err != nil {
+		name     string
+		ns       *Netns
+		addr     string
+		neighbor string
+		asn      int
+		prepend  int
+		announce bool
+	}{{"birda", d.UpA, DualAddrA, DualRouterA, dualASNA, 0, true}, {"birdb", d.UpB, DualAddrB, DualRouterB, dualASNB, d.cfg.PrependB, !d.cfg.OnlyA}} {
+		if err := d.startUpstream(b.name, b.ns, b.addr, b.neighbor, b.asn, b.prepend, b.announce); err != nil {
 			return err
 		}
 	}
 	d.BirdA, d.BirdB = filepath.Join(d.Dir, "birda.ctl"), filepath.Join(d.Dir, "birdb.ctl")
+	for i := range d.extra {
+		p := &d.extra[i]
+		var err error
+		if p.ibgp {
+			err = d.startIBGPPeer(p)
+		} else {
+			err = d.startUpstream("bird"+p.name, p.ns, p.addr, p.routerAddr, p.asn, d.cfg.PrependB, true)
+		}
+		if err != nil {
+			return err
+		}
+		p.sock = filepath.Join(d.Dir, "bird"+p.name+".ctl")
+	}
 	switch d.cfg.Router {
 	case "", "node":
 		return d.startNode()
@@ -207,6 +316,15 @@ func (d *Dual) startBirdRouter() error {
 		c.bgp(birdSession{name: s.name, local: s.local, localAS: RouterASN, neighbor: s.neighbor, neighborAS: s.asn, quickRetry: true, bfd: d.cfg.BFD > 0,
 			gracefulRestart: d.cfg.GracefulRestart, channels: []birdChannel{{family: "ipv4", imp: "all", exp: "none"}}})
 	}
+	for _, p := range d.extra {
+		s := birdSession{name: p.name, local: p.routerAddr, localAS: RouterASN, neighbor: p.addr, neighborAS: p.asn, quickRetry: true,
+			channels: []birdChannel{{family: "ipv4", imp: "all", exp: "none"}}}
+		if p.ibgp {
+			s.direct, s.nextHopSelf = true, true
+			s.channels[0].imp, s.channels[0].exp = "none", "all"
+		}
+		c.bgp(s)
+	}
 	d.routerConf = c.path
 	sock, log, cmd, err := startBird(d.Router, d.Dir, "router", c)
 	if err != nil {
@@ -218,21 +336,21 @@ func (d *Dual) startBirdRouter() error {
 	return nil
 }
 
-// startUpstream writes and starts one upstream's BIRD.
-func (d *Dual) startUpstream(name, addr, neighbor string, asn, prepend int) error {
-	ns := map[string]*Netns{"birda": d.UpA, "birdb": d.UpB}[name]
+// startUpstream writes and starts one upstream's BIRD, announcing the prefixes or
+// (its session up, without a table) none.
+func (d *Dual) startUpstream(name string, ns *Netns, addr, neighbor string, asn, prepend int, announce bool) error {
 	c, err := newBirdConfig(filepath.Join(d.Dir, name+".conf"), addr)
 	if err != nil {
 		return err
 	}
 	switch {
-	case name == "birdb" && d.cfg.OnlyA: // its session up, without a table
+	case !announce:
 	case d.cfg.Attrs != nil:
 		routes := make([]table.Route, len(d.cfg.Prefixes))
 		for i, p := range d.cfg.Prefixes {
 			routes[i] = table.Route{Prefix: p}
 		}
-		c.staticAttrs("announced", *d.cfg.Attrs, routes)
+		c.staticAttrs("announced", false, *d.cfg.Attrs, routes)
 	default:
 		c.static("announced", d.cfg.Prefixes...)
 	}
@@ -245,6 +363,24 @@ func (d *Dual) startUpstream(name, addr, neighbor string, asn, prepend int) erro
 	}
 	c.bgp(birdSession{name: "node", local: addr, localAS: asn, neighbor: neighbor, neighborAS: RouterASN, quickRetry: true, bfd: d.cfg.BFD > 0,
 		channels: []birdChannel{{family: "ipv4", imp: "none", exp: exp}}})
+	return d.runBird(ns, name, c)
+}
+
+// startIBGPPeer writes and starts an iBGP peer's BIRD: it takes every route the
+// router sends and keeps it (a core router's table), sends nothing, installs nothing.
+func (d *Dual) startIBGPPeer(p *dualPeer) error {
+	c, err := newBirdConfig(filepath.Join(d.Dir, "bird"+p.name+".conf"), p.addr)
+	if err != nil {
+		return err
+	}
+	c.bgp(birdSession{name: "edge", local: p.addr, localAS: RouterASN, neighbor: p.routerAddr, neighborAS: RouterASN, quickRetry: true, direct: true,
+		channels: []birdChannel{{family: "ipv4", imp: "all", exp: "none"}}})
+	return d.runBird(p.ns, "bird"+p.name, c)
+}
+
+// runBird starts a BIRD of the lab on its finished configuration and waits until it
+// answers.
+func (d *Dual) runBird(ns *Netns, name string, c *birdConfig) error {
 	sock, log, cmd, err := startBird(ns, d.Dir, name, c)
 	if err != nil {
 		return err
@@ -267,8 +403,14 @@ func (d *Dual) startNode() error {
 	if d.cfg.BFD > 0 {
 		bfd = fmt.Sprintf(", bfd: {interval: %v, multiplier: 3}", d.cfg.BFD)
 	}
+	ifaces := []string{d.If("r0"), d.If("r1"), d.If("r2")}
+	more := ""
+	for _, p := range d.extra { // upstreams only: StartDual refuses iBGP peers for the node
+		ifaces = append(ifaces, d.If(p.routerRole))
+		more += fmt.Sprintf("    - {address: %s, asn: %d, import: %s, expected_prefixes: %d%s}\n", p.addr, p.asn, LabImport, len(d.cfg.Prefixes), bfd)
+	}
 	body := fmt.Sprintf(`node_name: %s
-interfaces: [%s, %s, %s]
+interfaces: [%s]
 http_address: %s
 cluster:
   embedded:
@@ -280,8 +422,8 @@ bgp:
   neighbors:
     - {address: %s, asn: %d, import: %s, expected_prefixes: %d%s}
     - {address: %s, asn: %d, import: %s, expected_prefixes: %d%s}
-%s`, d.NodeName, d.If("r0"), d.If("r1"), d.If("r2"), MetricsAddr, filepath.Join(d.Dir, "etcd"), RouterASN, DualRouterA, d.cfg.Multipath,
-		DualAddrA, dualASNA, LabImport, len(d.cfg.Prefixes), bfd, DualAddrB, dualASNB, LabImport, len(d.cfg.Prefixes), bfd, d.cfg.NodeExtra)
+%s%s`, d.NodeName, strings.Join(ifaces, ", "), MetricsAddr, filepath.Join(d.Dir, "etcd"), RouterASN, DualRouterA, d.cfg.Multipath,
+		DualAddrA, dualASNA, LabImport, len(d.cfg.Prefixes), bfd, DualAddrB, dualASNB, LabImport, len(d.cfg.Prefixes), bfd, more, d.cfg.NodeExtra)
 	conf := filepath.Join(d.Dir, "node.yaml")
 	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
 		return err
@@ -343,10 +485,15 @@ func (d *Dual) RestartRouter(binary string) error {
 	return nil
 }
 
-// Birdc runs a birdc command against upstream "a" or "b", or "router" (BIRD as
-// the router).
+// Birdc runs a birdc command against upstream "a", "b" (or "c", "d": More), an
+// iBGP peer ("p1", "p2": IBGP), or "router" (BIRD as the router).
 func (d *Dual) Birdc(up string, args ...string) (string, error) {
 	sock := map[string]string{"a": d.BirdA, "b": d.BirdB, "router": d.RouterBird}[up]
+	for _, p := range d.extra {
+		if p.name == up {
+			sock = p.sock
+		}
+	}
 	out, err := exec.Command("birdc", append([]string{"-s", sock}, args...)...).CombinedOutput()
 	if err != nil {
 		return string(out), fmt.Errorf("birdc %v: %w: %s", args, err, out)

@@ -78,6 +78,9 @@ const (
 	FleetBlackholeProtocol6 = "bh6"
 )
 
+// FleetTableProtocol is the BIRD static protocol that originates FleetConfig.Table.
+const FleetTableProtocol = "table4"
+
 // FleetInjectAddr and FleetInjectAddr6 are the bridge namespace's addresses on the
 // mesh link, from which SendVia sends into any node.
 const (
@@ -125,6 +128,11 @@ type FleetConfig struct {
 	Cluster string
 	// MeshResendAfter is the nodes' cluster.mesh.resend_after (0: the node's default).
 	MeshResendAfter time.Duration
+	// NodeExtra is appended to every node's configuration (YAML, top level).
+	NodeExtra string
+	// TableLater: BIRD announces Table only on `birdc enable` FleetTableProtocol
+	// (Fleet.Birdc), once the fleet has formed: a load measured on its own.
+	TableLater bool
 	// Upstream2 adds a second upstream on n3's own link (at least 3 nodes): a BIRD
 	// (Upstream2ASN, IPv4) announcing the same Table with itself as next hop. Each of n1
 	// and n3 then prefers its own upstream's paths (eBGP over iBGP) and announces
@@ -435,8 +443,8 @@ bgp:
   # Short, for the fleet's tests of deaths: a member's session goes 15 s after it
   # died, and a killed node's XDP hands over to the kernel after 15 s.
   graceful_restart: {restart_time: %s}
-%s`, n.Name, strings.Join(ifaces, ", "), n.APISocket, f.Cfg.Cluster, strings.Join(etcd, ", "), n.MeshAddr, strings.Join(join, ", "), f.Cfg.GossipProfile,
-		n.MeshAddr, n.MeshAddr6, resendAfter, RouterASN, n.MeshAddr, FleetRestartTime, neighbors)
+%s%s`, n.Name, strings.Join(ifaces, ", "), n.APISocket, f.Cfg.Cluster, strings.Join(etcd, ", "), n.MeshAddr, strings.Join(join, ", "), f.Cfg.GossipProfile,
+		n.MeshAddr, n.MeshAddr6, resendAfter, RouterASN, n.MeshAddr, FleetRestartTime, neighbors, f.Cfg.NodeExtra)
 }
 
 // FleetRestartTime is the fleet's nodes' bgp.graceful_restart.restart_time: short
@@ -636,9 +644,9 @@ func (f *Fleet) startBird() error {
 	}
 	switch {
 	case len(t4) > 0 && f.Cfg.TableAttrs != nil:
-		c.staticAttrs("table4", *f.Cfg.TableAttrs, f.Cfg.Table)
+		c.staticAttrs(FleetTableProtocol, f.Cfg.TableLater, *f.Cfg.TableAttrs, f.Cfg.Table)
 	case len(t4) > 0:
-		c.static("table4", t4...)
+		c.staticProto(FleetTableProtocol, f.Cfg.TableLater, t4)
 	}
 	if len(t6) > 0 {
 		c.static("table6", t6...)

@@ -52,16 +52,21 @@ func (d *Dual) startFRRRouter() error {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "hostname rtr\nlog stdout informational\n!\nrouter bgp %d\n bgp router-id %s\n no bgp ebgp-requires-policy\n", RouterASN, DualRouterA)
-	for _, s := range []struct {
-		addr string
-		asn  int
-	}{{DualAddrA, dualASNA}, {DualAddrB, dualASNB}} {
+	peers := append([]dualPeer{{addr: DualAddrA, asn: dualASNA}, {addr: DualAddrB, asn: dualASNB}}, d.extra...)
+	for _, s := range peers {
 		fmt.Fprintf(&b, " neighbor %s remote-as %d\n neighbor %s timers connect 5\n", s.addr, s.asn, s.addr)
-		if bfd != "" {
+		if bfd != "" && !s.ibgp {
 			fmt.Fprintf(&b, " neighbor %s bfd\n", s.addr)
 		}
 	}
-	b.WriteString("!\n")
+	// Every route to the iBGP peers with this router as its next hop, as to a core.
+	b.WriteString(" address-family ipv4 unicast\n")
+	for _, p := range d.extra {
+		if p.ibgp {
+			fmt.Fprintf(&b, "  neighbor %s next-hop-self\n", p.addr)
+		}
+	}
+	b.WriteString(" exit-address-family\n!\n")
 	confs := map[string]string{"zebra": "hostname rtr\nlog stdout informational\n", "bgpd": b.String(), "bfdd": "hostname rtr\nlog stdout informational\n"}
 	zsock := filepath.Join(dir, "zserv.api")
 	daemons := []string{"zebra", "bgpd"}

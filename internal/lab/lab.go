@@ -442,8 +442,11 @@ func (n *Netns) HTTPGetWithin(addr, path string, timeout time.Duration) ([]byte,
 }
 
 // UnixGet fetches a path from an HTTP server on a unix socket.
-func UnixGet(sock, path string) ([]byte, error) {
-	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+func UnixGet(sock, path string) ([]byte, error) { return UnixGetWithin(sock, path, 5*time.Second) }
+
+// UnixGetWithin is UnixGet with its own timeout (a CPU profile takes its seconds).
+func UnixGetWithin(sock, path string, timeout time.Duration) ([]byte, error) {
+	c := &http.Client{Timeout: timeout, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
 		},

@@ -468,7 +468,7 @@ func (s *Skeleton) startBird(extra []table.Route, attrs *table.Model, extra6 []t
 	}
 	switch {
 	case len(extra) > 0 && attrs != nil:
-		c.staticAttrs("fulltable", *attrs, extra)
+		c.staticAttrs("fulltable", false, *attrs, extra)
 	case len(extra) > 0:
 		c.static("fulltable", prefixes(extra)...)
 	}

@@ -26,6 +26,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -51,7 +52,7 @@ func main() {
 	conv := flag.Bool("convergence", false, "measure full-table BGP convergence of the node against BIRD 2 instead")
 	attrs := flag.Bool("attrs", true, "with -convergence: the table's routes carry real AS paths and communities (table.Attrs2014); false: one AS path for all")
 	before := flag.String("before", "", "with -convergence: also run this node binary (a build before a change), interleaved with the current one, run by run")
-	profDir := flag.String("profile", "", "with -convergence: save the node's CPU profile of the load and its heap profile at its end into this directory, run by run")
+	profDir := flag.String("profile", "", "with -convergence: save the node's CPU profile of the load and its heap profile at its end into this directory, run by run; with -upstreams: its heap profile at each load's end; with -mesh: n1's and n2's CPU profiles of the load's first minute and n1's heap at its end")
 	v6 := flag.Bool("v6", false, "compare the IPv6 FIB candidates on the 2026 IPv6 table instead")
 	v6len := flag.Int("v6-trace-len", 0, "with -v6: draw trace destinations only from prefixes of this length (0: all), to see the cost per trie level")
 	v6layout := flag.Int("v6-layout", 0, "stride layout of the IPv6 tries: 0 (16,8,8,...), 1 (24,8,...) or 2 (16,16,8,...)")
@@ -66,7 +67,9 @@ func main() {
 	rovLate := flag.Bool("rov-late", false, "measure a validator's 500,000 VRPs arriving after the full table is loaded (sessions do not wait for validators): the set's transfer and the re-check until the invalid routes left the FIB (-runs times), instead")
 	failover := flag.Bool("failover", false, "fail the better of two upstreams (its link's carrier lost; it gone silent, found by BFD 300 ms x 3) under 64 flows at 6,400 datagrams/s, the node against BIRD 2 and FRR 8.4 into the kernel, at 10k, 100k prefixes and the whole table (-runs times each), instead")
 	upstreams := flag.Bool("upstreams", false, "load the whole table with real attributes (-attrs) from one upstream and from two, fibfleet against BIRD 2 and FRR 8.4 into the kernel, interleaved (-runs rounds): from the sessions Established to the forwarding table complete, peak RSS, CPU-seconds, instead")
-	upstreamsN := flag.Int("upstreams-prefixes", 0, "with -upstreams: the first N prefixes of the table (0: all)")
+	upstreamsN := flag.Int("upstreams-prefixes", 0, "with -upstreams or -mesh: the first N prefixes of the table (0: all)")
+	upstreamsCounts := flag.String("upstreams-counts", "1,2", "with -upstreams: the numbers of full-table upstreams to load from (1 to 4, comma-separated)")
+	mesh := flag.Bool("mesh", false, "load the whole table with real attributes (-attrs) from one upstream into a router with two iBGP peers: fibfleet's fleet of three (n1's upstream, its two mesh peers) against BIRD 2 and FRR 8.4 sending it to two iBGP peers (BIRDs), interleaved (-runs rounds): time, peak RSS, CPU-seconds per node, instead")
 	restart := flag.Bool("restart", false, "restart the router under 64 flows at 6,400 datagrams/s with the whole table from two upstreams: the node by SIGTERM, SIGKILL and an upgrade to a build with another XDP program, against BIRD 2 restarting gracefully with its kernel routes kept (-tries each): datagrams lost, time to the full table again, peak RSS, instead")
 	tries := flag.Int("tries", 10, "restarts of each kind (with -restart)")
 	bfdLoad := flag.Bool("bfdload", false, "load the whole table from two upstreams at once with BFD at 300, 100 and 50 ms x 3 on both sessions and count the sessions' flaps during the load and 30 s after (-runs times each), instead")
@@ -85,7 +88,9 @@ func main() {
 	} else if *failover {
 		err = runFailover(*runs)
 	} else if *upstreams {
-		err = runUpstreams(*runs, *upstreamsN, *attrs)
+		err = runUpstreams(*runs, *upstreamsN, *upstreamsCounts, *attrs, *profDir)
+	} else if *mesh {
+		err = runMesh(*runs, *upstreamsN, *attrs, *profDir)
 	} else if *restart {
 		err = runRestart(*tries)
 	} else if *bfdLoad {
@@ -938,10 +943,27 @@ func runRestart(tries int) error {
 	return nil
 }
 
-// runUpstreams loads the table from one and from two full-table upstreams into the
+// attrsModel is the real attributes' model when attrs, else nil.
+func attrsModel(attrs bool) (*table.Model, error) {
+	if !attrs {
+		return nil, nil
+	}
+	m, err := table.Attrs2014()
+	return &m, err
+}
+
+// runUpstreams loads the table from each count of full-table upstreams into the
 // node, BIRD 2 and FRR 8.4 (the kernel forwarding for both), every round running
 // each once in a rotating order, and prints the medians.
-func runUpstreams(runs, n int, attrs bool) error {
+func runUpstreams(runs, n int, countList string, attrs bool, profDir string) error {
+	var counts []int
+	for _, f := range strings.Split(countList, ",") {
+		c, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || c < 1 || c > 4 {
+			return fmt.Errorf("-upstreams-counts %q: give numbers from 1 to 4, comma-separated", countList)
+		}
+		counts = append(counts, c)
+	}
 	all, dir, node, cleanup, err := fullTablePrefixes()
 	if err != nil {
 		return err
@@ -950,20 +972,16 @@ func runUpstreams(runs, n int, attrs bool) error {
 	if n > 0 && n < len(all) {
 		all = all[:n]
 	}
-	var model *table.Model
-	if attrs {
-		m, err := table.Attrs2014()
-		if err != nil {
-			return err
-		}
-		model = &m
+	model, err := attrsModel(attrs)
+	if err != nil {
+		return err
 	}
 	type key struct {
 		router    string
 		upstreams int
 	}
 	var keys []key
-	for _, u := range []int{1, 2} {
+	for _, u := range counts {
 		for _, r := range []string{"node", "bird", "frr"} {
 			keys = append(keys, key{r, u})
 		}
@@ -976,7 +994,14 @@ func runUpstreams(runs, n int, attrs bool) error {
 			if err != nil {
 				return err
 			}
-			r, err := bench.MeasureUpstreamsLoad(bench.UpstreamsLoadOptions{NodeBinary: node, Dir: rdir, Prefixes: all, Attrs: model, Router: k.router, Upstreams: k.upstreams})
+			o := bench.UpstreamsLoadOptions{NodeBinary: node, Dir: rdir, Prefixes: all, Attrs: model, Router: k.router, Upstreams: k.upstreams}
+			if profDir != "" && k.router == "node" {
+				o.ProfileDir = filepath.Join(profDir, fmt.Sprintf("round%d-%dup", i+1, k.upstreams))
+				if err := os.MkdirAll(o.ProfileDir, 0o755); err != nil {
+					return err
+				}
+			}
+			r, err := bench.MeasureUpstreamsLoad(o)
 			if err != nil {
 				return fmt.Errorf("%s, %d upstreams: %w", k.router, k.upstreams, err)
 			}
@@ -989,13 +1014,108 @@ func runUpstreams(runs, n int, attrs bool) error {
 			}
 		}
 	}
-	fmt.Printf("\n%d prefixes (2026 table less the lab's), real attributes: %v; A's paths the better (B's two ASes longer); medians of %d rounds\n\n", len(all), attrs, runs)
+	fmt.Printf("\n%d prefixes (2026 table less the lab's), real attributes: %v; A's paths the better (B's, C's and D's two ASes longer); medians of %d rounds\n\n", len(all), attrs, runs)
 	fmt.Println("| upstreams | router | Established to forwarding table complete | / BIRD | peak RSS | CPU-seconds |")
 	fmt.Println("|---|---|---|---|---|---|")
 	name := map[string]string{"node": "fibfleet", "bird": "BIRD 2 + kernel", "frr": "FRR 8.4 + kernel"}
 	for _, k := range keys {
 		fmt.Printf("| %d | %s | %.1f s | %.2fx | %.0f MB | %.1f |\n", k.upstreams, name[k.router], bench.Median(loads[k]),
 			bench.Median(loads[k])/bench.Median(loads[key{"bird", k.upstreams}]), bench.Median(rss[k]), bench.Median(cpu[k]))
+	}
+	return nil
+}
+
+// runMesh loads the table from one upstream into a router that sends it to two
+// iBGP peers: fibfleet's fleet of three (n1 the router, n2 and n3 its mesh peers)
+// against BIRD 2 and FRR 8.4 (into the kernel) with two BIRDs as iBGP peers, every
+// round running each once in a rotating order, and prints the medians.
+func runMesh(runs, n int, attrs bool, profDir string) error {
+	routes, dir, node, cleanup, err := fullTableLab()
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	if n > 0 && n < len(routes) {
+		routes = routes[:n]
+	}
+	all := make([]netip.Prefix, len(routes))
+	for i, r := range routes {
+		all[i] = r.Prefix
+	}
+	model, err := attrsModel(attrs)
+	if err != nil {
+		return err
+	}
+	etcd := dir + "/etcd"
+	if err := goBuild(etcd, "go.etcd.io/etcd/server/v3"); err != nil {
+		return err
+	}
+	routers := []string{"fleet", "bird", "frr"}
+	type figures struct{ own, all, rss, cpu []float64 }
+	got := map[string]*figures{}
+	var fleetRSS, fleetCPU [3][]float64
+	for _, r := range routers {
+		got[r] = &figures{}
+	}
+	for i := range runs {
+		for j := range routers {
+			router := routers[(i+j)%len(routers)]
+			rdir, err := os.MkdirTemp(dir, "run-")
+			if err != nil {
+				return err
+			}
+			f := got[router]
+			if router == "fleet" {
+				o := bench.FleetLoadOptions{NodeBinary: node, EtcdBinary: etcd, Dir: rdir, Routes: routes, Attrs: model}
+				if profDir != "" {
+					o.ProfileDir = filepath.Join(profDir, fmt.Sprintf("round%d", i+1))
+					if err := os.MkdirAll(o.ProfileDir, 0o755); err != nil {
+						return err
+					}
+				}
+				r, err := bench.MeasureFleetLoad(o)
+				if err != nil {
+					return fmt.Errorf("the fleet: %w", err)
+				}
+				last := slices.Max(r.Loaded)
+				fmt.Fprintf(os.Stderr, "round %d: fleet: loaded in %v/%v/%v, peak RSS %d/%d/%d MB, CPU %.1f/%.1f/%.1f s\n", i+1,
+					r.Loaded[0].Round(100*time.Millisecond), r.Loaded[1].Round(100*time.Millisecond), r.Loaded[2].Round(100*time.Millisecond),
+					r.PeakRSS[0]>>20, r.PeakRSS[1]>>20, r.PeakRSS[2]>>20, r.CPU[0].Seconds(), r.CPU[1].Seconds(), r.CPU[2].Seconds())
+				f.own, f.all = append(f.own, r.Loaded[0].Seconds()), append(f.all, last.Seconds())
+				f.rss, f.cpu = append(f.rss, float64(r.PeakRSS[0]>>20)), append(f.cpu, r.CPU[0].Seconds())
+				for k := range 3 {
+					fleetRSS[k] = append(fleetRSS[k], float64(r.PeakRSS[k]>>20))
+					fleetCPU[k] = append(fleetCPU[k], r.CPU[k].Seconds())
+				}
+			} else {
+				r, err := bench.MeasureUpstreamsLoad(bench.UpstreamsLoadOptions{NodeBinary: node, Dir: rdir, Prefixes: all, Attrs: model, Router: router, Upstreams: 1, IBGP: 2})
+				if err != nil {
+					return fmt.Errorf("%s with two iBGP peers: %w", router, err)
+				}
+				fmt.Fprintf(os.Stderr, "round %d: %s: loaded (and both iBGP peers) in %v, peak RSS %d MB, %.1f CPU-s\n", i+1, router, r.Load.Round(100*time.Millisecond), r.PeakRSS>>20, r.CPU.Seconds())
+				f.all, f.rss, f.cpu = append(f.all, r.Load.Seconds()), append(f.rss, float64(r.PeakRSS>>20)), append(f.cpu, r.CPU.Seconds())
+			}
+			if len(all) > 100_000 {
+				time.Sleep(settle)
+			}
+		}
+	}
+	fmt.Printf("\n%d prefixes (2026 table less the lab's), real attributes: %v; one upstream, two iBGP peers; medians of %d rounds\n\n", len(all), attrs, runs)
+	fmt.Println("| router | to its own forwarding table complete | to both peers holding it too | / BIRD | peak RSS | CPU-seconds |")
+	fmt.Println("|---|---|---|---|---|---|")
+	f := got["fleet"]
+	fmt.Printf("| fibfleet (n1 of a fleet of three) | %.1f s | %.1f s | %.2fx | %.0f MB | %.1f |\n", bench.Median(f.own), bench.Median(f.all),
+		bench.Median(f.all)/bench.Median(got["bird"].all), bench.Median(f.rss), bench.Median(f.cpu))
+	for _, r := range []string{"bird", "frr"} {
+		f := got[r]
+		fmt.Printf("| %s | | %.1f s | %.2fx | %.0f MB | %.1f |\n", map[string]string{"bird": "BIRD 2 + kernel", "frr": "FRR 8.4 + kernel"}[r],
+			bench.Median(f.all), bench.Median(f.all)/bench.Median(got["bird"].all), bench.Median(f.rss), bench.Median(f.cpu))
+	}
+	fmt.Println("\nThe fleet's nodes (CPU during the load; the node's peak RSS since its start):")
+	fmt.Println("\n| node | peak RSS | CPU-seconds |")
+	fmt.Println("|---|---|---|")
+	for k := range 3 {
+		fmt.Printf("| n%d | %.0f MB | %.1f |\n", k+1, bench.Median(fleetRSS[k]), bench.Median(fleetCPU[k]))
 	}
 	return nil
 }

@@ -1,0 +1,117 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/fibfleet/fibfleet/internal/lab"
+	"github.com/fibfleet/fibfleet/internal/table"
+)
+
+// FleetLoad is one full-table load of the lab's fleet of three from n1's upstream:
+// n1 has one upstream and two mesh peers, n2 and n3 take the table from n1 over the
+// mesh.
+type FleetLoad struct {
+	// Loaded is, for n1, n2 and n3, from the table's announcement (n1's session with
+	// its upstream up since the fleet formed) to the node's forwarding table holding
+	// it.
+	Loaded []time.Duration
+	// PeakRSS (bytes, since the node's start) and CPU (user and system, during the
+	// load) of n1, n2 and n3.
+	PeakRSS []int64
+	CPU     []time.Duration
+}
+
+// FleetLoadOptions say what MeasureFleetLoad loads.
+type FleetLoadOptions struct {
+	NodeBinary, EtcdBinary, Dir string
+	Routes                      []table.Route
+	// Attrs, when set, gives the routes real AS paths and communities.
+	Attrs *table.Model
+	// ProfileDir, when set, gets n1's and n2's CPU profiles of the load's first
+	// minute (n1-cpu.pprof, n2-cpu.pprof) and n1's heap at the load's end
+	// (n1-heap.pprof, after a collection).
+	ProfileDir string
+}
+
+// MeasureFleetLoad starts the lab's fleet of three (real node processes, a 3-member
+// etcd, BIRD as n1's upstream) with the table held back, waits until it has formed,
+// has BIRD announce the table, and waits until every node holds it. As root.
+func MeasureFleetLoad(o FleetLoadOptions) (r FleetLoad, err error) {
+	routes := o.Routes
+	cfg := lab.FleetConfig{NodeBinary: o.NodeBinary, EtcdBinary: o.EtcdBinary, Dir: o.Dir, Table: routes, TableAttrs: o.Attrs, TableLater: true}
+	if o.ProfileDir != "" {
+		cfg.NodeExtra = "pprof: true\n"
+	}
+	fl, err := lab.StartFleet(cfg)
+	if fl != nil {
+		defer func() { err = errors.Join(err, fl.Close()) }()
+	}
+	if err != nil {
+		return r, err
+	}
+	// BIRD's routes and the subnets n1 announces (lab.FleetRoutes), before the table.
+	const routes4, routes6 = 4, 3
+	if err := fl.WaitFormed(2*time.Minute, routes4, routes6); err != nil {
+		return r, err
+	}
+	cpu0 := make([]time.Duration, len(fl.Nodes))
+	for i, n := range fl.Nodes {
+		cpu0[i] = cpuTime(n.Cmd.Process.Pid)
+	}
+	start := time.Now()
+	if out, err := fl.Birdc("enable", lab.FleetTableProtocol); err != nil {
+		return r, fmt.Errorf("bench: announce the table: %w: %s", err, out)
+	}
+	n1 := fl.Nodes[0]
+	if o.ProfileDir != "" {
+		go fleetProfile(n1, o.ProfileDir, "n1-cpu", 60)
+		go fleetProfile(fl.Nodes[1], o.ProfileDir, "n2-cpu", 60)
+	}
+	want := float64(len(routes) + routes4)
+	r.Loaded = make([]time.Duration, len(fl.Nodes))
+	for deadline, left := start.Add(20*time.Minute), len(fl.Nodes); left > 0; time.Sleep(200 * time.Millisecond) {
+		for i, n := range fl.Nodes {
+			if m, err := n.Metrics(); err == nil && r.Loaded[i] == 0 && m[`fibfleet_fib_routes{family="ipv4"}`] == want {
+				r.Loaded[i] = time.Since(start)
+				left--
+			}
+		}
+		if time.Now().After(deadline) {
+			return r, fmt.Errorf("bench: %d of the fleet's nodes did not hold %d prefixes within 20 minutes", left, len(routes))
+		}
+	}
+	// The same table everywhere: the nodes' digests agree (their reports lag by
+	// seconds, not timed).
+	if err := fl.WaitFormed(2*time.Minute, len(routes)+routes4, routes6); err != nil {
+		return r, err
+	}
+	for i, n := range fl.Nodes {
+		pid := n.Cmd.Process.Pid
+		r.PeakRSS = append(r.PeakRSS, peakRSSBytes(pid))
+		r.CPU = append(r.CPU, cpuTime(pid)-cpu0[i])
+	}
+	if o.ProfileDir != "" {
+		fleetProfile(n1, o.ProfileDir, "n1-heap", 0)
+	}
+	return r, nil
+}
+
+// fleetProfile saves one of a fleet node's Go profiles into dir (name-cpu: over
+// seconds; else its heap after a collection); a failure is logged, not returned.
+func fleetProfile(n *lab.FleetNode, dir, name string, seconds int) {
+	path := "/debug/pprof/heap?gc=1"
+	if seconds > 0 {
+		path = fmt.Sprintf("/debug/pprof/profile?seconds=%d", seconds)
+	}
+	b, err := lab.UnixGetWithin(n.APISocket, path, time.Duration(seconds+30)*time.Second)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, name+".pprof"), b, 0o644)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "profile %s: %v\n", name, err)
+	}
+}
