@@ -102,6 +102,22 @@ func newDynamicPeer(g *oc.Global, neighborAddress string, pg *oc.PeerGroup, loc 
 // under the propagation bucket lock for the corresponding prefix.
 type pathIDSet map[uint32]struct{}
 
+// sentID0 is stored in peer.sentPaths instead of a pathIDSet for a destination sent
+// to a peer without add-path send: its one path id, 0. A set per prefix cost a
+// peer sent a full table over 130 MB; this value costs nothing.
+type sentID0 struct{}
+
+// id0 is what a sentID0 reads as. Never written.
+var id0 = pathIDSet{0: {}}
+
+// sentIDs is a peer.sentPaths value as a set to read.
+func sentIDs(v any) pathIDSet {
+	if ids, ok := v.(pathIDSet); ok {
+		return ids
+	}
+	return id0
+}
+
 type peer struct {
 	tableId           string
 	fsm               *fsm
@@ -241,7 +257,7 @@ func (peer *peer) getAddPathSendMax(family bgp.Family) uint8 {
 func (peer *peer) getRoutesCount(family bgp.Family, dstPrefix string) uint8 {
 	destLocalKey := table.NewPathDestLocalKey(family, dstPrefix)
 	if identifiers, ok := peer.sentPaths.Load(*destLocalKey); ok {
-		count := len(identifiers.(pathIDSet))
+		count := len(sentIDs(identifiers))
 		// the send-max config is uint8, so we need to check for overflow
 		if count > int(^uint8(0)) {
 			return ^uint8(0)
@@ -270,24 +286,30 @@ func (peer *peer) updateRoutes(paths ...*table.Path) {
 		pathID := peer.advertisedPathID(path)
 
 		identifiersValue, destExists := peer.sentPaths.Load(destLocalKey)
-		if path.IsWithdraw && destExists {
-			identifiers := identifiersValue.(pathIDSet)
+		identifiers, isSet := identifiersValue.(pathIDSet)
+		switch {
+		case path.IsWithdraw && destExists && !isSet:
+			if pathID == 0 {
+				peer.sentPaths.Delete(destLocalKey)
+			}
+		case path.IsWithdraw && destExists:
 			delete(identifiers, pathID)
 			if len(identifiers) == 0 {
 				peer.sentPaths.Delete(destLocalKey)
 			}
-		} else if !path.IsWithdraw {
-			var identifiers pathIDSet
-			if destExists {
-				identifiers = identifiersValue.(pathIDSet)
-			} else {
-				identifiers = make(pathIDSet)
-			}
+		case path.IsWithdraw:
+		case isSet:
+			// mutations are in place
 			identifiers[pathID] = struct{}{}
-			if !destExists {
-				// store only the first insert, mutations are inplace
-				peer.sentPaths.Store(destLocalKey, identifiers)
-			}
+		case destExists && pathID == 0:
+			// a sentID0 says so already
+		case destExists:
+			// add-path send on for a destination recorded without it
+			peer.sentPaths.Store(destLocalKey, pathIDSet{0: {}, pathID: {}})
+		case pathID == 0 && !peer.isAddPathSendEnabled(path.GetFamily()):
+			peer.sentPaths.Store(destLocalKey, sentID0{})
+		default:
+			peer.sentPaths.Store(destLocalKey, pathIDSet{pathID: {}})
 		}
 	}
 }
@@ -327,7 +349,7 @@ func (peer *peer) hasPathAlreadyBeenSent(path *table.Path) bool {
 	if !dstExist {
 		return false
 	}
-	_, pathExist := identifiers.(pathIDSet)[peer.advertisedPathID(path)]
+	_, pathExist := sentIDs(identifiers)[peer.advertisedPathID(path)]
 	return pathExist
 }
 
