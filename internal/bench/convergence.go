@@ -211,19 +211,28 @@ func (c *Convergence) measure(ctx context.Context, sk *lab.Skeleton, routes []ta
 	return err
 }
 
-// profile saves one of the node's Go profiles into dir (cpu: over seconds); a
-// failure is logged, not returned: the measurement stands without it.
+// profile saves one of the node's Go profiles into dir (cpu: over seconds), from its
+// HTTP address in router's namespace.
 func profile(router *lab.Netns, dir, kind string, seconds int) {
+	saveProfile(func(path string, timeout time.Duration) ([]byte, error) {
+		return router.HTTPGetWithin(lab.MetricsAddr, path, timeout)
+	}, dir, kind, seconds)
+}
+
+// saveProfile saves one of a node's Go profiles, fetched with get, into dir as
+// name.pprof: with seconds, its CPU over them; else its heap after a collection. A
+// failure is logged, not returned: the measurement stands without it.
+func saveProfile(get func(path string, timeout time.Duration) ([]byte, error), dir, name string, seconds int) {
 	path := "/debug/pprof/heap?gc=1"
-	if kind == "cpu" {
+	if seconds > 0 {
 		path = fmt.Sprintf("/debug/pprof/profile?seconds=%d", seconds)
 	}
-	b, err := router.HTTPGetWithin(lab.MetricsAddr, path, time.Duration(seconds+30)*time.Second)
+	b, err := get(path, time.Duration(seconds+30)*time.Second)
 	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, kind+".pprof"), b, 0o644)
+		err = os.WriteFile(filepath.Join(dir, name+".pprof"), b, 0o644)
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "profile %s: %v\n", kind, err)
+		fmt.Fprintf(os.Stderr, "profile %s: %v\n", name, err)
 	}
 }
 

@@ -3,8 +3,6 @@ package bench
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/fibfleet/fibfleet/internal/lab"
@@ -100,18 +98,9 @@ func MeasureFleetLoad(o FleetLoadOptions) (r FleetLoad, err error) {
 	return r, nil
 }
 
-// fleetProfile saves one of a fleet node's Go profiles into dir (name-cpu: over
-// seconds; else its heap after a collection); a failure is logged, not returned.
+// fleetProfile saves one of a fleet node's Go profiles into dir (saveProfile).
 func fleetProfile(n *lab.FleetNode, dir, name string, seconds int) {
-	path := "/debug/pprof/heap?gc=1"
-	if seconds > 0 {
-		path = fmt.Sprintf("/debug/pprof/profile?seconds=%d", seconds)
-	}
-	b, err := lab.UnixGetWithin(n.APISocket, path, time.Duration(seconds+30)*time.Second)
-	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, name+".pprof"), b, 0o644)
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "profile %s: %v\n", name, err)
-	}
+	saveProfile(func(path string, timeout time.Duration) ([]byte, error) {
+		return lab.UnixGetWithin(n.APISocket, path, timeout)
+	}, dir, name, seconds)
 }

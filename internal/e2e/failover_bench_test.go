@@ -121,20 +121,7 @@ func BenchmarkUpstreamsLoad(b *testing.B) {
 	for _, ups := range []int{1, 2, 4} {
 		for _, router := range []string{"node", "bird", "frr"} {
 			b.Run(fmt.Sprintf("%s-%d", router, ups), func(b *testing.B) {
-				var load, rss, cpu []float64
-				for range b.N {
-					r, err := bench.MeasureUpstreamsLoad(bench.UpstreamsLoadOptions{NodeBinary: node, Dir: b.TempDir(), Prefixes: prefixes, Attrs: &m,
-						Router: router, Upstreams: ups})
-					if err != nil {
-						b.Fatal(err)
-					}
-					load = append(load, r.Load.Seconds())
-					rss = append(rss, float64(r.PeakRSS>>20))
-					cpu = append(cpu, r.CPU.Seconds())
-				}
-				b.ReportMetric(bench.Median(load), "s-load")
-				b.ReportMetric(bench.Median(rss), "MB-peak-rss")
-				b.ReportMetric(bench.Median(cpu), "cpu-s")
+				benchUpstreamsLoad(b, bench.UpstreamsLoadOptions{NodeBinary: node, Prefixes: prefixes, Attrs: &m, Router: router, Upstreams: ups})
 			})
 		}
 	}
@@ -178,20 +165,26 @@ func BenchmarkMeshLoad(b *testing.B) {
 	})
 	for _, router := range []string{"bird", "frr"} {
 		b.Run(router, func(b *testing.B) {
-			var load, rss, cpu []float64
-			for range b.N {
-				r, err := bench.MeasureUpstreamsLoad(bench.UpstreamsLoadOptions{NodeBinary: node, Dir: b.TempDir(), Prefixes: prefixes, Attrs: &m,
-					Router: router, Upstreams: 1, IBGP: 2})
-				if err != nil {
-					b.Fatal(err)
-				}
-				load = append(load, r.Load.Seconds())
-				rss = append(rss, float64(r.PeakRSS>>20))
-				cpu = append(cpu, r.CPU.Seconds())
-			}
-			b.ReportMetric(bench.Median(load), "s-load")
-			b.ReportMetric(bench.Median(rss), "MB-peak-rss")
-			b.ReportMetric(bench.Median(cpu), "cpu-s")
+			benchUpstreamsLoad(b, bench.UpstreamsLoadOptions{NodeBinary: node, Prefixes: prefixes, Attrs: &m, Router: router, Upstreams: 1, IBGP: 2})
 		})
 	}
+}
+
+// benchUpstreamsLoad runs b.N loads of the dual lab (each in a directory of its own)
+// and reports the medians of their time, the router's peak RSS and its CPU-seconds.
+func benchUpstreamsLoad(b *testing.B, o bench.UpstreamsLoadOptions) {
+	var load, rss, cpu []float64
+	for range b.N {
+		o.Dir = b.TempDir()
+		r, err := bench.MeasureUpstreamsLoad(o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		load = append(load, r.Load.Seconds())
+		rss = append(rss, float64(r.PeakRSS>>20))
+		cpu = append(cpu, r.CPU.Seconds())
+	}
+	b.ReportMetric(bench.Median(load), "s-load")
+	b.ReportMetric(bench.Median(rss), "MB-peak-rss")
+	b.ReportMetric(bench.Median(cpu), "cpu-s")
 }
