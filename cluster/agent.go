@@ -287,7 +287,7 @@ func (a *Agent) follow(ctx context.Context, rev int64) error {
 		case <-ctx.Done():
 			return nil
 		case <-check.C:
-			if err := Ping(ctx, cli); err != nil {
+			if err := a.cfg.Store.Ping(ctx); err != nil {
 				a.disconnected(err)
 				away = true
 			} else if away {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -25,6 +27,41 @@ type EtcdConfig struct {
 	Username, Password, PasswordFile string
 	// DialTimeout bounds the first connection (default 5 s).
 	DialTimeout time.Duration
+	// Insecure allows http:// endpoints off this host. Whoever reaches such an
+	// endpoint changes the fleet's policy, drains and blackholes without credentials,
+	// so it must be said: for a network nothing else reaches (a lab's namespaces).
+	Insecure bool
+}
+
+// PlainHTTPError is an http:// endpoint off this host in a configuration that does
+// not say Insecure; a tool names its own setting for Insecure (errors.As).
+type PlainHTTPError struct{ Endpoint string }
+
+func (e *PlainHTTPError) Error() string {
+	return fmt.Sprintf("etcd endpoint %q is plain HTTP off this host: %s; use https:// with a client certificate (ca, cert, key), or say insecure: true", e.Endpoint, PlainHTTPRisk)
+}
+
+// PlainHTTPRisk is why an http:// endpoint off this host is refused, for tools that
+// word the refusal with their own settings.
+const PlainHTTPRisk = "whoever reaches it can change the fleet's policy, drains and blackholes without credentials"
+
+// PlainHTTPOffHost says whether u is an http:// URL whose host is not this one's
+// loopback (127.0.0.0/8, ::1 or localhost): its traffic, credentials included,
+// crosses a network in clear.
+func PlainHTTPOffHost(u string) bool {
+	if !strings.HasPrefix(u, "http://") {
+		return false
+	}
+	p, err := url.Parse(u)
+	if err != nil {
+		return true // not a URL that names the loopback
+	}
+	host := p.Hostname()
+	if strings.EqualFold(host, "localhost") {
+		return false
+	}
+	a, err := netip.ParseAddr(host)
+	return err != nil || !a.Unmap().IsLoopback()
 }
 
 // Validate reports every bad field at once.
@@ -36,6 +73,8 @@ func (c EtcdConfig) Validate() error {
 	for _, e := range c.Endpoints {
 		if !strings.HasPrefix(e, "http://") && !strings.HasPrefix(e, "https://") && !strings.HasPrefix(e, "unix://") {
 			errs = append(errs, fmt.Errorf("etcd endpoint %q: write a URL starting with http://, https:// or unix://", e))
+		} else if !c.Insecure && PlainHTTPOffHost(e) {
+			errs = append(errs, &PlainHTTPError{Endpoint: e})
 		}
 	}
 	if (c.Cert == "") != (c.Key == "") {
@@ -51,25 +90,32 @@ func (c EtcdConfig) Validate() error {
 }
 
 // Connect opens an etcd client and checks that the cluster answers (the first
-// endpoint that does): for tools, which have nothing to do without etcd.
-func Connect(ctx context.Context, c EtcdConfig) (*clientv3.Client, error) {
+// endpoint that does) with clusterName's keys: for tools, which have nothing to do
+// without etcd.
+func Connect(ctx context.Context, c EtcdConfig, clusterName string) (*clientv3.Client, error) {
+	if err := CheckName(clusterName); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
 	cli, err := NewClient(c)
 	if err != nil {
 		return nil, err
 	}
-	if err := Ping(ctx, cli); err != nil {
+	if err := ping(ctx, cli, Prefix(clusterName)); err != nil {
 		cli.Close()
 		return nil, fmt.Errorf("%w (check the endpoints %v, TLS files and credentials)", err, c.Endpoints)
 	}
 	return cli, nil
 }
 
-// Ping asks etcd for a count of the fleet's keys: it answers, and takes this client's
-// credentials.
-func Ping(ctx context.Context, cli *clientv3.Client) error {
+// Ping asks etcd for a count of the store's fleet's keys: it answers, and takes this
+// client's credentials. Only that fleet's keys: with etcd auth on, a fleet's role may
+// read nothing else.
+func (s *Store) Ping(ctx context.Context) error { return ping(ctx, s.cli, s.prefix) }
+
+func ping(ctx context.Context, cli *clientv3.Client, prefix string) error {
 	tctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	if _, err := cli.Get(tctx, "/fibfleet/", clientv3.WithCountOnly(), clientv3.WithPrefix()); err != nil {
+	if _, err := cli.Get(tctx, prefix, clientv3.WithCountOnly(), clientv3.WithPrefix()); err != nil {
 		return fmt.Errorf("cluster: etcd does not answer: %w", err)
 	}
 	return nil

@@ -58,8 +58,11 @@ func NewStore(cli *clientv3.Client, clusterName string) (*Store, error) {
 	if err := CheckName(clusterName); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	return &Store{cli: cli, prefix: "/fibfleet/" + clusterName + "/"}, nil
+	return &Store{cli: cli, prefix: Prefix(clusterName)}, nil
 }
+
+// Prefix is where a fleet's keys live in etcd.
+func Prefix(clusterName string) string { return "/fibfleet/" + clusterName + "/" }
 
 // policyDoc is a cache policy as stored: the flat policy's fields beside the schema.
 type policyDoc struct {

@@ -76,25 +76,60 @@ func TestAPIClient(t *testing.T) {
 	}
 }
 
-// TestEnvironmentDefaults: the etcd settings come from the environment when no flag
-// gives them (the Helm chart's pod sets it, so ctl there needs no flags); a flag wins.
+// TestEnvironmentDefaults: the etcd and node API settings come from the environment
+// when no flag gives them (the Helm chart's pod sets it, so ctl there needs no flags);
+// a flag wins.
 func TestEnvironmentDefaults(t *testing.T) {
 	env := map[string]string{"FIBFLEET_ETCD": "https://e1:2379,https://e2:2379", "FIBFLEET_ETCD_CA": "/tls/ca.crt", "FIBFLEET_ETCD_CERT": "/tls/tls.crt",
-		"FIBFLEET_ETCD_KEY": "/tls/tls.key", "FIBFLEET_ETCD_USER": "fibfleet", "FIBFLEET_ETCD_PASSWORD_FILE": "/auth/password", "FIBFLEET_CLUSTER": "edge-eu1"}
+		"FIBFLEET_ETCD_KEY": "/tls/tls.key", "FIBFLEET_ETCD_USER": "fibfleet", "FIBFLEET_ETCD_PASSWORD_FILE": "/auth/password", "FIBFLEET_CLUSTER": "edge-eu1",
+		"FIBFLEET_ETCD_INSECURE": "1", "FIBFLEET_API_CA": "/api/ca.crt", "FIBFLEET_API_CERT": "/api/tls.crt", "FIBFLEET_API_KEY": "/api/tls.key"}
 	for k, v := range env {
 		t.Setenv(k, v)
 	}
 	var g globals
 	root := newRoot(&g)
-	if err := root.PersistentFlags().Parse([]string{"--etcd-user", "admin"}); err != nil {
+	if err := root.PersistentFlags().Parse([]string{"--etcd-user", "admin", "--api-key", "/other/tls.key"}); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]string{"FIBFLEET_ETCD": strings.Join(g.etcd, ","), "FIBFLEET_ETCD_CA": g.etcdCA, "FIBFLEET_ETCD_CERT": g.etcdCert,
-		"FIBFLEET_ETCD_KEY": g.etcdKey, "FIBFLEET_ETCD_USER": g.etcdUser, "FIBFLEET_ETCD_PASSWORD_FILE": g.etcdPwFile, "FIBFLEET_CLUSTER": g.cluster}
+		"FIBFLEET_ETCD_KEY": g.etcdKey, "FIBFLEET_ETCD_USER": g.etcdUser, "FIBFLEET_ETCD_PASSWORD_FILE": g.etcdPwFile, "FIBFLEET_CLUSTER": g.cluster,
+		"FIBFLEET_ETCD_INSECURE": map[bool]string{true: "1", false: "0"}[g.etcdInsecure], "FIBFLEET_API_CA": g.apiCA, "FIBFLEET_API_CERT": g.apiCert, "FIBFLEET_API_KEY": g.apiKey}
 	env["FIBFLEET_ETCD_USER"] = "admin"
+	env["FIBFLEET_API_KEY"] = "/other/tls.key"
 	for k, want := range env {
 		if got[k] != want {
 			t.Errorf("%s: %q, want %q", k, got[k], want)
 		}
+	}
+	if g.envErr != nil {
+		t.Errorf("FIBFLEET_ETCD_INSECURE=1: %v", g.envErr)
+	}
+
+	// A flag wins over FIBFLEET_ETCD_INSECURE; a value that is not a boolean is a
+	// usage error unless the flag decides.
+	t.Setenv("FIBFLEET_ETCD_INSECURE", "true")
+	g = globals{}
+	if err := newRoot(&g).PersistentFlags().Parse([]string{"--etcd-insecure=false"}); err != nil || g.etcdInsecure {
+		t.Errorf("FIBFLEET_ETCD_INSECURE=true --etcd-insecure=false: insecure %v (%v), want false", g.etcdInsecure, err)
+	}
+	t.Setenv("FIBFLEET_ETCD_INSECURE", "yes please")
+	var out, errOut strings.Builder
+	if code := execute([]string{"status"}, strings.NewReader(""), &out, &errOut); code != exitUsage || !strings.Contains(errOut.String(), `FIBFLEET_ETCD_INSECURE="yes please": use true or false`) {
+		t.Errorf("FIBFLEET_ETCD_INSECURE=\"yes please\": exit %d, %q; want a usage error naming it", code, errOut.String())
+	}
+}
+
+// TestVersion: ctl version prints the version set at build time, as a line or JSON.
+func TestVersion(t *testing.T) {
+	defer func(v string) { version = v }(version)
+	version = "1.2.3-test"
+	var out, errOut strings.Builder
+	if code := execute([]string{"version"}, strings.NewReader(""), &out, &errOut); code != 0 || out.String() != "ctl 1.2.3-test\n" {
+		t.Errorf("ctl version: exit %d, %q (%s); want \"ctl 1.2.3-test\"", code, out.String(), errOut.String())
+	}
+	out.Reset()
+	var doc map[string]string
+	if code := execute([]string{"version", "-o", "json"}, strings.NewReader(""), &out, &errOut); code != 0 || json.Unmarshal([]byte(out.String()), &doc) != nil || doc["version"] != "1.2.3-test" || len(doc) != 1 {
+		t.Errorf("ctl version -o json: exit %d, %q; want {\"version\": \"1.2.3-test\"}", code, out.String())
 	}
 }

@@ -265,6 +265,9 @@ func TestBadCommandLines(t *testing.T) {
 		{[]string{"blackhole", "del", "198.51.100.7"}, 1, "no blackhole of 198.51.100.7/32"},
 		{[]string{"blackhole", "list", "extra"}, 2, `unexpected argument "extra"`},
 		{[]string{"--etcd", "10.0.0.1:2379", "status"}, 2, "write a URL starting with http://"},
+		{[]string{"--etcd", "http://10.0.0.1:2379", "status"}, 2, `--etcd "http://10.0.0.1:2379" is plain HTTP off this host: whoever reaches it can change the fleet's policy, drains and blackholes without credentials; use https:// with --etcd-ca, --etcd-cert and --etcd-key, or give --etcd-insecure`},
+		// Said insecure, it is only a server that does not answer.
+		{[]string{"--etcd", "http://192.0.2.1:2379", "--etcd-insecure", "--timeout", "1s", "status"}, 1, "etcd does not answer"},
 		{[]string{"--etcd", "http://127.0.0.1:1", "--timeout", "2s", "cache", "set", "--mode", "off"}, 1, "etcd does not answer"},
 	} {
 		before, err := store.Revision(ctx)

@@ -20,6 +20,9 @@ import (
 
 func main() { os.Exit(execute(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
 
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
 const (
 	exitFailed = 1
 	exitUsage  = 2

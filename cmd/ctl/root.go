@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -29,6 +31,7 @@ import (
 type globals struct {
 	etcd                                            []string
 	etcdCA, etcdCert, etcdKey, etcdUser, etcdPwFile string
+	etcdInsecure                                    bool
 	cluster                                         string
 	apiCA, apiCert, apiKey                          string
 	output                                          string
@@ -36,6 +39,22 @@ type globals struct {
 
 	in          io.Reader
 	out, errOut io.Writer
+	// envErr is what is wrong with the environment's defaults (a usage error).
+	envErr error
+}
+
+// envBool reads the boolean environment variable name (false when unset); the error
+// says what is wrong with its value.
+func envBool(name string) (bool, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("%s=%q: use true or false (or unset it)", name, v)
+	}
+	return b, nil
 }
 
 // defaultEtcd is FIBFLEET_ETCD, else the etcd of a lab running on this host (`lab
@@ -61,7 +80,7 @@ policy and flushes for the whole fleet or one node, where a destination goes on 
 node. It reads and writes the fleet's etcd (every write is validated first and made with
 compare-and-swap) and reads the nodes' APIs (their addresses are registered in etcd).`,
 		Example: `  ctl status
-  ctl --etcd http://10.0.0.11:2379,http://10.0.0.12:2379 -o json status
+  ctl --etcd https://10.0.0.11:2379,https://10.0.0.12:2379 --etcd-ca ca.crt --etcd-cert ctl.crt --etcd-key ctl.key -o json status
   ctl cache set --mode auto --min 1024 --max 65536 --target-hit-rate 0.9
   ctl cache flush --wait
   ctl lookup 1.1.1.1
@@ -76,6 +95,9 @@ compare-and-swap) and reads the nodes' APIs (their addresses are registered in e
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if g.envErr != nil && !cmd.Flags().Changed("etcd-insecure") {
+				return usageError{g.envErr}
+			}
 			switch g.output {
 			case "table", "json", "yaml":
 			default:
@@ -97,13 +119,16 @@ compare-and-swap) and reads the nodes' APIs (their addresses are registered in e
 	f.StringVar(&g.etcdKey, "etcd-key", os.Getenv("FIBFLEET_ETCD_KEY"), "client key file for etcd; env FIBFLEET_ETCD_KEY")
 	f.StringVar(&g.etcdUser, "etcd-user", os.Getenv("FIBFLEET_ETCD_USER"), "etcd user (auth enabled); env FIBFLEET_ETCD_USER")
 	f.StringVar(&g.etcdPwFile, "etcd-password-file", os.Getenv("FIBFLEET_ETCD_PASSWORD_FILE"), "file holding the etcd user's password; env FIBFLEET_ETCD_PASSWORD_FILE")
+	insecure, envErr := envBool("FIBFLEET_ETCD_INSECURE")
+	g.envErr = envErr
+	f.BoolVar(&g.etcdInsecure, "etcd-insecure", insecure, "allow plain http:// etcd endpoints off this host (anyone on the path can change the fleet's policy, drains and blackholes): for a network nothing else reaches, such as a lab's; env FIBFLEET_ETCD_INSECURE=true")
 	f.StringVar(&g.cluster, "cluster", cmp.Or(os.Getenv("FIBFLEET_CLUSTER"), "default"), "the fleet's name (its keys live under /fibfleet/<cluster>/); env FIBFLEET_CLUSTER")
-	f.StringVar(&g.apiCA, "api-ca", "", "CA file verifying the nodes' API certificates (their APIs serve HTTPS)")
-	f.StringVar(&g.apiCert, "api-cert", "", "client certificate file for the nodes' APIs")
-	f.StringVar(&g.apiKey, "api-key", "", "client key file for the nodes' APIs")
+	f.StringVar(&g.apiCA, "api-ca", os.Getenv("FIBFLEET_API_CA"), "CA file verifying the nodes' API certificates (their APIs serve HTTPS); env FIBFLEET_API_CA")
+	f.StringVar(&g.apiCert, "api-cert", os.Getenv("FIBFLEET_API_CERT"), "client certificate file for the nodes' APIs; env FIBFLEET_API_CERT")
+	f.StringVar(&g.apiKey, "api-key", os.Getenv("FIBFLEET_API_KEY"), "client key file for the nodes' APIs; env FIBFLEET_API_KEY")
 	f.StringVarP(&g.output, "output", "o", "table", "output format: table, json or yaml")
 	f.DurationVar(&g.timeout, "timeout", 10*time.Second, "time limit of the command (waits included)")
-	root.AddCommand(newStatus(g), newCache(g), newLookup(g), newTop(g), newDrain(g), newUndrain(g), newBlackhole(g), newNeighbors(g), newRoutes(g), newAdvertised(g))
+	root.AddCommand(newStatus(g), newCache(g), newLookup(g), newTop(g), newDrain(g), newUndrain(g), newBlackhole(g), newNeighbors(g), newRoutes(g), newAdvertised(g), newVersion(g))
 	return root
 }
 
@@ -142,14 +167,14 @@ func noArgs(_ *cobra.Command, args []string) error {
 // store connects to the fleet's etcd and returns the fleet's store.
 func (g *globals) store(ctx context.Context) (*cluster.Store, *clientv3.Client, error) {
 	cfg := cluster.EtcdConfig{Endpoints: g.etcd, CA: g.etcdCA, Cert: g.etcdCert, Key: g.etcdKey, Username: g.etcdUser, PasswordFile: g.etcdPwFile,
-		DialTimeout: min(g.timeout, 5*time.Second)}
+		DialTimeout: min(g.timeout, 5*time.Second), Insecure: g.etcdInsecure}
 	if err := cfg.Validate(); err != nil {
-		return nil, nil, usageError{err}
+		return nil, nil, usageError{inFlags(err)}
 	}
 	if err := cluster.CheckName(g.cluster); err != nil {
 		return nil, nil, usagef("--cluster: %v", err)
 	}
-	cli, err := cluster.Connect(ctx, cfg)
+	cli, err := cluster.Connect(ctx, cfg, g.cluster)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w (give the fleet's etcd with --etcd or FIBFLEET_ETCD)", err)
 	}
@@ -159,6 +184,25 @@ func (g *globals) store(ctx context.Context) (*cluster.Store, *clientv3.Client, 
 		return nil, nil, err
 	}
 	return s, cli, nil
+}
+
+// inFlags words the etcd settings' errors with ctl's flags: a plain-HTTP endpoint's
+// refusal names a config file's setting, insecure: true.
+func inFlags(err error) error {
+	parts := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		parts = j.Unwrap()
+	}
+	out := make([]error, len(parts))
+	for i, e := range parts {
+		var p *cluster.PlainHTTPError
+		if errors.As(e, &p) {
+			e = fmt.Errorf("--etcd %q is plain HTTP off this host: %s; use https:// with --etcd-ca, --etcd-cert and --etcd-key, or give --etcd-insecure (FIBFLEET_ETCD_INSECURE=true)",
+				p.Endpoint, cluster.PlainHTTPRisk)
+		}
+		out[i] = e
+	}
+	return errors.Join(out...)
 }
 
 // api is a client of the nodes' APIs.

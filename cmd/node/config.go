@@ -55,11 +55,12 @@ type Config struct {
 	// files are the config files read, in order, each overlaying the one before
 	// (none: defaults and flags); checkOnly stops after reading them (-check),
 	// checkProbe probes the kernel and interfaces before (-probe).
-	files      []string
-	dir        string // -config-dir, watched for changes
-	checkOnly  bool
-	checkProbe bool
-	uninstall  bool // -uninstall: remove the dataplane and exit
+	files       []string
+	dir         string // -config-dir, watched for changes
+	checkOnly   bool
+	checkProbe  bool
+	uninstall   bool // -uninstall: remove the dataplane and exit
+	showVersion bool // -version: print the version and exit
 }
 
 // HTTPTLSConfig is the node API's TLS.
@@ -147,6 +148,11 @@ type EtcdConfig struct {
 	Key          string   `yaml:"key"`
 	Username     string   `yaml:"username"`
 	PasswordFile string   `yaml:"password_file"`
+	// Insecure allows plain http:// off this host (endpoints, or the embedded
+	// etcd's listen): whoever reaches etcd there changes the fleet's policy, drains
+	// and blackholes without credentials, so the node refuses it unless this says
+	// the network is closed to everyone else (a lab's namespaces).
+	Insecure bool `yaml:"insecure"`
 }
 
 // EmbeddedConfig is the etcd a node alone runs.
@@ -574,6 +580,7 @@ func loadConfig(args []string) (Config, error) {
 	dir := fs.String("config-dir", "", "directory of config files as a Helm chart's ConfigMap holds them: fleet.yaml (the fleet's), overlaid field by field by node.<node-name>.yaml (this node's) when there")
 	check := fs.Bool("check", false, "read and validate the configuration, print what was read, probe the kernel and the configured interfaces for what the dataplane needs (nothing loaded or attached), and exit: 0 all there, 2 invalid configuration, 3 a feature missing")
 	uninstall := fs.Bool("uninstall", false, "detach the node's XDP program from every interface and remove its pinned maps, then exit: for a node removed for good (a stop or a restart leaves forwarding in place)")
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	probe := fs.Bool("probe", true, "with -check, probe the kernel and the interfaces too; -probe=false validates the configuration alone (off the router)")
 	meshAddr := fs.String("mesh-address", "", "the node's IPv4 address on the mesh link (cluster.mesh.address)")
 	name := fs.String("node-name", "", "node name (default: hostname); names the bpffs pin directory")
@@ -590,6 +597,12 @@ func loadConfig(args []string) (Config, error) {
 	}
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected arguments %q: every setting is a -flag or in -config", fs.Args())
+	}
+	if *showVersion {
+		// Nothing else is read: the version of a binary on a host without its
+		// configuration.
+		cfg.showVersion = true
+		return cfg, nil
 	}
 	var files []string
 	switch {
@@ -780,7 +793,12 @@ func (c Config) validate() error {
 	if len(errs) == 0 {
 		return nil
 	}
-	return fmt.Errorf("invalid configuration:\n  %w", joinLines(errs))
+	lines := joinLines(errs)
+	if !strings.Contains(lines.Error(), "\n") {
+		// One error, one line: what a log line or kubectl's last state shows whole.
+		return fmt.Errorf("invalid configuration: %w", lines)
+	}
+	return fmt.Errorf("invalid configuration:\n  %w", lines)
 }
 
 // checkGRPCAddress allows GoBGP's API (which changes routes and takes no
@@ -799,10 +817,12 @@ func checkGRPCAddress(a string) error {
 	return nil
 }
 
+// joinLines is errs one line each, indented after the first (an error that is
+// several lines, such as a joined one, gives each its own).
 func joinLines(errs []error) error {
-	msgs := make([]string, len(errs))
-	for i, e := range errs {
-		msgs[i] = e.Error()
+	var msgs []string
+	for _, e := range errs {
+		msgs = append(msgs, strings.Split(e.Error(), "\n")...)
 	}
 	return errors.New(strings.Join(msgs, "\n  "))
 }
@@ -871,7 +891,7 @@ func (c Config) bgpConfig() (bgp.Config, error) {
 // etcdConfig is the cluster package's view of the etcd section.
 func (c ClusterConfig) etcdConfig() cluster.EtcdConfig {
 	e := c.Etcd
-	return cluster.EtcdConfig{Endpoints: e.Endpoints, CA: e.CA, Cert: e.Cert, Key: e.Key, Username: e.Username, PasswordFile: e.PasswordFile}
+	return cluster.EtcdConfig{Endpoints: e.Endpoints, CA: e.CA, Cert: e.Cert, Key: e.Key, Username: e.Username, PasswordFile: e.PasswordFile, Insecure: e.Insecure}
 }
 
 func (c ClusterConfig) validate() []error {
@@ -881,10 +901,19 @@ func (c ClusterConfig) validate() []error {
 	}
 	if len(c.Etcd.Endpoints) > 0 {
 		if err := c.etcdConfig().Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("cluster.etcd: %w", err))
+			for _, e := range unjoin(err) {
+				errs = append(errs, fmt.Errorf("cluster.etcd: %w", e))
+			}
 		}
-	} else if c.Etcd.CA != "" || c.Etcd.Cert != "" || c.Etcd.Username != "" {
-		errs = append(errs, errors.New("cluster.etcd: TLS files or a username without endpoints: list the endpoints (without them the node runs its own etcd)"))
+	} else {
+		if c.Etcd.CA != "" || c.Etcd.Cert != "" || c.Etcd.Username != "" {
+			errs = append(errs, errors.New("cluster.etcd: TLS files or a username without endpoints: list the endpoints (without them the node runs its own etcd)"))
+		}
+		// The embedded etcd serves no TLS: off this host it is plain HTTP.
+		if l := c.Embedded.Listen; !c.Etcd.Insecure && cluster.PlainHTTPOffHost(l) {
+			errs = append(errs, fmt.Errorf("cluster.embedded.listen %q is plain HTTP off this host: %s; listen on unix:///path or a loopback address (http://127.0.0.1:2379), or say cluster.etcd.insecure: true",
+				l, cluster.PlainHTTPRisk))
+		}
 	}
 	if c.LeaseTTL < time.Second {
 		errs = append(errs, fmt.Errorf("cluster.lease_ttl %s: use at least 1s (5s is the default)", c.LeaseTTL))

@@ -242,3 +242,67 @@ func TestPolicyHash(t *testing.T) {
 		t.Errorf("hash %q: want 12 hex digits", a)
 	}
 }
+
+// TestConfigPlainHTTPEtcd: etcd over plain HTTP off this host (endpoints, or the
+// embedded etcd's listen) is refused, in one line that says what to do, unless
+// cluster.etcd.insecure says so; the loopback and unix sockets need nothing.
+func TestConfigPlainHTTPEtcd(t *testing.T) {
+	const head = "node_name: n1\ninterfaces: [eth0]\nbgp: {asn: 65000, router_id: 192.0.2.1}\n"
+	for _, tc := range []struct {
+		cluster, want string // want "": valid
+	}{
+		{"{etcd: {endpoints: [http://192.0.2.50:2379]}}",
+			`invalid configuration: cluster.etcd: etcd endpoint "http://192.0.2.50:2379" is plain HTTP off this host: whoever reaches it can change the fleet's policy, drains and blackholes without credentials; use https:// with a client certificate (ca, cert, key), or say insecure: true`},
+		{"{etcd: {endpoints: [http://192.0.2.50:2379], insecure: true}}", ""},
+		{"{etcd: {endpoints: [http://127.0.0.1:2379, http://localhost:2379, unix:///run/etcd.sock]}}", ""},
+		{"{embedded: {listen: http://0.0.0.0:2379}}",
+			`invalid configuration: cluster.embedded.listen "http://0.0.0.0:2379" is plain HTTP off this host: whoever reaches it can change the fleet's policy, drains and blackholes without credentials; listen on unix:///path or a loopback address (http://127.0.0.1:2379), or say cluster.etcd.insecure: true`},
+		{"{embedded: {listen: http://0.0.0.0:2379}, etcd: {insecure: true}}", ""},
+		{"{embedded: {listen: http://127.0.0.1:2379}}", ""},
+		// With endpoints the embedded etcd does not run: its listen does not matter.
+		{"{embedded: {listen: http://0.0.0.0:2379}, etcd: {endpoints: [unix:///run/etcd.sock]}}", ""},
+	} {
+		cfg, err := loadConfig([]string{"-config", writeConfig(t, head+"cluster: "+tc.cluster+"\n")})
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("cluster %s: %v, want it valid", tc.cluster, err)
+		case tc.want != "" && (err == nil || err.Error() != tc.want):
+			t.Errorf("cluster %s:\n got %v\nwant %s", tc.cluster, err, tc.want)
+		case tc.want == "" && strings.Contains(tc.cluster, "insecure") && !cfg.Cluster.etcdConfig().Insecure:
+			t.Errorf("cluster %s: insecure not passed to the etcd client", tc.cluster)
+		}
+	}
+}
+
+// TestConfigErrorLines: one error is one line; several are one line each under
+// "invalid configuration:", a joined error (the etcd section's) split into its own.
+func TestConfigErrorLines(t *testing.T) {
+	_, err := loadConfig([]string{"-config", writeConfig(t, "node_name: n1\nbgp: {asn: 65000, router_id: 192.0.2.1}\n")})
+	if want := "invalid configuration: interfaces: list at least one interface to forward on (-interfaces eth0,eth1)"; err == nil || err.Error() != want {
+		t.Errorf("one error: %q, want %q", err, want)
+	}
+	_, err = loadConfig([]string{"-config", writeConfig(t, "node_name: n1\nlog_level: loud\ncluster: {etcd: {endpoints: [10.0.0.1:2379, http://10.0.0.2:2379]}}\nbgp: {asn: 65000, router_id: 192.0.2.1}\n")})
+	if err == nil {
+		t.Fatal("a bad config was accepted")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != 5 || lines[0] != "invalid configuration:" {
+		t.Fatalf("four errors: %d lines, want the heading and four:\n%v", len(lines), err)
+	}
+	for _, l := range lines[1:] {
+		if !strings.HasPrefix(l, "  ") || strings.HasPrefix(l, "   ") {
+			t.Errorf("line %q: want it indented by two spaces", l)
+		}
+	}
+	if !strings.HasPrefix(lines[3], `  cluster.etcd: etcd endpoint "10.0.0.1:2379"`) || !strings.HasPrefix(lines[4], `  cluster.etcd: etcd endpoint "http://10.0.0.2:2379" is plain HTTP`) {
+		t.Errorf("the etcd section's errors are not one line each, named:\n%v", err)
+	}
+}
+
+// TestVersionFlag: -version reads no configuration (there may be none).
+func TestVersionFlag(t *testing.T) {
+	cfg, err := loadConfig([]string{"-version", "-config", "/nonexistent/node.yaml"})
+	if err != nil || !cfg.showVersion {
+		t.Errorf("-version: %v, show %v; want the version shown and nothing read", err, cfg.showVersion)
+	}
+}

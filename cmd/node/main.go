@@ -49,6 +49,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "fibfleet-node:", err)
 		os.Exit(2)
 	}
+	if cfg.showVersion {
+		fmt.Println("fibfleet-node", version)
+		return
+	}
 	if cfg.checkOnly {
 		from := strings.Join(cfg.files, " overlaid by ")
 		if from == "" {
@@ -505,8 +509,8 @@ func httpHandler(reg *prometheus.Registry, pprofOn bool, ready *atomic.Bool, rea
 
 // newHTTPServer serves the node API, metrics and health on http_address: TCP, or a
 // unix socket (unix:///path: reachable from the host into a namespace, as the lab
-// does); with http_tls, over TLS, asking for client certificates when a client CA is
-// set.
+// does); with http_tls, over TLS, and when a client CA is set, everything but the
+// probes only to clients with a certificate it signed (clientCertOnly).
 func newHTTPServer(cfg Config, h http.Handler) (*http.Server, error) {
 	srv := &http.Server{Addr: cfg.HTTPAddress, Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	t := cfg.HTTPTLS
@@ -523,10 +527,26 @@ func newHTTPServer(cfg Config, h http.Handler) (*http.Server, error) {
 		if !pool.AppendCertsFromPEM(pem) {
 			return nil, fmt.Errorf("http_tls.client_ca %s: no PEM certificate in it", t.ClientCA)
 		}
-		tc.ClientCAs, tc.ClientAuth = pool, tls.RequireAndVerifyClientCert
+		// Verified if given, not required: Kubernetes' HTTPS probes present no
+		// certificate. A certificate another CA signed still fails the handshake.
+		tc.ClientCAs, tc.ClientAuth = pool, tls.VerifyClientCertIfGiven
+		srv.Handler = clientCertOnly(h)
 	}
 	srv.TLSConfig = tc
 	return srv, nil
+}
+
+// clientCertOnly answers 403 to a request without a verified client certificate,
+// except the probes': /healthz and /readyz say only whether the node runs and holds
+// its tables, and Kubernetes probes them without a certificate.
+func clientCertOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/healthz" && r.URL.Path != "/readyz" && (r.TLS == nil || len(r.TLS.VerifiedChains) == 0) {
+			http.Error(w, "forbidden: "+r.URL.Path+" needs a client certificate signed by the node's http_tls.client_ca (only /healthz and /readyz answer without one)", http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 func serveHTTP(srv *http.Server, cfg Config) error {

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -19,9 +20,10 @@ import (
 	"github.com/fsnotify/fsnotify"
 )
 
-// Live reconfiguration. On SIGHUP, and when a file under -config-dir changes (a
-// ConfigMap update swaps the directory's ..data symlink: the directory is watched, not
-// the files), the node reads its whole configuration again. An invalid one is refused
+// Live reconfiguration. On SIGHUP, and when a file under -config-dir or in the
+// directory of a neighbour's password_file changes (a ConfigMap's or Secret's update
+// swaps the directory's ..data symlink: the directories are watched, not the files),
+// the node reads its whole configuration again. An invalid one is refused
 // whole, every error listed, and the running configuration stays. A valid one is
 // compared with the running one and the difference applied: neighbours added and
 // removed; a neighbour whose session settings changed (AS, port, families, passive,
@@ -436,34 +438,124 @@ func (r *reloader) files() []string {
 	return slices.Clone(r.running.files)
 }
 
-// run reloads on each signal from hup (SIGHUP) and, with -config-dir, when anything
-// in the directory changes (events within 200 ms are one change), until ctx ends.
+// passwordDirs are the directories of the running configuration's password files.
+func (r *reloader) passwordDirs() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, n := range r.running.BGP.Neighbors {
+		if n.PasswordFile != "" {
+			out = append(out, filepath.Dir(filepath.Clean(n.PasswordFile)))
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// dirWatch watches the directories whose changes reload the configuration: the
+// config directory, and the directory of each neighbour's password file. Both are
+// directories because a Kubernetes ConfigMap or Secret mounted as one is updated by
+// swapping its ..data symlink: a watch on a file would follow the replaced one.
+type dirWatch struct {
+	w      *fsnotify.Watcher
+	config string // -config-dir ("": none)
+	// secrets are the password files' directories being watched.
+	secrets map[string]bool
+	log     *slog.Logger
+}
+
+// follow makes the password files' watched directories dirs: the new ones added,
+// those no longer named removed. One that cannot be watched (not there yet) is
+// logged and tried again at the next call (the next reload).
+func (d *dirWatch) follow(dirs []string) {
+	want := map[string]bool{}
+	for _, dir := range dirs {
+		if dir == d.config {
+			continue // watched already, as the config directory
+		}
+		want[dir] = true
+		if d.secrets[dir] {
+			continue
+		}
+		if err := d.w.Add(dir); err != nil {
+			d.log.Warn("cannot watch a password file's directory: a change there is read at the next reload (SIGHUP), which tries again", "dir", dir, "err", err)
+			continue
+		}
+		d.secrets[dir] = true
+	}
+	for dir := range d.secrets {
+		if !want[dir] {
+			// Gone already if the directory was removed: nothing to undo then.
+			_ = d.w.Remove(dir)
+			delete(d.secrets, dir)
+		}
+	}
+}
+
+// why is the reload trigger an event is.
+func (d *dirWatch) why(ev fsnotify.Event) string {
+	if d.secrets[ev.Name] && ev.Has(fsnotify.Remove|fsnotify.Rename) {
+		// The directory itself went: its watch with it; follow adds it again.
+		delete(d.secrets, ev.Name)
+	}
+	if d.config != "" && filepath.Dir(ev.Name) == d.config {
+		return "config directory changed"
+	}
+	return "a password file changed"
+}
+
+// run reloads on each signal from hup (SIGHUP) and when anything changes in the
+// -config-dir directory or in a password file's directory (events within 200 ms are
+// one change), until ctx ends.
 func (r *reloader) run(ctx context.Context, dir string, hup <-chan os.Signal) {
 	var events <-chan fsnotify.Event
-	if dir != "" {
-		w, err := fsnotify.NewWatcher()
-		if err == nil {
-			err = w.Add(dir)
+	var errs <-chan error
+	var dw *dirWatch
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		r.log.Error("cannot watch the config directory and password files: reload with SIGHUP", "err", err)
+	} else {
+		defer w.Close()
+		events, errs = w.Events, w.Errors
+		dw = &dirWatch{w: w, secrets: map[string]bool{}, log: r.log}
+		if dir != "" {
+			if err := w.Add(dir); err != nil {
+				r.log.Error("cannot watch the config directory: reload with SIGHUP", "dir", dir, "err", err)
+			} else {
+				dw.config = filepath.Clean(dir)
+			}
 		}
-		if err != nil {
-			r.log.Error("cannot watch the config directory: reload with SIGHUP", "dir", dir, "err", err)
-		} else {
-			defer w.Close()
-			events = w.Events
+		dw.follow(r.passwordDirs())
+	}
+	reload := func(why string) {
+		r.reload(ctx, why)
+		if dw != nil {
+			dw.follow(r.passwordDirs())
 		}
 	}
 	var settle <-chan time.Time
+	why := ""
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-hup:
-			r.reload(ctx, "SIGHUP")
-		case <-events:
+			reload("SIGHUP")
+		case ev := <-events:
+			// One reload for the events of 200 ms; a change of the config directory
+			// names it.
+			if reason := dw.why(ev); why == "" || reason == "config directory changed" {
+				why = reason
+			}
 			settle = time.After(200 * time.Millisecond)
+		case err := <-errs:
+			// Events may have been lost (the kernel's queue overflowed): read again.
+			r.log.Warn("watching the config directory and password files", "err", err)
+			why, settle = "file events lost", time.After(200*time.Millisecond)
 		case <-settle:
 			settle = nil
-			r.reload(ctx, "config directory changed")
+			reload(why)
+			why = ""
 		}
 	}
 }

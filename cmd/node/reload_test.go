@@ -12,11 +12,15 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/fibfleet/fibfleet/bgp"
 	"github.com/fibfleet/fibfleet/cache"
+	"github.com/fibfleet/fibfleet/internal/testutil"
+	"github.com/fsnotify/fsnotify"
 )
 
 func TestRestartFields(t *testing.T) {
@@ -99,17 +103,35 @@ func TestPlanReload(t *testing.T) {
 type fakeBGP struct {
 	ops     []string
 	failAdd map[netip.Addr]bool
+	// passwords are the TCP-MD5 passwords of the neighbours added, guarded by mu (a
+	// reloader's run adds from its own goroutine).
+	mu        sync.Mutex
+	passwords map[netip.Addr]string
 }
 
 func (f *fakeBGP) AddNeighbor(_ context.Context, n bgp.Neighbor) error {
 	if f.failAdd[n.Address] {
 		return errors.New("refused")
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.ops = append(f.ops, "add "+n.Address.String())
+	if f.passwords == nil {
+		f.passwords = map[netip.Addr]string{}
+	}
+	f.passwords[n.Address] = n.Password
 	return nil
 }
 
+func (f *fakeBGP) password(a netip.Addr) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.passwords[a]
+}
+
 func (f *fakeBGP) RemoveNeighbor(_ context.Context, a netip.Addr) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.ops = append(f.ops, "remove "+a.String())
 	return nil
 }
@@ -212,5 +234,113 @@ func TestReloader(t *testing.T) {
 		reloadRefused)
 	if err == nil || !strings.Contains(err.Error(), "bgp.neighbors[0].weight 65: use 1 to 64") || len(weights) != 1 {
 		t.Errorf("weight 65: %v (weights applied %v)", err, weights)
+	}
+}
+
+// TestReloadOnPasswordFileChange: a neighbour's password file in a directory laid out
+// as the kubelet mounts a Secret (password -> ..data/password, ..data -> ..<version>,
+// the ..data symlink swapped on update) is followed, with no -config-dir: its change
+// reloads, and the session starts again with the new password.
+func TestReloadOnPasswordFileChange(t *testing.T) {
+	secret := t.TempDir()
+	publish := func(version, password string) {
+		t.Helper()
+		if err := os.Mkdir(filepath.Join(secret, version), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(secret, version, "password"), []byte(password+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		tmp := filepath.Join(secret, "..data_tmp")
+		if err := os.Symlink(version, tmp); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(secret, "..data")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish("..v1", "one")
+	if err := os.Symlink("..data/password", filepath.Join(secret, "password")); err != nil {
+		t.Fatal(err)
+	}
+	conf := writeConfig(t, fmt.Sprintf("interfaces: [eth0]\nbgp:\n  asn: 65000\n  router_id: 192.0.2.254\n  neighbors:\n    - {address: 192.0.2.1, asn: 64501, password_file: %s}\n",
+		filepath.Join(secret, "password")))
+	args := []string{"-config", conf, "-node-name", "r1"}
+	cfg, err := loadConfig(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &fakeBGP{}
+	r := newReloader(args, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), new(slog.LevelVar), b, func(cache.Policy) error { return nil })
+	r.origin = b
+	ctx, cancel := context.WithCancel(context.Background())
+	hup := make(chan os.Signal)
+	done := make(chan struct{})
+	go func() { r.run(ctx, "", hup); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	// Taken once run watches: the update below cannot come before the watch.
+	hup <- syscall.SIGHUP
+
+	publish("..v2", "two")
+	if err := os.RemoveAll(filepath.Join(secret, "..v1")); err != nil {
+		t.Fatal(err)
+	}
+	peer := netip.MustParseAddr("192.0.2.1")
+	testutil.Eventually(t, "the neighbour's session started again with the new password", func() bool { return b.password(peer) == "two" })
+	b.mu.Lock()
+	ops := slices.Clone(b.ops)
+	b.mu.Unlock()
+	if !slices.Equal(ops, []string{"remove 192.0.2.1", "add 192.0.2.1"}) {
+		t.Errorf("ops %q, want the session reset alone", ops)
+	}
+	// One applied (the swap's events within 200 ms are one change; on a slow
+	// machine the old version's removal may come later: another reload, unchanged).
+	if counts, _ := r.status(); counts[reloadApplied] != 1 || counts[reloadRefused]+counts[reloadFailed] != 0 {
+		t.Errorf("reloads %v; want the password's applied once, none refused or failed", counts)
+	}
+}
+
+// TestDirWatchFollow: the password files' directories are watched as the running
+// configuration names them: one not there yet is tried again at the next reload, one
+// no longer named is dropped, the config directory is left to its own watch.
+func TestDirWatchFollow(t *testing.T) {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	config := t.TempDir()
+	if err := w.Add(config); err != nil {
+		t.Fatal(err)
+	}
+	d := &dirWatch{w: w, config: config, secrets: map[string]bool{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	md5 := filepath.Join(t.TempDir(), "md5")
+	watched := func() []string { l := w.WatchList(); slices.Sort(l); return l }
+
+	d.follow([]string{md5, config})
+	if got := watched(); !slices.Equal(got, []string{config}) || len(d.secrets) != 0 {
+		t.Fatalf("with %s not there: watching %v (secrets %v), want the config directory alone", md5, got, d.secrets)
+	}
+	if err := os.Mkdir(md5, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d.follow([]string{md5, config})
+	if got, want := watched(), []string{config, md5}; !slices.Equal(got, want) {
+		t.Fatalf("once %s is there: watching %v, want %v", md5, got, want)
+	}
+	if err := os.WriteFile(filepath.Join(md5, "password"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-w.Events:
+		if why := d.why(ev); why != "a password file changed" {
+			t.Errorf("%v: trigger %q, want a password file changed", ev, why)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no event for a file written in a password file's directory")
+	}
+	d.follow(nil)
+	if got := watched(); !slices.Equal(got, []string{config}) || len(d.secrets) != 0 {
+		t.Errorf("no password file named: watching %v (secrets %v), want the config directory alone", got, d.secrets)
 	}
 }

@@ -64,7 +64,7 @@ func startFleet(t testing.TB, cfg lab.FleetConfig) (*lab.Fleet, *cluster.Store) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	cli, err := cluster.Connect(context.Background(), cluster.EtcdConfig{Endpoints: fl.EtcdSockets, DialTimeout: 30 * time.Second})
+	cli, err := cluster.Connect(context.Background(), cluster.EtcdConfig{Endpoints: fl.EtcdSockets, DialTimeout: 30 * time.Second}, "lab")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -379,8 +379,12 @@ func (f *Fleet) nodeConfig(n *FleetNode) string {
 	for i := 1; i <= f.Cfg.EtcdMembers; i++ {
 		etcd = append(etcd, fmt.Sprintf("http://10.20.0.%d:2379", i))
 	}
+	// Plain HTTP off the node's loopback is refused unless said: the members listen
+	// in the lab's own network namespaces, which are never connected to the host's
+	// network, so only the lab reaches them.
+	insecure := "\n    insecure: true"
 	if f.Cfg.Etcd != "" {
-		etcd = []string{f.Cfg.Etcd}
+		etcd, insecure = []string{f.Cfg.Etcd}, ""
 	}
 	for _, m := range f.Nodes {
 		join = append(join, m.MeshAddr+":7946")
@@ -427,7 +431,7 @@ cache:
 cluster:
   name: %s
   etcd:
-    endpoints: [%s]
+    endpoints: [%s]%s
   lease_ttl: 3s
   gossip:
     address: %s:7946
@@ -443,7 +447,7 @@ bgp:
   # Short, for the fleet's tests of deaths: a member's session goes 15 s after it
   # died, and a killed node's XDP hands over to the kernel after 15 s.
   graceful_restart: {restart_time: %s}
-%s%s`, n.Name, strings.Join(ifaces, ", "), n.APISocket, f.Cfg.Cluster, strings.Join(etcd, ", "), n.MeshAddr, strings.Join(join, ", "), f.Cfg.GossipProfile,
+%s%s`, n.Name, strings.Join(ifaces, ", "), n.APISocket, f.Cfg.Cluster, strings.Join(etcd, ", "), insecure, n.MeshAddr, strings.Join(join, ", "), f.Cfg.GossipProfile,
 		n.MeshAddr, n.MeshAddr6, resendAfter, RouterASN, n.MeshAddr, FleetRestartTime, neighbors, f.Cfg.NodeExtra)
 }
 
