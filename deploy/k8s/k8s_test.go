@@ -2,9 +2,13 @@ package k8s
 
 import (
 	"bytes"
+	"cmp"
+	"context"
 	"debug/buildinfo"
 	"debug/elf"
 	"fmt"
+	"io"
+	"log/slog"
 	"maps"
 	"os"
 	"os/exec"
@@ -15,13 +19,19 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/fibfleet/fibfleet/kubesetup"
+	"github.com/fibfleet/fibfleet/pki"
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
 	"github.com/moby/buildkit/frontend/dockerfile/parser"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -46,30 +56,39 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// tools builds helm (go install from the module proxy) and the node binary (from
-// this tree, to check the configuration files the chart renders) into a temporary
-// directory.
-func tools(t *testing.T) (helm, node string) {
+// toolset is what the tests run: helm (from the module proxy), and from this tree the
+// node (to check the configuration files the chart renders), ctl and etcd (the
+// server module go.mod names as a tool: the bundled etcd's command line is run with
+// it).
+type toolset struct {
+	helm, node, ctl, etcd string
+}
+
+// tools builds the toolset once per test binary into a temporary directory.
+func tools(t *testing.T) toolset {
 	t.Helper()
 	buildOnce.Do(func() {
 		if toolDir, buildErr = os.MkdirTemp("", "fibfleet-k8s-tools-"); buildErr != nil {
 			return
 		}
-		t.Logf("building %s and the node (the first helm build takes minutes)", helmModule)
+		t.Logf("building %s, the node, ctl and etcd (the first helm build takes minutes)", helmModule)
 		cmd := exec.Command("go", "install", helmModule)
 		cmd.Env = append(os.Environ(), "GOBIN="+toolDir)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go install %s: %w\n%s", helmModule, err, out)
 			return
 		}
-		if out, err := exec.Command("go", "build", "-o", filepath.Join(toolDir, "node"), "github.com/fibfleet/fibfleet/cmd/node").CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/node: %w\n%s", err, out)
+		for name, pkg := range map[string]string{"node": "github.com/fibfleet/fibfleet/cmd/node", "ctl": "github.com/fibfleet/fibfleet/cmd/ctl", "etcd": "go.etcd.io/etcd/server/v3"} {
+			if out, err := exec.Command("go", "build", "-o", filepath.Join(toolDir, name), pkg).CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
+				return
+			}
 		}
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
-	return filepath.Join(toolDir, "helm"), filepath.Join(toolDir, "node")
+	return toolset{helm: filepath.Join(toolDir, "helm"), node: filepath.Join(toolDir, "node"), ctl: filepath.Join(toolDir, "ctl"), etcd: filepath.Join(toolDir, "etcd")}
 }
 
 func run(t *testing.T, name string, args ...string) []byte {
@@ -94,6 +113,10 @@ type rendered struct {
 	statefulSets    []*appsv1.StatefulSet
 	pdbs            []*policyv1.PodDisruptionBudget
 	serviceMonitors []*monitoringv1.ServiceMonitor
+	// jobs are the hook jobs, by their component label (setup, etcd-auth).
+	jobs         map[string]*batchv1.Job
+	roles        []*rbacv1.Role
+	roleBindings []*rbacv1.RoleBinding
 }
 
 var docSep = regexp.MustCompile(`(?m)^---\s*$`)
@@ -104,7 +127,7 @@ var docSep = regexp.MustCompile(`(?m)^---\s*$`)
 func decode(t *testing.T, out []byte) rendered {
 	t.Helper()
 	r := rendered{configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{},
-		services: map[string]*corev1.Service{}, serviceAccounts: map[string]*corev1.ServiceAccount{}}
+		services: map[string]*corev1.Service{}, serviceAccounts: map[string]*corev1.ServiceAccount{}, jobs: map[string]*batchv1.Job{}}
 	for _, doc := range docSep.Split(string(out), -1) {
 		var head struct {
 			APIVersion string `json:"apiVersion"`
@@ -138,6 +161,13 @@ func decode(t *testing.T, out []byte) rendered {
 			r.pdbs = append(r.pdbs, strictly[policyv1.PodDisruptionBudget](t, kind, doc))
 		case "monitoring.coreos.com/v1 ServiceMonitor":
 			r.serviceMonitors = append(r.serviceMonitors, strictly[monitoringv1.ServiceMonitor](t, kind, doc))
+		case "batch/v1 Job":
+			o := strictly[batchv1.Job](t, kind, doc)
+			r.jobs[o.Labels["app.kubernetes.io/component"]] = o
+		case "rbac.authorization.k8s.io/v1 Role":
+			r.roles = append(r.roles, strictly[rbacv1.Role](t, kind, doc))
+		case "rbac.authorization.k8s.io/v1 RoleBinding":
+			r.roleBindings = append(r.roleBindings, strictly[rbacv1.RoleBinding](t, kind, doc))
 		default:
 			t.Fatalf("unexpected %s %s in the rendered chart", head.APIVersion, head.Kind)
 		}
@@ -159,7 +189,39 @@ func strictly[T any](t *testing.T, kind, doc string) *T {
 // chartDir is the chart in this tree (the test runs in deploy/k8s).
 const chartDir = "fibfleet"
 
-// valueSets are the default values and every example values file.
+// secured are values the examples do not show: the node API over HTTPS with client
+// certificates, TCP-MD5 passwords from Secrets (in the fleet's settings and a
+// router's), the memory formula with one table.
+const secured = `
+httpTLS:
+  secretName: fibfleet-api-tls
+  clientAuth: true
+config:
+  bgp:
+    asn: 65000
+    neighbors:
+      - address: 192.0.2.1
+        asn: 64500
+        passwordSecret: {name: transit-md5, key: md5}
+nodes:
+  edge-2:
+    bgp:
+      neighbors:
+        - address: 198.51.100.1
+          asn: 64501
+          passwordSecret: {name: edge-2.peer-md5}
+        - address: 198.51.100.5
+          asn: 64505
+          passwordSecret: {name: transit-md5, key: md5}
+daemonset:
+  memory: {tables: 1, meshPeers: 0}
+serviceMonitor:
+  enabled: true
+  tlsConfig:
+    ca: {secret: {name: prom-ca, key: ca.crt}}
+`
+
+// valueSets are the default values, every example values file, and secured.
 func valueSets(t *testing.T) map[string][]string {
 	sets := map[string][]string{"default": nil}
 	files, err := filepath.Glob("examples/*.yaml")
@@ -169,24 +231,33 @@ func valueSets(t *testing.T) map[string][]string {
 	for _, f := range files {
 		sets[strings.TrimSuffix(filepath.Base(f), ".yaml")] = []string{"-f", f}
 	}
+	f := filepath.Join(t.TempDir(), "secured.yaml")
+	if err := os.WriteFile(f, []byte(secured), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sets["secured"] = []string{"-f", f}
 	return sets
 }
 
 // TestChart lints and renders the chart with the default values and each example,
 // decodes what it renders strictly into the Kubernetes API types, checks the node
 // DaemonSet's security context, volumes and probes and how the objects refer to each
-// other, and has the node binary validate every configuration file it renders.
+// other, runs the setup job's own code on its rendered arguments and mounts what it
+// makes (and the Secrets the values name) where the pods mount them, and has the
+// node binary validate every configuration file it renders from there: every file a
+// router's configuration or its ctl names is where a mounted Secret puts it.
 func TestChart(t *testing.T) {
-	helm, node := tools(t)
+	tl := tools(t)
 	for name, args := range valueSets(t) {
 		t.Run(name, func(t *testing.T) {
-			run(t, helm, append([]string{"lint", "--strict", chartDir}, args...)...)
-			out := run(t, helm, append([]string{"template", "edge", chartDir, "--namespace", "routers"}, args...)...)
+			run(t, tl.helm, append([]string{"lint", "--strict", chartDir}, args...)...)
+			out := run(t, tl.helm, append([]string{"template", "edge", chartDir, "--namespace", "routers"}, args...)...)
 			r := decode(t, out)
 			vals := values(t, args)
+			made := checkSetup(t, r, vals)
 			checkDaemonSet(t, r, vals)
-			checkConfig(t, r, vals, node)
-			checkEtcd(t, r, vals)
+			checkConfig(t, r, vals, made, tl.node)
+			checkEtcd(t, r, vals, made)
 			checkMonitoring(t, r, vals)
 			checkNames(t, r)
 		})
@@ -195,8 +266,10 @@ func TestChart(t *testing.T) {
 
 // chartValues is the part of the values the assertions need.
 type chartValues struct {
-	Nodes map[string]any `json:"nodes"`
-	Etcd  struct {
+	ClusterName string         `json:"clusterName"`
+	Config      map[string]any `json:"config"`
+	Nodes       map[string]any `json:"nodes"`
+	Etcd        struct {
 		Bundled struct {
 			Enabled  bool `json:"enabled"`
 			Replicas int  `json:"replicas"`
@@ -206,14 +279,24 @@ type chartValues struct {
 			TLSSecret      string   `json:"tlsSecret"`
 			Username       string   `json:"username"`
 			PasswordSecret string   `json:"passwordSecret"`
+			Insecure       bool     `json:"insecure"`
 		} `json:"external"`
 	} `json:"etcd"`
 	Gossip struct {
 		ExistingSecret string `json:"existingSecret"`
 	} `json:"gossip"`
+	HTTPTLS struct {
+		SecretName string `json:"secretName"`
+		ClientAuth bool   `json:"clientAuth"`
+	} `json:"httpTLS"`
 	Daemonset struct {
 		NodeSelector map[string]string `json:"nodeSelector"`
 		Tolerations  []map[string]any  `json:"tolerations"`
+		Memory       struct {
+			Tables    int `json:"tables"`
+			MeshPeers int `json:"meshPeers"`
+		} `json:"memory"`
+		Resources corev1.ResourceRequirements `json:"resources"`
 	} `json:"daemonset"`
 	ServiceMonitor struct {
 		Enabled bool `json:"enabled"`
@@ -224,6 +307,53 @@ type chartValues struct {
 	GrafanaDashboard struct {
 		Enabled bool `json:"enabled"`
 	} `json:"grafanaDashboard"`
+}
+
+// userSecrets are the Secrets the values name for the operator to make, with the
+// keys the chart's README says each holds.
+func userSecrets(v chartValues) map[string][]string {
+	out := map[string][]string{}
+	if v.Gossip.ExistingSecret != "" {
+		out[v.Gossip.ExistingSecret] = []string{"key"}
+	}
+	if ext := v.Etcd.External; !v.Etcd.Bundled.Enabled {
+		if ext.TLSSecret != "" {
+			out[ext.TLSSecret] = []string{"ca.crt", "tls.crt", "tls.key"}
+		}
+		if ext.Username != "" {
+			out[ext.PasswordSecret] = []string{"password"}
+		}
+	}
+	if v.HTTPTLS.SecretName != "" {
+		out[v.HTTPTLS.SecretName] = []string{"ca.crt", "tls.crt", "tls.key"}
+	}
+	cfgs := []any{v.Config}
+	for _, n := range v.Nodes {
+		cfgs = append(cfgs, n)
+	}
+	for _, c := range cfgs {
+		for _, n := range neighbors(c) {
+			if ps, ok := n["passwordSecret"].(map[string]any); ok {
+				key, _ := ps["key"].(string)
+				out[ps["name"].(string)] = append(out[ps["name"].(string)], cmp.Or(key, "password"))
+			}
+		}
+	}
+	return out
+}
+
+// neighbors are a configuration's bgp.neighbors.
+func neighbors(cfg any) []map[string]any {
+	c, _ := cfg.(map[string]any)
+	b, _ := c["bgp"].(map[string]any)
+	ns, _ := b["neighbors"].([]any)
+	var out []map[string]any
+	for _, n := range ns {
+		if m, ok := n.(map[string]any); ok {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // values reads the chart's defaults with the example (if any) over them, as helm
@@ -360,33 +490,65 @@ func checkDaemonSet(t *testing.T, r rendered, v chartValues) {
 		t.Errorf("config volume %+v names no rendered ConfigMap", vols["config"].VolumeSource)
 	}
 	sec := vols["gossip-key"].Secret
-	switch {
-	case sec == nil:
-		t.Error("no gossip-key Secret volume")
-	case v.Gossip.ExistingSecret != "":
-		if sec.SecretName != v.Gossip.ExistingSecret {
-			t.Errorf("gossip key from Secret %q, want the existing %q", sec.SecretName, v.Gossip.ExistingSecret)
-		}
-	default:
-		s := r.secrets[sec.SecretName]
-		if s == nil {
-			t.Fatalf("gossip key Secret %q not rendered", sec.SecretName)
-		}
-		// 16, 24 or 32 bytes, raw or in base64 (24, 32 or 44 characters).
-		if n := len(s.Data["key"]); !slices.Contains([]int{16, 24, 32, 44}, n) {
-			t.Errorf("gossip key of %d bytes", n)
-		}
+	if want := gossipSecret(r, v); sec == nil || sec.SecretName != want || want == "" {
+		t.Errorf("gossip key volume %+v, want Secret %q (existingSecret, or the setup job's)", vols["gossip-key"].VolumeSource, want)
 	}
-	tlsVol, authVol := vols["etcd-tls"].Secret, vols["etcd-auth"].Secret
-	if ext := v.Etcd.External; !v.Etcd.Bundled.Enabled && ext.TLSSecret != "" {
+	tlsVol, ctlVol, authVol := vols["etcd-tls"].Secret, vols["etcd-ctl"].Secret, vols["etcd-auth"].Secret
+	ext := v.Etcd.External
+	switch {
+	case v.Etcd.Bundled.Enabled:
+		if tlsVol == nil || ctlVol == nil || authVol != nil || mounts["etcd-tls"].MountPath != "/etc/fibfleet/etcd-tls" {
+			t.Errorf("bundled etcd: the node's and ctl's certificates not mounted (etcd-tls %+v, etcd-ctl %+v), or a password (%+v)", tlsVol, ctlVol, authVol)
+		}
+	case ext.TLSSecret != "":
 		if tlsVol == nil || tlsVol.SecretName != ext.TLSSecret || mounts["etcd-tls"].MountPath != "/etc/fibfleet/etcd-tls" {
 			t.Errorf("etcd TLS Secret %q not mounted at /etc/fibfleet/etcd-tls (volume %+v)", ext.TLSSecret, tlsVol)
 		}
-		if ext.Username != "" && (authVol == nil || authVol.SecretName != ext.PasswordSecret) {
+	default:
+		if tlsVol != nil || ctlVol != nil {
+			t.Error("etcd certificate volumes without an etcd asking for them")
+		}
+	}
+	if !v.Etcd.Bundled.Enabled && ext.Username != "" {
+		if authVol == nil || authVol.SecretName != ext.PasswordSecret {
 			t.Errorf("etcd password Secret %q not mounted (volume %+v)", ext.PasswordSecret, authVol)
 		}
-	} else if tlsVol != nil || authVol != nil {
-		t.Error("etcd TLS or password volumes without an external etcd asking for them")
+	} else if authVol != nil {
+		t.Error("an etcd password volume without a username")
+	}
+	// The neighbours' password Secrets: each mounted whole (a subPath is never
+	// updated by the kubelet), read-only, where the configuration points.
+	for name, keys := range userSecrets(v) {
+		if !slices.Contains(keys, "md5") && !slices.Contains(keys, "password") || name == ext.PasswordSecret {
+			continue
+		}
+		var found bool
+		for _, vol := range pod.Volumes {
+			if vol.Secret != nil && vol.Secret.SecretName == name {
+				for _, m := range c.VolumeMounts {
+					if m.Name == vol.Name {
+						found = m.MountPath == "/etc/fibfleet/secrets/"+name && m.ReadOnly && m.SubPath == ""
+					}
+				}
+			}
+		}
+		if !found {
+			t.Errorf("password Secret %s not mounted whole and read-only at /etc/fibfleet/secrets/%s", name, name)
+		}
+	}
+
+	// Memory: from the formula unless the values give it.
+	req, lim := c.Resources.Requests.Memory(), c.Resources.Limits.Memory()
+	wantReq := resource.MustParse(fmt.Sprintf("%dMi", 1024+1280*v.Daemonset.Memory.Tables+1024*v.Daemonset.Memory.MeshPeers))
+	wantLim := resource.MustParse(fmt.Sprintf("%dMi", (1024+1280*v.Daemonset.Memory.Tables+1024*v.Daemonset.Memory.MeshPeers)*3/2))
+	if q, ok := v.Daemonset.Resources.Requests[corev1.ResourceMemory]; ok {
+		wantReq = q
+	}
+	if q, ok := v.Daemonset.Resources.Limits[corev1.ResourceMemory]; ok {
+		wantLim = q
+	}
+	if req.Cmp(wantReq) != 0 || lim.Cmp(wantLim) != 0 || req.Cmp(*lim) > 0 {
+		t.Errorf("memory request %v, limit %v; want %v and %v", req, lim, &wantReq, &wantLim)
 	}
 
 	// Probes: on the declared metrics port; liveness and startup on /healthz,
@@ -407,6 +569,10 @@ func checkDaemonSet(t *testing.T, r rendered, v chartValues) {
 		if pr.HTTPGet.Path != want || ports[pr.HTTPGet.Port.String()] == 0 {
 			t.Errorf("%s probe GET %s on port %q, want %s on a declared port", name, pr.HTTPGet.Path, pr.HTTPGet.Port.String(), want)
 		}
+		// The node serves HTTPS with httpTLS: so do the probes.
+		if scheme := map[bool]corev1.URIScheme{true: corev1.URISchemeHTTPS, false: corev1.URISchemeHTTP}[v.HTTPTLS.SecretName != ""]; pr.HTTPGet.Scheme != scheme {
+			t.Errorf("%s probe scheme %q, want %q", name, pr.HTTPGet.Scheme, scheme)
+		}
 	}
 	if !slices.Contains(c.Args, fmt.Sprintf("-http-address=$(HOST_IP):%d", ports["metrics"])) {
 		t.Errorf("args %v: the node does not listen where the probes go (port %d)", c.Args, ports["metrics"])
@@ -423,10 +589,21 @@ func checkDaemonSet(t *testing.T, r rendered, v chartValues) {
 	if want := strings.Join(etcdEndpoints(v), ","); plain["FIBFLEET_ETCD"] != want {
 		t.Errorf("FIBFLEET_ETCD %q, want %q", plain["FIBFLEET_ETCD"], want)
 	}
+	// ctl's own certificate with the bundled etcd; the operator's with an external one.
 	for _, k := range []string{"FIBFLEET_ETCD_CA", "FIBFLEET_ETCD_CERT", "FIBFLEET_ETCD_KEY"} {
-		if tls := !v.Etcd.Bundled.Enabled && v.Etcd.External.TLSSecret != ""; tls != strings.HasPrefix(plain[k], "/etc/fibfleet/etcd-tls/") {
-			t.Errorf("%s=%q with an etcd TLS Secret: %v", k, plain[k], tls)
+		want := ""
+		switch {
+		case v.Etcd.Bundled.Enabled:
+			want = "/etc/fibfleet/etcd-ctl/"
+		case v.Etcd.External.TLSSecret != "":
+			want = "/etc/fibfleet/etcd-tls/"
 		}
+		if (want == "") != (plain[k] == "") || !strings.HasPrefix(plain[k], want) {
+			t.Errorf("%s=%q, want a file under %q", k, plain[k], want)
+		}
+	}
+	if insecure := !v.Etcd.Bundled.Enabled && v.Etcd.External.Insecure; (plain["FIBFLEET_ETCD_INSECURE"] == "true") != insecure {
+		t.Errorf("FIBFLEET_ETCD_INSECURE=%q with etcd.external.insecure %v", plain["FIBFLEET_ETCD_INSECURE"], insecure)
 	}
 	if env["NODE_NAME"] != "spec.nodeName" || env["HOST_IP"] != "status.hostIP" {
 		t.Errorf("env from fields %v, want NODE_NAME from spec.nodeName and HOST_IP from status.hostIP", env)
@@ -452,49 +629,370 @@ func checkDaemonSet(t *testing.T, r rendered, v chartValues) {
 	}
 }
 
-// checkConfig has the node binary itself read and validate the configuration file
-// of each router with the container's arguments, as the pod would, and checks what the chart
-// owns in them: the fleet's etcd, the gossip key file where the Secret is mounted.
-func checkConfig(t *testing.T, r rendered, v chartValues, node string) {
+// memSecrets are Secrets in a map: the setup job's code writes here in the tests.
+type memSecrets map[string]map[string][]byte
+
+func (m memSecrets) Get(_ context.Context, name string) (map[string][]byte, bool, error) {
+	d, ok := m[name]
+	return d, ok, nil
+}
+
+func (m memSecrets) Create(_ context.Context, name, _ string, data map[string][]byte) error {
+	if _, ok := m[name]; ok {
+		return fmt.Errorf("Secret %s exists", name)
+	}
+	m[name] = data
+	return nil
+}
+
+func (m memSecrets) Update(_ context.Context, name, _ string, data map[string][]byte) error {
+	m[name] = data
+	return nil
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// setupJob parses the rendered setup job's command as kubesetup does.
+func setupJob(t *testing.T, j *batchv1.Job) kubesetup.SecretsJob {
+	t.Helper()
+	cmd := j.Spec.Template.Spec.Containers[0].Command
+	if len(cmd) < 2 || cmd[0] != "/usr/local/bin/kubesetup" || cmd[1] != "secrets" {
+		t.Fatalf("setup job runs %v, want /usr/local/bin/kubesetup secrets", cmd)
+	}
+	sj, err := kubesetup.ParseSecrets(cmd[2:])
+	if err != nil {
+		t.Fatalf("the setup job's arguments: %v", err)
+	}
+	return sj
+}
+
+// etcdAuthJob parses the rendered etcd-auth job's command as kubesetup does.
+func etcdAuthJob(t *testing.T, j *batchv1.Job) kubesetup.EtcdAuthJob {
+	t.Helper()
+	cmd := j.Spec.Template.Spec.Containers[0].Command
+	if len(cmd) < 2 || cmd[0] != "/usr/local/bin/kubesetup" || cmd[1] != "etcd-auth" {
+		t.Fatalf("etcd-auth job runs %v, want /usr/local/bin/kubesetup etcd-auth", cmd)
+	}
+	aj, err := kubesetup.ParseEtcdAuth(cmd[2:])
+	if err != nil {
+		t.Fatalf("the etcd-auth job's arguments: %v", err)
+	}
+	return aj
+}
+
+// gossipSecret is the Secret the gossip key should come from.
+func gossipSecret(r rendered, v chartValues) string {
+	if v.Gossip.ExistingSecret != "" {
+		return v.Gossip.ExistingSecret
+	}
+	if j := r.jobs["setup"]; j != nil {
+		for _, a := range j.Spec.Template.Spec.Containers[0].Command {
+			if s, ok := strings.CutPrefix(a, "--gossip-secret="); ok {
+				return s
+			}
+		}
+	}
+	return ""
+}
+
+// checkHook: a hook of the given kinds, replaced by the next run and removed once it
+// succeeded.
+func checkHook(t *testing.T, kind string, m metav1.ObjectMeta, hooks string) {
+	t.Helper()
+	if m.Annotations["helm.sh/hook"] != hooks || m.Annotations["helm.sh/hook-delete-policy"] != "before-hook-creation,hook-succeeded" {
+		t.Errorf("%s %s: hook %q, delete policy %q; want %q, before-hook-creation,hook-succeeded", kind, m.Name,
+			m.Annotations["helm.sh/hook"], m.Annotations["helm.sh/hook-delete-policy"], hooks)
+	}
+}
+
+// checkSetup checks the hook jobs and runs the setup job's own code on its rendered
+// arguments. It returns every Secret the pods may mount: what the job makes, and the
+// Secrets the values name for the operator to make (with the keys the README says).
+func checkSetup(t *testing.T, r rendered, v chartValues) memSecrets {
+	made := memSecrets{}
+	job := r.jobs["setup"]
+	if want := v.Etcd.Bundled.Enabled || v.Gossip.ExistingSecret == ""; (job != nil) != want {
+		t.Fatalf("setup job rendered: %v, want %v (it makes the bundled etcd's certificates and the gossip key)", job != nil, want)
+	}
+	if job != nil {
+		checkHook(t, "Job", job.ObjectMeta, "pre-install,pre-upgrade")
+		sj := setupJob(t, job)
+		if sj.Namespace != "routers" || sj.Labels["app.kubernetes.io/instance"] != "edge" {
+			t.Errorf("the setup job makes Secrets in %q labelled %v, want the release's namespace and instance", sj.Namespace, sj.Labels)
+		}
+		if _, err := kubesetup.Reconcile(context.Background(), made, sj.Plan, time.Now(), quiet); err != nil {
+			t.Fatalf("the setup job's code on its arguments: %v", err)
+		}
+		// It may write what it makes, and nothing else; only it.
+		pod := job.Spec.Template.Spec
+		sa := r.serviceAccounts[pod.ServiceAccountName]
+		if sa == nil || pod.AutomountServiceAccountToken == nil || !*pod.AutomountServiceAccountToken {
+			t.Fatalf("the setup job's service account %q: not rendered, or its token not mounted", pod.ServiceAccountName)
+		}
+		checkHook(t, "ServiceAccount", sa.ObjectMeta, "pre-install,pre-upgrade")
+		var rules []rbacv1.PolicyRule
+		for _, rb := range r.roleBindings {
+			if len(rb.Subjects) == 1 && rb.Subjects[0].Name == sa.Name && rb.Subjects[0].Kind == "ServiceAccount" {
+				checkHook(t, "RoleBinding", rb.ObjectMeta, "pre-install,pre-upgrade")
+				for _, ro := range r.roles {
+					if rb.RoleRef.Kind == "Role" && ro.Name == rb.RoleRef.Name {
+						checkHook(t, "Role", ro.ObjectMeta, "pre-install,pre-upgrade")
+						rules = append(rules, ro.Rules...)
+					}
+				}
+			}
+		}
+		may := func(verb, name string) bool {
+			for _, ru := range rules {
+				if slices.Contains(ru.Resources, "secrets") && slices.Contains(ru.Verbs, verb) && (len(ru.ResourceNames) == 0 || slices.Contains(ru.ResourceNames, name)) {
+					return true
+				}
+			}
+			return false
+		}
+		for name := range made {
+			for _, verb := range []string{"get", "create", "update"} {
+				if !may(verb, name) {
+					t.Errorf("the setup job may not %s Secret %s", verb, name)
+				}
+			}
+		}
+		for _, ru := range rules {
+			if slices.Contains(ru.Verbs, "get") && len(ru.ResourceNames) == 0 || !slices.Equal(ru.Resources, []string{"secrets"}) || slices.Contains(ru.Verbs, "delete") || slices.Contains(ru.Verbs, "list") {
+				t.Errorf("the setup job's role allows %v on %v %v: more than the fleet's Secrets", ru.Verbs, ru.Resources, ru.ResourceNames)
+			}
+		}
+		checkJobPod(t, job)
+	}
+	auth := r.jobs["etcd-auth"]
+	if (auth != nil) != v.Etcd.Bundled.Enabled {
+		t.Fatalf("etcd-auth job rendered: %v, want it with the bundled etcd alone", auth != nil)
+	}
+	if auth != nil {
+		checkHook(t, "Job", auth.ObjectMeta, "post-install,post-upgrade")
+		aj := etcdAuthJob(t, auth)
+		if aj.Auth.Cluster != v.ClusterName || !slices.Equal(aj.Etcd.Endpoints, etcdEndpoints(v)) {
+			t.Errorf("etcd-auth for fleet %q at %v, want %q at %v", aj.Auth.Cluster, aj.Etcd.Endpoints, v.ClusterName, etcdEndpoints(v))
+		}
+		// Root logs in with the root certificate the job mounts; the fleet's users
+		// are exactly the common names of the certificates the routers mount for the
+		// node and for ctl.
+		if cn := certCN(t, r, auth.Spec.Template.Spec, aj.Etcd.Cert, made); cn != "root" {
+			t.Errorf("etcd-auth logs in with a certificate for %q, want root", cn)
+		}
+		ds := r.daemonSets[0]
+		var cns []string
+		for _, f := range []string{"/etc/fibfleet/etcd-tls/tls.crt", "/etc/fibfleet/etcd-ctl/tls.crt"} {
+			cns = append(cns, certCN(t, r, ds.Spec.Template.Spec, f, made))
+		}
+		if users := slices.Sorted(slices.Values(aj.Auth.Users)); !slices.Equal(users, slices.Sorted(slices.Values(cns))) {
+			t.Errorf("etcd-auth gives the fleet's role to %v; the routers' certificates are for %v", users, cns)
+		}
+		if auth.Spec.Template.Spec.AutomountServiceAccountToken == nil || *auth.Spec.Template.Spec.AutomountServiceAccountToken {
+			t.Error("the etcd-auth job mounts a service account token: it calls no Kubernetes API")
+		}
+		checkJobPod(t, auth)
+	}
+	for name, keys := range userSecrets(v) {
+		if made[name] != nil {
+			t.Errorf("Secret %s: the values name it for the operator to make, and the setup job makes it", name)
+		}
+		made[name] = map[string][]byte{}
+		for _, k := range keys {
+			made[name][k] = []byte("the operator's " + name + "/" + k)
+		}
+	}
+	return made
+}
+
+// checkJobPod: a hook job's pod runs as non-root, read-only, without capabilities.
+func checkJobPod(t *testing.T, j *batchv1.Job) {
+	t.Helper()
+	pod := j.Spec.Template.Spec
+	psc, c := pod.SecurityContext, pod.Containers[0]
+	if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || c.SecurityContext == nil || c.SecurityContext.ReadOnlyRootFilesystem == nil ||
+		!*c.SecurityContext.ReadOnlyRootFilesystem || c.SecurityContext.Capabilities == nil || !slices.Equal(c.SecurityContext.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+		t.Errorf("job %s runs as root, writable or with capabilities", j.Name)
+	}
+	if pod.RestartPolicy != corev1.RestartPolicyNever || j.Spec.ActiveDeadlineSeconds == nil {
+		t.Errorf("job %s: restart policy %q, deadline %v: want Never and a deadline (helm waits for it)", j.Name, pod.RestartPolicy, j.Spec.ActiveDeadlineSeconds)
+	}
+}
+
+// certCN is the common name of the certificate a pod finds at path, from the Secret
+// mounted there.
+func certCN(t *testing.T, r rendered, pod corev1.PodSpec, path string, made memSecrets) string {
+	t.Helper()
+	data := mountedFile(t, pod, path, made)
+	cert, err := pki.ParseCert(data)
+	if err != nil {
+		t.Fatalf("%s in the pod: %v", path, err)
+	}
+	return cert.Subject.CommonName
+}
+
+// mountedFile is what a pod reads at path: the key of the Secret mounted over it.
+func mountedFile(t *testing.T, pod corev1.PodSpec, path string, made memSecrets) []byte {
+	t.Helper()
+	vols := map[string]corev1.Volume{}
+	for _, v := range pod.Volumes {
+		vols[v.Name] = v
+	}
+	for _, c := range append(pod.InitContainers, pod.Containers...) {
+		for _, m := range c.VolumeMounts {
+			key, ok := strings.CutPrefix(path, m.MountPath+"/")
+			if !ok || vols[m.Name].Secret == nil {
+				continue
+			}
+			d, ok := made[vols[m.Name].Secret.SecretName][key]
+			if !ok {
+				t.Fatalf("%s: Secret %s has no key %q", path, vols[m.Name].Secret.SecretName, key)
+			}
+			return d
+		}
+	}
+	t.Fatalf("%s: no Secret is mounted there", path)
+	return nil
+}
+
+// mount writes what a pod's container sees under root: every Secret it mounts (from
+// made) and every ConfigMap (from the render, its absolute paths under /etc/fibfleet
+// moved under root as the whole tree is). A Secret nothing makes fails.
+func mount(t *testing.T, root string, r rendered, pod corev1.PodSpec, c corev1.Container, made memSecrets) {
+	t.Helper()
+	vols := map[string]corev1.Volume{}
+	for _, v := range pod.Volumes {
+		vols[v.Name] = v
+	}
+	for _, m := range c.VolumeMounts {
+		dir := filepath.Join(root, m.MountPath)
+		files := map[string][]byte{}
+		switch v := vols[m.Name]; {
+		case v.Secret != nil:
+			data, ok := made[v.Secret.SecretName]
+			if !ok {
+				t.Errorf("volume %s mounts Secret %s, which neither the setup job nor the operator (per the values) makes", m.Name, v.Secret.SecretName)
+			}
+			files = data
+		case v.ConfigMap != nil:
+			cm := r.configMaps[v.ConfigMap.Name]
+			if cm == nil {
+				t.Fatalf("volume %s mounts ConfigMap %s, which is not rendered", m.Name, v.ConfigMap.Name)
+			}
+			for k, body := range cm.Data {
+				files[k] = []byte(strings.ReplaceAll(body, "/etc/fibfleet/", root+"/etc/fibfleet/"))
+			}
+		default:
+			continue
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		for k, b := range files {
+			if err := os.WriteFile(filepath.Join(dir, k), b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// configFiles are the files a router's configuration names.
+type configFiles struct {
+	Pprof   *bool `json:"pprof"`
+	HTTPTLS struct {
+		Cert     string `json:"cert"`
+		Key      string `json:"key"`
+		ClientCA string `json:"client_ca"`
+	} `json:"http_tls"`
+	BGP struct {
+		Neighbors []struct {
+			PasswordFile string `json:"password_file"`
+		} `json:"neighbors"`
+	} `json:"bgp"`
+	Cluster struct {
+		Etcd struct {
+			Endpoints    []string `json:"endpoints"`
+			CA           string   `json:"ca"`
+			Cert         string   `json:"cert"`
+			Key          string   `json:"key"`
+			PasswordFile string   `json:"password_file"`
+			Insecure     bool     `json:"insecure"`
+		} `json:"etcd"`
+		Gossip struct {
+			KeyFile string `json:"key_file"`
+		} `json:"gossip"`
+	} `json:"cluster"`
+}
+
+func (c configFiles) paths() []string {
+	out := []string{c.HTTPTLS.Cert, c.HTTPTLS.Key, c.HTTPTLS.ClientCA, c.Cluster.Etcd.CA, c.Cluster.Etcd.Cert, c.Cluster.Etcd.Key,
+		c.Cluster.Etcd.PasswordFile, c.Cluster.Gossip.KeyFile}
+	for _, n := range c.BGP.Neighbors {
+		out = append(out, n.PasswordFile)
+	}
+	return slices.DeleteFunc(out, func(p string) bool { return p == "" })
+}
+
+// checkConfig mounts what a router's pod mounts (the ConfigMap, the setup job's
+// Secrets and the operator's) and checks that every file its configuration names,
+// and every file the environment gives ctl, is there; then it has the node binary
+// itself read and validate each router's configuration with the container's
+// arguments, as the pod would (the password files read from their Secrets).
+func checkConfig(t *testing.T, r rendered, v chartValues, made memSecrets, node string) {
 	ds := r.daemonSets[0]
-	cm := r.configMaps[ds.Spec.Template.Spec.Volumes[0].ConfigMap.Name]
+	pod := ds.Spec.Template.Spec
+	c := pod.Containers[0]
+	cm := r.configMaps[pod.Volumes[0].ConfigMap.Name]
 	if cm == nil {
 		t.Fatal("the DaemonSet's ConfigMap is not rendered")
 	}
 	if _, ok := cm.Data["fleet.yaml"]; !ok {
 		t.Fatal("ConfigMap has no fleet.yaml (read by nodes not listed under nodes)")
 	}
-	dir := t.TempDir()
+	root := t.TempDir()
+	mount(t, root, r, pod, c, made)
+	exists := func(p string) bool {
+		_, err := os.Stat(filepath.Join(root, p))
+		return err == nil
+	}
 	for k, body := range cm.Data {
-		if err := os.WriteFile(filepath.Join(dir, k), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		var c struct {
-			Pprof   *bool `json:"pprof"`
-			Cluster struct {
-				Etcd struct {
-					Endpoints []string `json:"endpoints"`
-					CA        string   `json:"ca"`
-				} `json:"etcd"`
-				Gossip struct {
-					KeyFile string `json:"key_file"`
-				} `json:"gossip"`
-			} `json:"cluster"`
-		}
-		if err := yaml.Unmarshal([]byte(body), &c); err != nil {
+		var cfg configFiles
+		if err := yaml.Unmarshal([]byte(body), &cfg); err != nil {
 			t.Fatalf("%s: %v", k, err)
 		}
+		for _, p := range cfg.paths() {
+			if !exists(p) {
+				t.Errorf("%s names %s, which no mounted Secret puts there", k, p)
+			}
+		}
+		if strings.Contains(body, "passwordSecret") || strings.Contains(body, "password:") {
+			t.Errorf("%s carries a password or a passwordSecret; it should name password files alone", k)
+		}
 		want := etcdEndpoints(v)
-		if !slices.Equal(c.Cluster.Etcd.Endpoints, want) {
-			t.Errorf("%s: etcd endpoints %v, want %v", k, c.Cluster.Etcd.Endpoints, want)
+		if !slices.Equal(cfg.Cluster.Etcd.Endpoints, want) {
+			t.Errorf("%s: etcd endpoints %v, want %v", k, cfg.Cluster.Etcd.Endpoints, want)
+		}
+		if tls := v.Etcd.Bundled.Enabled || v.Etcd.External.TLSSecret != ""; tls != (cfg.Cluster.Etcd.Cert != "") {
+			t.Errorf("%s: etcd client certificate %q, want one: %v", k, cfg.Cluster.Etcd.Cert, tls)
+		}
+		if cfg.Cluster.Etcd.Insecure != (!v.Etcd.Bundled.Enabled && v.Etcd.External.Insecure) {
+			t.Errorf("%s: etcd insecure %v", k, cfg.Cluster.Etcd.Insecure)
+		}
+		if (cfg.HTTPTLS.Cert != "") != (v.HTTPTLS.SecretName != "") || (cfg.HTTPTLS.ClientCA != "") != (v.HTTPTLS.SecretName != "" && v.HTTPTLS.ClientAuth) {
+			t.Errorf("%s: http_tls %+v with httpTLS %+v", k, cfg.HTTPTLS, v.HTTPTLS)
 		}
 		// fleet.yaml turns pprof off; a router's file overlays it and may only leave
 		// it so.
-		if (k == "fleet.yaml" && c.Pprof == nil) || (c.Pprof != nil && *c.Pprof) {
+		if (k == "fleet.yaml" && cfg.Pprof == nil) || (cfg.Pprof != nil && *cfg.Pprof) {
 			t.Errorf("%s: pprof on, on the host's IP", k)
 		}
-		if c.Cluster.Gossip.KeyFile != "/etc/fibfleet/gossip/key" {
-			t.Errorf("%s: gossip key file %q, want the mounted Secret's /etc/fibfleet/gossip/key", k, c.Cluster.Gossip.KeyFile)
+		if cfg.Cluster.Gossip.KeyFile != "/etc/fibfleet/gossip/key" {
+			t.Errorf("%s: gossip key file %q, want the mounted Secret's /etc/fibfleet/gossip/key", k, cfg.Cluster.Gossip.KeyFile)
+		}
+	}
+	for _, e := range c.Env {
+		if strings.HasPrefix(e.Name, "FIBFLEET_") && strings.HasPrefix(e.Value, "/") && !exists(e.Value) {
+			t.Errorf("env %s=%s: no mounted Secret puts it there", e.Name, e.Value)
 		}
 	}
 	names := []string{"a-router-not-listed"}
@@ -504,10 +1002,11 @@ func checkConfig(t *testing.T, r rendered, v chartValues, node string) {
 			t.Errorf("no node.%s.yaml for the node listed in values", n)
 		}
 	}
+	dir := filepath.Join(root, "/etc/fibfleet/config")
 	for _, n := range names {
 		// The container's arguments, as the kubelet expands them on that node.
 		args := []string{"-check", "-probe=false"} // the nodes' interfaces are not on this machine
-		for _, a := range ds.Spec.Template.Spec.Containers[0].Args {
+		for _, a := range c.Args {
 			a = strings.NewReplacer("$(NODE_NAME)", n, "$(HOST_IP)", "192.0.2.10", "/etc/fibfleet/config", dir).Replace(a)
 			args = append(args, a)
 		}
@@ -521,7 +1020,7 @@ func checkConfig(t *testing.T, r rendered, v chartValues, node string) {
 		}
 		// The node listens where the pod says it does (probes, scrapes, peers).
 		ports := map[string]int32{}
-		for _, p := range ds.Spec.Template.Spec.Containers[0].Ports {
+		for _, p := range c.Ports {
 			ports[p.Name] = p.ContainerPort
 		}
 		for _, want := range []string{fmt.Sprintf("http 192.0.2.10:%d,", ports["metrics"]), fmt.Sprintf("bgp port %d,", ports["bgp"]), fmt.Sprintf("gossip 192.0.2.10:%d\n", ports["gossip-udp"])} {
@@ -533,19 +1032,24 @@ func checkConfig(t *testing.T, r rendered, v chartValues, node string) {
 }
 
 // etcdEndpoints are the client URLs the nodes should use: the bundled members'
-// stable names (release edge, namespace routers), or the external endpoints.
+// stable names over TLS (release edge, namespace routers), or the external
+// endpoints.
 func etcdEndpoints(v chartValues) []string {
 	if !v.Etcd.Bundled.Enabled {
 		return v.Etcd.External.Endpoints
 	}
 	var out []string
 	for i := range v.Etcd.Bundled.Replicas {
-		out = append(out, fmt.Sprintf("http://edge-fibfleet-etcd-%d.edge-fibfleet-etcd-headless.routers.svc:2379", i))
+		out = append(out, fmt.Sprintf("https://edge-fibfleet-etcd-%d.edge-fibfleet-etcd-headless.routers.svc:2379", i))
 	}
 	return out
 }
 
-func checkEtcd(t *testing.T, r rendered, v chartValues) {
+// checkEtcd: the bundled etcd's StatefulSet, closed to anyone without a certificate
+// of the fleet's CA (clients and peers), its certificate (as the setup job makes it)
+// valid for every name its members advertise, its probes on the plain-HTTP health
+// port.
+func checkEtcd(t *testing.T, r rendered, v chartValues, made memSecrets) {
 	if !v.Etcd.Bundled.Enabled {
 		if len(r.statefulSets) != 0 {
 			t.Errorf("%d StatefulSets with an external etcd, want none", len(r.statefulSets))
@@ -578,6 +1082,55 @@ func checkEtcd(t *testing.T, r rendered, v chartValues) {
 	}
 	if len(ss.Spec.VolumeClaimTemplates) != 1 || c.VolumeMounts[0].Name != ss.Spec.VolumeClaimTemplates[0].Name {
 		t.Error("etcd's data is not on its volume claim")
+	}
+	flags := map[string]string{}
+	for _, a := range c.Command[1:] {
+		k, val, _ := strings.Cut(a, "=")
+		flags[k] = val
+	}
+	for _, f := range []string{"--client-cert-auth", "--peer-client-cert-auth"} {
+		if flags[f] != "true" {
+			t.Errorf("%s=%q: etcd takes clients without a certificate", f, flags[f])
+		}
+	}
+	for _, f := range []string{"--listen-client-urls", "--advertise-client-urls", "--listen-peer-urls", "--initial-advertise-peer-urls", "--initial-cluster"} {
+		for _, u := range strings.Split(flags[f], ",") {
+			if _, url, _ := strings.Cut(u, "="); !strings.HasPrefix(url, "https://") && !strings.HasPrefix(u, "https://") {
+				t.Errorf("%s: %s is not TLS", f, u)
+			}
+		}
+	}
+	pod := ss.Spec.Template.Spec
+	cert, err := pki.ParseCert(mountedFile(t, pod, flags["--cert-file"], made))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"--trusted-ca-file", "--peer-trusted-ca-file"} {
+		if ca := mountedFile(t, pod, flags[f], made); !bytes.Equal(ca, mountedFile(t, pod, flags["--cert-file"][:strings.LastIndex(flags["--cert-file"], "/")]+"/ca.crt", made)) {
+			t.Errorf("%s is not the CA beside etcd's certificate", f)
+		}
+	}
+	if flags["--peer-cert-file"] != flags["--cert-file"] || flags["--peer-key-file"] != flags["--key-file"] {
+		t.Error("etcd's peers use another certificate than its clients see")
+	}
+	mountedFile(t, pod, flags["--key-file"], made)
+	for i := range v.Etcd.Bundled.Replicas {
+		member := fmt.Sprintf("%s-%d", ss.Name, i)
+		host := strings.TrimSuffix(strings.TrimPrefix(strings.ReplaceAll(flags["--advertise-client-urls"], "$(POD_NAME)", member), "https://"), ":2379")
+		if err := cert.VerifyHostname(host); err != nil {
+			t.Errorf("member %s advertises %s: %v", member, host, err)
+		}
+	}
+	// The probes read /livez and /readyz on the metrics port (plain HTTP, no key).
+	ports := map[string]int32{}
+	for _, p := range c.Ports {
+		ports[p.Name] = p.ContainerPort
+	}
+	for name, pr := range map[string]*corev1.Probe{"/livez": c.LivenessProbe, "/readyz": c.ReadinessProbe} {
+		if pr == nil || pr.HTTPGet == nil || pr.HTTPGet.Path != name || pr.HTTPGet.Scheme == corev1.URISchemeHTTPS ||
+			fmt.Sprintf("http://0.0.0.0:%d", ports[pr.HTTPGet.Port.String()]) != flags["--listen-metrics-urls"] {
+			t.Errorf("etcd probe %s: %+v, want GET %s on --listen-metrics-urls %s", name, pr, name, flags["--listen-metrics-urls"])
+		}
 	}
 }
 
@@ -700,9 +1253,11 @@ func checkNames(t *testing.T, r rendered) {
 }
 
 // TestChartRefusesBadValues: the schema and the templates refuse wrong values with
-// a message naming them, at install time rather than in a crash-looping pod.
+// a message naming them, at install time rather than in a crash-looping pod: among
+// them every field the chart sets itself, and an etcd on plain HTTP not said to be
+// insecure.
 func TestChartRefusesBadValues(t *testing.T) {
-	helm, _ := tools(t)
+	helm := tools(t).helm
 	for _, c := range []struct {
 		set  []string
 		want string
@@ -712,8 +1267,15 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{[]string{"config.cache.target_hit_rate=2"}, "target_hit_rate"},
 		{[]string{"etcd.bundled.replicas=2"}, "replicas"},
 		{[]string{"etcd.bundled.enabled=false"}, "etcd.external.endpoints"},
-		{[]string{"gossip.key=short"}, "gossip"},
+		{[]string{"etcd.bundled.enabled=false", "etcd.external.endpoints={http://10.0.0.1:2379}"}, "etcd.external.insecure"},
+		{[]string{"gossip.key=MDEyMzQ1Njc4OWFiY2RlZg=="}, "key"},
 		{[]string{"nodes.edge-1.bgp.neighbors[0].address=192.0.2.1"}, "asn"},
+		{[]string{"config.node_name=r1"}, "node_name"},
+		{[]string{"config.cluster.etcd.insecure=true"}, "etcd"},
+		{[]string{"config.http_tls.cert=/x"}, "http_tls"},
+		{[]string{"config.bgp.neighbors[0].address=192.0.2.1", "config.bgp.neighbors[0].asn=64500", "config.bgp.neighbors[0].password_file=/p"}, "password_file"},
+		{[]string{"config.bgp.neighbors[0].address=192.0.2.1", "config.bgp.neighbors[0].asn=64500", "config.bgp.neighbors[0].passwordSecret.key=k"}, "name"},
+		{[]string{"daemonset.memory.tables=-1"}, "tables"},
 	} {
 		var args []string
 		for _, s := range c.set {
@@ -726,6 +1288,44 @@ func TestChartRefusesBadValues(t *testing.T) {
 		}
 		if !strings.Contains(string(out), c.want) {
 			t.Errorf("--set %v: %q does not mention %s", c.set, out, c.want)
+		}
+	}
+	// Said in as many words, a plain-HTTP etcd renders, and the nodes are told.
+	out := run(t, helm, "template", "edge", chartDir, "--set", "etcd.bundled.enabled=false", "--set", "etcd.external.endpoints={http://10.0.0.1:2379}",
+		"--set", "etcd.external.insecure=true")
+	if r := decode(t, out); !strings.Contains(r.configMaps["edge-fibfleet"].Data["fleet.yaml"], "insecure: true") {
+		t.Error("etcd.external.insecure did not reach the nodes' configuration")
+	}
+}
+
+// TestChartRendersNoKeys: whatever renders the chart (helm template, Argo CD, Flux),
+// two renders are the same, carry no key material and no Secret, and name the same
+// gossip Secret: the setup job makes the keys once, in the cluster.
+func TestChartRendersNoKeys(t *testing.T) {
+	helm := tools(t).helm
+	for _, set := range [][]string{nil, {"--set", "etcd.bundled.enabled=false", "--set", "etcd.external.endpoints={https://e:2379}"}} {
+		a := run(t, helm, append([]string{"template", "edge", chartDir}, set...)...)
+		b := run(t, helm, append([]string{"template", "edge", chartDir}, set...)...)
+		if !bytes.Equal(a, b) {
+			t.Errorf("%v: two renders differ", set)
+		}
+		r := decode(t, a)
+		if len(r.secrets) != 0 {
+			t.Errorf("%v: the render holds Secrets %v", set, slices.Collect(maps.Keys(r.secrets)))
+		}
+		for _, bad := range []string{"PRIVATE KEY", "BEGIN CERTIFICATE", "randAlphaNum"} {
+			if bytes.Contains(a, []byte(bad)) {
+				t.Errorf("%v: the render carries %q", set, bad)
+			}
+		}
+		vol := ""
+		for _, v := range r.daemonSets[0].Spec.Template.Spec.Volumes {
+			if v.Name == "gossip-key" && v.Secret != nil {
+				vol = v.Secret.SecretName
+			}
+		}
+		if vol == "" || vol != gossipSecret(r, chartValues{}) {
+			t.Errorf("%v: the nodes mount gossip Secret %q, the setup job makes %q", set, vol, gossipSecret(r, chartValues{}))
 		}
 	}
 }
@@ -773,7 +1373,7 @@ func TestDockerfile(t *testing.T) {
 		}
 	}
 	built := goBuild(build)
-	for _, want := range []string{"./cmd/node", "./cmd/ctl", "CGO_ENABLED=0", "-o /out/"} {
+	for _, want := range []string{"./cmd/node", "./cmd/ctl", "./cmd/kubesetup", "CGO_ENABLED=0", "-o /out/"} {
 		if !strings.Contains(built, want) {
 			t.Errorf("build stage's go build %q lacks %s", built, want)
 		}
@@ -794,8 +1394,8 @@ func TestDockerfile(t *testing.T) {
 			entry = c.CmdLine
 		}
 	}
-	if !slices.Equal(copied, []string{"/out/node", "/out/ctl"}) {
-		t.Errorf("final stage copies %v, want the node and ctl from /out", copied)
+	if !slices.Equal(copied, []string{"/out/node", "/out/ctl", "/out/kubesetup"}) {
+		t.Errorf("final stage copies %v, want the node, ctl and kubesetup (the chart's hook jobs) from /out", copied)
 	}
 	if !slices.Equal(entry, []string{"/usr/local/bin/node"}) || !execForm(final) {
 		t.Errorf("entrypoint %v, want the node in exec form", entry)
@@ -920,8 +1520,9 @@ func TestChartREADME(t *testing.T) {
 
 // TestDockerfileBuild runs the Dockerfile's go build as the build stage would (its
 // command line, TARGETOS and TARGETARCH set, into a temporary /out) and checks what
-// the final image gets: a static node and ctl (the distroless static base has no C
-// library), built without cgo, trimmed, the node with the version stamped.
+// the final image gets: a static node, ctl and kubesetup (the distroless static base
+// has no C library), built without cgo, trimmed, each with the version stamped and
+// saying it.
 func TestDockerfileBuild(t *testing.T) {
 	stages, _ := dockerfile(t)
 	line := goBuild(stages[0])
@@ -935,7 +1536,7 @@ func TestDockerfileBuild(t *testing.T) {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", line, err, b)
 	}
-	for _, bin := range []string{"node", "ctl"} {
+	for _, bin := range []string{"node", "ctl", "kubesetup"} {
 		p := filepath.Join(out, bin)
 		f, err := elf.Open(p)
 		if err != nil {
@@ -958,10 +1559,10 @@ func TestDockerfileBuild(t *testing.T) {
 		if settings["CGO_ENABLED"] != "0" || settings["-trimpath"] != "true" {
 			t.Errorf("%s built with %v; want CGO_ENABLED=0 and -trimpath", bin, settings)
 		}
-		// -trimpath keeps -ldflags out of the build info: look for the stamp itself
-		// (ctl has no version variable).
-		if b, err := os.ReadFile(p); bin == "node" && (err != nil || !bytes.Contains(b, []byte("v0.0.0-dockerfile-test"))) {
-			t.Errorf("%s does not carry the version the build stamped (%v)", bin, err)
+		// -trimpath keeps -ldflags out of the build info: ask each binary.
+		versionArgs := map[string][]string{"node": {"-version"}, "ctl": {"version"}, "kubesetup": {"version"}}[bin]
+		if b, err := exec.Command(p, versionArgs...).CombinedOutput(); err != nil || !bytes.Contains(b, []byte("v0.0.0-dockerfile-test")) {
+			t.Errorf("%s %v: %q, %v; want the version the build stamped", bin, versionArgs, b, err)
 		}
 	}
 	if b, err := exec.Command(filepath.Join(out, "node"), "-check", "-probe=false", "-node-name", "edge-1", "-interfaces", "eth0", "-bgp-asn", "65000", "-bgp-router-id", "192.0.2.1").CombinedOutput(); err != nil || !strings.Contains(string(b), "config valid") {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -86,11 +87,15 @@ func TestImage(t *testing.T) {
 		}
 		f.Close()
 	}
-	for path, want := range map[string]os.FileMode{"/usr/local/bin/node": 0o755, "/usr/local/bin/ctl": 0o755, "/etc/ssl/certs/ca-certificates.crt": 0o644,
+	for path, want := range map[string]os.FileMode{"/usr/local/bin/node": 0o755, "/usr/local/bin/ctl": 0o755, "/usr/local/bin/kubesetup": 0o755, "/etc/ssl/certs/ca-certificates.crt": 0o644,
 		"/etc/passwd": 0o644, "/etc/group": 0o644, "/tmp": os.ModeDir | os.ModeSticky | 0o777} {
 		if got, ok := modes[path]; !ok || got != want {
 			t.Errorf("image: %s mode %v (present %v), want %v", path, got, ok, want)
 		}
+	}
+	// The chart's hook jobs run the image's kubesetup.
+	if out, err := exec.Command(filepath.Join(root, "usr/local/bin/kubesetup"), "version").CombinedOutput(); err != nil || string(out) != "kubesetup test\n" {
+		t.Errorf("the image's kubesetup version: %q, %v; want the version stamped", out, err)
 	}
 	// The image's node, as shipped, in the lab: BIRD's routes in, UDP forwarded.
 	sk := startSkeleton(t, lab.SkeletonConfig{NodeBinary: filepath.Join(root, "usr/local/bin/node")})

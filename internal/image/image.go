@@ -1,8 +1,8 @@
 // Package image builds fibfleet's container image from scratch, with no daemon and
-// no base image to pull: the node and ctl as static binaries, the CA certificates, a
-// passwd and group file with root and a non-root user, and /tmp, in one layer, written
-// as an OCI image layout (and, if asked, a tarball `docker load` and `podman load`
-// read). The image the tests unpack and run is the one this writes.
+// no base image to pull: the node, ctl and kubesetup as static binaries, the CA
+// certificates, a passwd and group file with root and a non-root user, and /tmp, in
+// one layer, written as an OCI image layout (and, if asked, a tarball `docker load`
+// and `podman load` read). The image the tests unpack and run is the one this writes.
 package image
 
 import (
@@ -46,8 +46,9 @@ type Options struct {
 	Log func(format string, args ...any)
 }
 
-// Binaries are the image's programs, under /usr/local/bin.
-var Binaries = []string{"node", "ctl"}
+// Binaries are the image's programs, under /usr/local/bin: the node, ctl, and the
+// Helm chart's hook jobs (kubesetup).
+var Binaries = []string{"node", "ctl", "kubesetup"}
 
 // NonRootUID is the image's non-root user (as distroless's "nonroot").
 const NonRootUID = 65532

@@ -25,17 +25,19 @@ func goCmd(t *testing.T, args ...string) string {
 	return string(out)
 }
 
-// TestProductDeps: the product binaries (node, ctl) link no study or test code, and
-// the packages that reason about the fleet without touching BPF (cluster, cache, ctl)
-// link neither cilium/ebpf nor the BPF objects.
+// TestProductDeps: the product binaries (node, ctl, kubesetup) link no study or test
+// code, the packages that reason about the fleet without touching BPF (cluster,
+// cache, ctl, kubesetup) link neither cilium/ebpf nor the BPF objects, and only the
+// chart's hook jobs (kubesetup) link the Kubernetes client.
 func TestProductDeps(t *testing.T) {
 	for _, c := range []struct {
 		pkgs      []string
 		forbidden []string
 	}{
-		{[]string{"./cmd/node", "./cmd/ctl"}, []string{module + "internal/lab", module + "internal/bench", module + "internal/table",
+		{[]string{"./cmd/node", "./cmd/ctl", "./cmd/kubesetup"}, []string{module + "internal/lab", module + "internal/bench", module + "internal/table",
 			module + "internal/testutil", module + "internal/clustertest", module + "internal/verifier", module + "internal/e2e"}},
-		{[]string{"./cluster", "./cache", "./cmd/ctl"}, []string{"github.com/cilium/ebpf", module + "dataplane"}},
+		{[]string{"./cluster", "./cache", "./cmd/ctl", "./cmd/kubesetup"}, []string{"github.com/cilium/ebpf", module + "dataplane"}},
+		{[]string{"./cmd/node", "./cmd/ctl"}, []string{"k8s.io/client-go"}},
 	} {
 		for _, pkg := range c.pkgs {
 			deps := strings.Fields(goCmd(t, "list", "-deps", pkg))
