@@ -68,6 +68,7 @@ func EnableAuth(ctx context.Context, cli *clientv3.Client, a Auth) error {
 		}
 	}
 	users := append([]string{RootUser}, a.Users...)
+	slices.Sort(users)
 	for _, u := range slices.Compact(users) {
 		if _, err := cli.UserAddWithOptions(ctx, u, "", &clientv3.UserAddOptions{NoPassword: true}); err != nil && !errors.Is(err, rpctypes.ErrUserAlreadyExist) {
 			return fmt.Errorf("cluster: etcd auth: add user %s: %w", u, err)

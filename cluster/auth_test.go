@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"github.com/fibfleet/fibfleet/cache"
 	"github.com/fibfleet/fibfleet/cluster"
 	"github.com/fibfleet/fibfleet/pki"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -83,8 +85,13 @@ func TestEnableAuth(t *testing.T) {
 		}
 	}
 	node, intruder := client("fibfleet-node"), client("intruder")
+	// canWrite: written, or refused by etcd's auth (anything else fails the test:
+	// a timeout is not a refusal).
 	canWrite := func(cli *clientv3.Client, key string) bool {
 		_, err := cli.Put(c, key, "x")
+		if err != nil && !errors.Is(err, rpctypes.ErrPermissionDenied) {
+			t.Fatalf("put %s: %v, want a write or permission denied", key, err)
+		}
 		return err == nil
 	}
 	for _, k := range []string{"/fibfleet/edge/x", "/fibfleet/edge/policy/nodes/n1"} {

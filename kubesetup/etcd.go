@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/fibfleet/fibfleet/cluster"
@@ -19,6 +20,15 @@ func EnableEtcdAuth(ctx context.Context, e cluster.EtcdConfig, a cluster.Auth, w
 	if e.DialTimeout == 0 {
 		e.DialTimeout = 5 * time.Second
 	}
+	// A file that is not there will not come: say so at once, not after the wait.
+	for _, f := range []string{e.CA, e.Cert, e.Key} {
+		if f == "" {
+			continue
+		}
+		if _, err := os.Stat(f); err != nil {
+			return fmt.Errorf("etcd auth: %w: the job mounts root's certificate from the setup job's Secret; check that it ran", err)
+		}
+	}
 	tick := time.NewTicker(3 * time.Second)
 	defer tick.Stop()
 	for attempt := 1; ; attempt++ {
@@ -30,7 +40,7 @@ func EnableEtcdAuth(ctx context.Context, e cluster.EtcdConfig, a cluster.Auth, w
 		log.Info("etcd not ready for auth yet; trying again", "attempt", attempt, "err", err)
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("etcd auth not on after %s (%d attempts), last: %w: check that the etcd pods run (kubectl get pods -l app.kubernetes.io/component=etcd) and their logs", wait, attempt, err)
+			return fmt.Errorf("etcd auth not on after %s (%d attempts), last: %w: check that the etcd pods run (kubectl get pods -n <the release's namespace> -l app.kubernetes.io/component=etcd) and their logs", wait, attempt, err)
 		case <-tick.C:
 		}
 	}

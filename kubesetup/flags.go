@@ -31,18 +31,21 @@ func ParseSecrets(args []string) (SecretsJob, error) {
 	fs.Var(&names, "etcd-server-name", "DNS names and IP addresses of the etcd members (comma-separated, or repeat)")
 	fs.Var(&clients, "etcd-client", "USER=SECRET: a client certificate for etcd user USER in SECRET (repeat)")
 	gossip := fs.String("gossip-secret", "", "the Secret holding the gossip key")
+	seed := fs.String("gossip-seed", "", "a Secret whose gossip key a new --gossip-secret takes, when it has one")
 	if err := fs.Parse(args); err != nil {
 		return SecretsJob{}, fmt.Errorf("secrets: %w", err)
 	}
 	if fs.NArg() > 0 {
 		return SecretsJob{}, fmt.Errorf("secrets: unexpected arguments %q", fs.Args())
 	}
-	j := SecretsJob{Namespace: *ns, Labels: map[string]string{}, Plan: Plan{CASecret: *ca, GossipSecret: *gossip}}
+	j := SecretsJob{Namespace: *ns, Labels: map[string]string{}, Plan: Plan{CASecret: *ca, GossipSecret: *gossip, GossipSeed: *seed}}
 	if j.Namespace == "" {
 		return j, errors.New("secrets: give --namespace (the release's)")
 	}
 	if *server != "" {
 		j.Plan.Server = &Server{Secret: *server, Names: names}
+	} else if len(names) > 0 {
+		return j, errors.New("secrets: --etcd-server-name without --etcd-server-secret: name the Secret of etcd's certificate")
 	}
 	for _, c := range clients {
 		user, secret, _ := strings.Cut(c, "=")

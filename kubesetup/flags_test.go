@@ -30,6 +30,8 @@ func TestParseSecrets(t *testing.T) {
 		{[]string{"--namespace=n", "--etcd-client=root=r"}, "CA Secret"},
 		{[]string{"--namespace=n", "--bogus"}, "bogus"},
 		{[]string{"--namespace=n", "--gossip-secret=g", "extra"}, "unexpected"},
+		{[]string{"--namespace=n", "--gossip-secret=g", "--etcd-server-name=e"}, "--etcd-server-secret"},
+		{[]string{"--namespace=n", "--gossip-seed=old", "--ca-secret=c", "--etcd-client=u=s"}, "gossip seed"},
 	} {
 		if _, err := kubesetup.ParseSecrets(c.args); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want %q", c.args, err, c.want)

@@ -69,6 +69,10 @@ type Plan struct {
 	Clients []Client
 	// GossipSecret, when set, holds the gossip key (key: 32 random bytes, base64).
 	GossipSecret string
+	// GossipSeed, when set, is a Secret whose key a new GossipSecret takes instead of
+	// a random one: the gossip Secret an earlier chart rendered itself, so that an
+	// upgrade keeps the fleet's gossip whole.
+	GossipSeed string
 }
 
 // Server is the etcd members' certificate: the names clients and peers reach them
@@ -93,6 +97,9 @@ func (p Plan) Validate() error {
 	}
 	if p.Server != nil && (p.Server.Secret == "" || len(p.Server.Names) == 0) {
 		errs = append(errs, errors.New("the etcd server certificate needs a Secret and at least one name"))
+	}
+	if p.GossipSeed != "" && p.GossipSecret == "" {
+		errs = append(errs, errors.New("a gossip seed without a gossip Secret to make: give --gossip-secret"))
 	}
 	seen := map[string]bool{p.CASecret: true, p.GossipSecret: true}
 	if p.Server != nil {
@@ -134,7 +141,7 @@ func Reconcile(ctx context.Context, s Secrets, p Plan, now time.Time, log *slog.
 		log.Info("secret written", "secret", name, "why", why)
 	}
 	if p.GossipSecret != "" {
-		why, err := gossip(ctx, s, p.GossipSecret)
+		why, err := gossip(ctx, s, p.GossipSecret, p.GossipSeed)
 		if err != nil {
 			return changes, err
 		}
@@ -205,10 +212,10 @@ func authority(ctx context.Context, s Secrets, name string, now time.Time) (*pki
 	if found {
 		ca, err := pki.LoadCA(data[KeyCACert], data[KeyCAKey])
 		if err != nil {
-			return nil, "", fmt.Errorf("Secret %s does not hold the fleet's CA (%w): restore it, or delete it to make a new CA (every certificate is then issued again, and etcd and the nodes pick them up as the kubelet updates their Secrets)", name, err)
+			return nil, "", fmt.Errorf("Secret %s does not hold the fleet's CA (%w): restore it, or delete it to make a new CA: every certificate is then issued again, and etcd reads its CA only at start, so restart every etcd member at once, then the nodes", name, err)
 		}
 		if left := ca.Cert.NotAfter.Sub(now); left < 365*24*time.Hour {
-			return nil, "", fmt.Errorf("Secret %s: the fleet's CA expires %s: delete the Secret to make a new CA (every certificate is then issued again)", name, ca.Cert.NotAfter.UTC().Format(time.DateOnly))
+			return nil, "", fmt.Errorf("Secret %s: the fleet's CA expires %s: delete the Secret to make a new CA (every certificate is then issued again; restart every etcd member at once, then the nodes)", name, ca.Cert.NotAfter.UTC().Format(time.DateOnly))
 		}
 		return ca, "", nil
 	}
@@ -226,9 +233,10 @@ func authority(ctx context.Context, s Secrets, name string, now time.Time) (*pki
 	return ca, "missing", nil
 }
 
-// gossip makes the gossip key when its Secret does not exist, and checks the one
-// that does (replacing it would split the fleet's gossip until every node restarts).
-func gossip(ctx context.Context, s Secrets, name string) (string, error) {
+// gossip makes the gossip key when its Secret does not exist (the seed's, if it holds
+// one), and checks the one that does (replacing it would split the fleet's gossip
+// until every node restarts).
+func gossip(ctx context.Context, s Secrets, name, seed string) (string, error) {
 	data, found, err := s.Get(ctx, name)
 	if err != nil {
 		return "", fmt.Errorf("read Secret %s: %w", name, err)
@@ -238,6 +246,18 @@ func gossip(ctx context.Context, s Secrets, name string) (string, error) {
 			return "", fmt.Errorf("Secret %s: its %q is not a gossip key (16, 24 or 32 bytes, raw or base64): fix it, or delete the Secret to make a new one and restart every node at once", name, KeyGossip)
 		}
 		return "", nil
+	}
+	if seed != "" {
+		old, found, err := s.Get(ctx, seed)
+		if err != nil {
+			return "", fmt.Errorf("read Secret %s: %w", seed, err)
+		}
+		if found && validGossipKey(old[KeyGossip]) {
+			if err := put(ctx, s, name, TypeOpaque, map[string][]byte{KeyGossip: old[KeyGossip]}, false); err != nil {
+				return "", err
+			}
+			return "missing: the key of " + seed, nil
+		}
 	}
 	raw := make([]byte, gossipSize)
 	if _, err := rand.Read(raw); err != nil {

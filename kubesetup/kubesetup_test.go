@@ -271,3 +271,44 @@ func TestEnableEtcdAuthGivesUp(t *testing.T) {
 		t.Errorf("gave up after %v, want about its 4 s wait", d)
 	}
 }
+
+// TestReconcileGossipSeed: a new gossip Secret takes the key of the one an earlier
+// chart rendered, when that holds one; otherwise a random key.
+func TestReconcileGossipSeed(t *testing.T) {
+	old := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
+	for name, c := range map[string]struct {
+		seed    map[string][]byte
+		inherit bool
+	}{
+		"seed with a key":    {map[string][]byte{"key": []byte(old)}, true},
+		"no seed":            {nil, false},
+		"seed without a key": {map[string][]byte{"other": []byte("x")}, false},
+	} {
+		m := newMem()
+		if c.seed != nil {
+			m.data["old-gossip"] = c.seed
+		}
+		ch := reconcile(t, m, kubesetup.Plan{GossipSecret: "g", GossipSeed: "old-gossip"}, now)
+		got := string(m.data["g"]["key"])
+		if (got == old) != c.inherit || len(ch) != 1 {
+			t.Errorf("%s: key %q (changes %v), inherited: want %v", name, got, ch, c.inherit)
+		}
+		raw, err := base64.StdEncoding.DecodeString(got)
+		if err != nil || len(raw) != 32 {
+			t.Errorf("%s: key %q is not 32 bytes in base64", name, got)
+		}
+	}
+	if err := (kubesetup.Plan{GossipSeed: "x", CASecret: "c", Clients: []kubesetup.Client{{User: "u", Secret: "s"}}}).Validate(); err == nil {
+		t.Error("a seed without a gossip Secret was taken")
+	}
+}
+
+// TestEnableEtcdAuthMissingFiles: a certificate file that is not there fails at once.
+func TestEnableEtcdAuthMissingFiles(t *testing.T) {
+	start := time.Now()
+	err := kubesetup.EnableEtcdAuth(context.Background(), cluster.EtcdConfig{Endpoints: []string{"https://127.0.0.1:1"}, CA: "/nonexistent/ca.crt",
+		Cert: "/nonexistent/tls.crt", Key: "/nonexistent/tls.key"}, cluster.Auth{Cluster: "edge", Users: []string{"u"}}, time.Minute, quiet)
+	if err == nil || !strings.Contains(err.Error(), "setup job") || time.Since(start) > 5*time.Second {
+		t.Errorf("%v after %v, want at once an error naming the setup job", err, time.Since(start))
+	}
+}

@@ -31,10 +31,16 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], log); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "kubesetup:", err)
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(2)
 		}
-		os.Exit(2)
+		fmt.Fprintln(os.Stderr, "kubesetup:", err)
+		// 2: the command line is wrong; 1: the work failed.
+		var u usageError
+		if errors.As(err, &u) {
+			os.Exit(2)
+		}
+		os.Exit(1)
 	}
 }
 
@@ -45,7 +51,7 @@ const usage = `usage:
 
 func run(ctx context.Context, args []string, log *slog.Logger) error {
 	if len(args) == 0 {
-		return errors.New(usage)
+		return usageError{errors.New(usage)}
 	}
 	switch args[0] {
 	case "secrets":
@@ -56,14 +62,19 @@ func run(ctx context.Context, args []string, log *slog.Logger) error {
 		fmt.Println("kubesetup", version)
 		return nil
 	default:
-		return fmt.Errorf("unknown command %q\n%s", args[0], usage)
+		return usageError{fmt.Errorf("unknown command %q\n%s", args[0], usage)}
 	}
 }
+
+// usageError is a wrong command line.
+type usageError struct{ error }
+
+func (u usageError) Unwrap() error { return u.error }
 
 func secrets(ctx context.Context, args []string, log *slog.Logger) error {
 	job, err := kubesetup.ParseSecrets(args)
 	if err != nil {
-		return err
+		return usageError{err}
 	}
 	cfg, err := rest.InClusterConfig()
 	if err != nil {
@@ -84,7 +95,7 @@ func secrets(ctx context.Context, args []string, log *slog.Logger) error {
 func etcdAuth(ctx context.Context, args []string, log *slog.Logger) error {
 	job, err := kubesetup.ParseEtcdAuth(args)
 	if err != nil {
-		return err
+		return usageError{err}
 	}
 	return kubesetup.EnableEtcdAuth(ctx, job.Etcd, job.Auth, job.Wait, log)
 }

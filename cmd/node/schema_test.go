@@ -38,7 +38,6 @@ var chartOnly = map[string]string{
 
 // schemaNode is the part of JSON schema the chart uses.
 type schemaNode struct {
-	Ref                  string                 `json:"$ref"`
 	Type                 any                    `json:"type"`
 	Enum                 []any                  `json:"enum"`
 	Properties           map[string]*schemaNode `json:"properties"`

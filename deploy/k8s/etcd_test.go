@@ -2,6 +2,8 @@ package k8s
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -27,11 +29,14 @@ import (
 // server, their cluster names and ports mapped to loopback ports of this test), on the
 // certificates the setup job's own code makes from its rendered arguments, then the
 // etcd-auth job's own code on its rendered arguments. Then: a client without a
-// certificate, one with a certificate of another CA and one with the fleet CA's
-// certificate for a user etcd does not know are refused; the node's certificate (as
-// its rendered configuration names it) works for the fleet's keys and is refused a
-// write outside them; ctl with the environment the chart gives it works; the probes'
-// paths answer on the probes' port.
+// certificate and one with another CA's are refused at the handshake, the fleet CA's
+// certificate for a user etcd does not know by etcd's auth; the node's certificate
+// (as its rendered configuration names it) works for the fleet's keys and is refused
+// a write outside them, and cannot reach the members' peer port, which a member's
+// certificate can; ctl with the environment the chart gives it works, without its
+// certificate it is refused; the probes' paths answer on the probes' port, before and
+// after auth. (The names are the loopback's here: the cluster DNS names the members
+// and clients use in a cluster are the certificate's too, checked by TestChart.)
 func TestBundledEtcd(t *testing.T) {
 	tl := tools(t)
 	// The release's name carries the test's process id into every member's name.
@@ -252,22 +257,72 @@ func TestBundledEtcd(t *testing.T) {
 		}
 		return cfg
 	}
-	for name, cfg := range map[string]cluster.EtcdConfig{
-		"no certificate":                  client("none", nil, ""),
-		"another CA's certificate":        client("other", other, "fibfleet-node"),
-		"a certificate for a stranger":    client("stranger", ca, "stranger"),
-		"the CA's certificate for a role": client("role", ca, cluster.RoleName(fleet)),
+	for name, c := range map[string]struct {
+		cfg cluster.EtcdConfig
+		// tls: refused at the handshake (a client certificate missing or not the
+		// CA's); else refused by etcd's auth.
+		tls bool
+	}{
+		"no certificate":                  {client("none", nil, ""), true},
+		"another CA's certificate":        {client("other", other, "fibfleet-node"), true},
+		"a certificate for a stranger":    {client("stranger", ca, "stranger"), false},
+		"the CA's certificate for a role": {client("role", ca, cluster.RoleName(fleet)), false},
 	} {
-		c, err := cluster.NewClient(cfg)
+		cli, err := cluster.NewClient(c.cfg)
 		if err != nil {
-			continue // refused at once
+			t.Fatalf("%s: %v", name, err)
 		}
 		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err = c.Put(wctx, "/fibfleet/"+fleet+"/policy", "x")
+		_, err = cli.Put(wctx, "/fibfleet/"+fleet+"/policy", "x")
 		cancel()
-		c.Close()
-		if err == nil {
+		cli.Close()
+		switch {
+		case err == nil:
 			t.Errorf("%s: wrote the fleet's policy", name)
+		case c.tls && (errors.Is(err, rpctypes.ErrPermissionDenied) || !strings.Contains(err.Error(), "certificate") && !errors.Is(err, context.DeadlineExceeded)):
+			t.Errorf("%s: %v, want a refusal at the TLS handshake", name, err)
+		case !c.tls && !errors.Is(err, rpctypes.ErrPermissionDenied):
+			t.Errorf("%s: %v, want etcd's permission denied", name, err)
+		}
+	}
+
+	// The peer port: the members' certificate alone, not the fleet's client ones.
+	peerGet := func(cert, key string) error {
+		pair, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		roots := x509.NewCertPool()
+		roots.AppendCertsFromPEM(caData[kubesetup.KeyCACert])
+		hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{pair}}}}
+		resp, err := hc.Get(fmt.Sprintf("https://127.0.0.1:%d/members", members[0].peer))
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return nil
+	}
+	memberTLS := filepath.Join(members[1].root, "etc/etcd/tls")
+	if err := peerGet(filepath.Join(memberTLS, "tls.crt"), filepath.Join(memberTLS, "tls.key")); err != nil {
+		t.Errorf("a member's certificate on another member's peer port: %v", err)
+	}
+	if err := peerGet(nodeEtcd.Cert, nodeEtcd.Key); err == nil {
+		t.Error("the node's certificate reached a member's peer port (raft, leases, members: past etcd's auth)")
+	}
+
+	// The probes still answer with auth on (they read no key).
+	for _, m := range members {
+		for _, path := range []string{c.ReadinessProbe.HTTPGet.Path, c.LivenessProbe.HTTPGet.Path} {
+			resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d%s", m.metrics, path))
+			if err != nil || resp.StatusCode != http.StatusOK {
+				t.Errorf("%s: %s with auth on: %v %v", m.name, path, resp, err)
+			}
+			if resp != nil {
+				resp.Body.Close()
+			}
 		}
 	}
 

@@ -550,6 +550,12 @@ func checkDaemonSet(t *testing.T, r rendered, v chartValues) {
 	if req.Cmp(wantReq) != 0 || lim.Cmp(wantLim) != 0 || req.Cmp(*lim) > 0 {
 		t.Errorf("memory request %v, limit %v; want %v and %v", req, lim, &wantReq, &wantLim)
 	}
+	// The README's figures for the default (3 tables, 2 mesh peers): 6.75 GiB, and
+	// half as much again.
+	if v.Daemonset.Memory.Tables == 3 && v.Daemonset.Memory.MeshPeers == 2 && v.Daemonset.Resources.Requests.Memory().IsZero() &&
+		(req.String() != "6912Mi" || lim.String() != "10368Mi") {
+		t.Errorf("memory for 3 tables and 2 mesh peers: request %v, limit %v; the README says 6.75 GiB (6912Mi) and 10368Mi", req, lim)
+	}
 
 	// Probes: on the declared metrics port; liveness and startup on /healthz,
 	// readiness on /readyz (the node holds its upstreams' tables).
@@ -652,14 +658,20 @@ func (m memSecrets) Update(_ context.Context, name, _ string, data map[string][]
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
+// jobArgs are a rendered hook job's arguments to `kubesetup <sub>`.
+func jobArgs(t *testing.T, j *batchv1.Job, sub string) []string {
+	t.Helper()
+	cmd := j.Spec.Template.Spec.Containers[0].Command
+	if len(cmd) < 2 || cmd[0] != "/usr/local/bin/kubesetup" || cmd[1] != sub {
+		t.Fatalf("job %s runs %v, want /usr/local/bin/kubesetup %s", j.Name, cmd, sub)
+	}
+	return cmd[2:]
+}
+
 // setupJob parses the rendered setup job's command as kubesetup does.
 func setupJob(t *testing.T, j *batchv1.Job) kubesetup.SecretsJob {
 	t.Helper()
-	cmd := j.Spec.Template.Spec.Containers[0].Command
-	if len(cmd) < 2 || cmd[0] != "/usr/local/bin/kubesetup" || cmd[1] != "secrets" {
-		t.Fatalf("setup job runs %v, want /usr/local/bin/kubesetup secrets", cmd)
-	}
-	sj, err := kubesetup.ParseSecrets(cmd[2:])
+	sj, err := kubesetup.ParseSecrets(jobArgs(t, j, "secrets"))
 	if err != nil {
 		t.Fatalf("the setup job's arguments: %v", err)
 	}
@@ -669,11 +681,7 @@ func setupJob(t *testing.T, j *batchv1.Job) kubesetup.SecretsJob {
 // etcdAuthJob parses the rendered etcd-auth job's command as kubesetup does.
 func etcdAuthJob(t *testing.T, j *batchv1.Job) kubesetup.EtcdAuthJob {
 	t.Helper()
-	cmd := j.Spec.Template.Spec.Containers[0].Command
-	if len(cmd) < 2 || cmd[0] != "/usr/local/bin/kubesetup" || cmd[1] != "etcd-auth" {
-		t.Fatalf("etcd-auth job runs %v, want /usr/local/bin/kubesetup etcd-auth", cmd)
-	}
-	aj, err := kubesetup.ParseEtcdAuth(cmd[2:])
+	aj, err := kubesetup.ParseEtcdAuth(jobArgs(t, j, "etcd-auth"))
 	if err != nil {
 		t.Fatalf("the etcd-auth job's arguments: %v", err)
 	}
@@ -696,12 +704,17 @@ func gossipSecret(r rendered, v chartValues) string {
 }
 
 // checkHook: a hook of the given kinds, replaced by the next run and removed once it
-// succeeded.
+// succeeded; the setup job's access (not a job) is removed however the hook ended,
+// a failed job is kept for its logs.
 func checkHook(t *testing.T, kind string, m metav1.ObjectMeta, hooks string) {
 	t.Helper()
-	if m.Annotations["helm.sh/hook"] != hooks || m.Annotations["helm.sh/hook-delete-policy"] != "before-hook-creation,hook-succeeded" {
-		t.Errorf("%s %s: hook %q, delete policy %q; want %q, before-hook-creation,hook-succeeded", kind, m.Name,
-			m.Annotations["helm.sh/hook"], m.Annotations["helm.sh/hook-delete-policy"], hooks)
+	policy := "before-hook-creation,hook-succeeded"
+	if kind != "Job" {
+		policy += ",hook-failed"
+	}
+	if m.Annotations["helm.sh/hook"] != hooks || m.Annotations["helm.sh/hook-delete-policy"] != policy {
+		t.Errorf("%s %s: hook %q, delete policy %q; want %q, %s", kind, m.Name,
+			m.Annotations["helm.sh/hook"], m.Annotations["helm.sh/hook-delete-policy"], hooks, policy)
 	}
 }
 
@@ -757,8 +770,16 @@ func checkSetup(t *testing.T, r rendered, v chartValues) memSecrets {
 				}
 			}
 		}
+		// The seed of the gossip key (chart 0.1's Secret) it may read.
+		if sj.Plan.GossipSeed != "" && !may("get", sj.Plan.GossipSeed) {
+			t.Errorf("the setup job may not read the gossip seed %s", sj.Plan.GossipSeed)
+		}
+		// Nothing more: only create goes without names (Kubernetes cannot name what
+		// does not exist yet), and no verb beyond get, create and update.
 		for _, ru := range rules {
-			if slices.Contains(ru.Verbs, "get") && len(ru.ResourceNames) == 0 || !slices.Equal(ru.Resources, []string{"secrets"}) || slices.Contains(ru.Verbs, "delete") || slices.Contains(ru.Verbs, "list") {
+			unnamed := len(ru.ResourceNames) == 0 && !slices.Equal(ru.Verbs, []string{"create"})
+			extra := slices.ContainsFunc(ru.Verbs, func(v string) bool { return !slices.Contains([]string{"get", "create", "update"}, v) })
+			if unnamed || extra || !slices.Equal(ru.Resources, []string{"secrets"}) || !slices.Equal(ru.APIGroups, []string{""}) {
 				t.Errorf("the setup job's role allows %v on %v %v: more than the fleet's Secrets", ru.Verbs, ru.Resources, ru.ResourceNames)
 			}
 		}
@@ -1113,6 +1134,11 @@ func checkEtcd(t *testing.T, r rendered, v chartValues, made memSecrets) {
 	if flags["--peer-cert-file"] != flags["--cert-file"] || flags["--peer-key-file"] != flags["--key-file"] {
 		t.Error("etcd's peers use another certificate than its clients see")
 	}
+	// The fleet's client certificates are of the same CA: the peer port takes the
+	// members' own alone.
+	if flags["--peer-cert-allowed-cn"] == "" || flags["--peer-cert-allowed-cn"] != cert.Subject.CommonName {
+		t.Errorf("--peer-cert-allowed-cn=%q, want the members' certificate's %q: any client certificate of the CA reaches the peer port", flags["--peer-cert-allowed-cn"], cert.Subject.CommonName)
+	}
 	mountedFile(t, pod, flags["--key-file"], made)
 	for i := range v.Etcd.Bundled.Replicas {
 		member := fmt.Sprintf("%s-%d", ss.Name, i)
@@ -1290,6 +1316,8 @@ func TestChartRefusesBadValues(t *testing.T) {
 			t.Errorf("--set %v: %q does not mention %s", c.set, out, c.want)
 		}
 	}
+	// On the router's own loopback, plain HTTP is the node's to take (it does).
+	run(t, helm, "template", "edge", chartDir, "--set", "etcd.bundled.enabled=false", "--set", "etcd.external.endpoints={http://127.0.0.1:2379}")
 	// Said in as many words, a plain-HTTP etcd renders, and the nodes are told.
 	out := run(t, helm, "template", "edge", chartDir, "--set", "etcd.bundled.enabled=false", "--set", "etcd.external.endpoints={http://10.0.0.1:2379}",
 		"--set", "etcd.external.insecure=true")
@@ -1303,19 +1331,19 @@ func TestChartRefusesBadValues(t *testing.T) {
 // gossip Secret: the setup job makes the keys once, in the cluster.
 func TestChartRendersNoKeys(t *testing.T) {
 	helm := tools(t).helm
-	for _, set := range [][]string{nil, {"--set", "etcd.bundled.enabled=false", "--set", "etcd.external.endpoints={https://e:2379}"}} {
+	for name, set := range valueSets(t) {
 		a := run(t, helm, append([]string{"template", "edge", chartDir}, set...)...)
 		b := run(t, helm, append([]string{"template", "edge", chartDir}, set...)...)
 		if !bytes.Equal(a, b) {
-			t.Errorf("%v: two renders differ", set)
+			t.Errorf("%s: two renders differ", name)
 		}
 		r := decode(t, a)
 		if len(r.secrets) != 0 {
-			t.Errorf("%v: the render holds Secrets %v", set, slices.Collect(maps.Keys(r.secrets)))
+			t.Errorf("%s: the render holds Secrets %v", name, slices.Collect(maps.Keys(r.secrets)))
 		}
-		for _, bad := range []string{"PRIVATE KEY", "BEGIN CERTIFICATE", "randAlphaNum"} {
+		for _, bad := range []string{"PRIVATE KEY", "BEGIN CERTIFICATE"} {
 			if bytes.Contains(a, []byte(bad)) {
-				t.Errorf("%v: the render carries %q", set, bad)
+				t.Errorf("%s: the render carries %q", name, bad)
 			}
 		}
 		vol := ""
@@ -1324,8 +1352,8 @@ func TestChartRendersNoKeys(t *testing.T) {
 				vol = v.Secret.SecretName
 			}
 		}
-		if vol == "" || vol != gossipSecret(r, chartValues{}) {
-			t.Errorf("%v: the nodes mount gossip Secret %q, the setup job makes %q", set, vol, gossipSecret(r, chartValues{}))
+		if want := gossipSecret(r, values(t, set)); vol == "" || vol != want {
+			t.Errorf("%s: the nodes mount gossip Secret %q, want %q (existingSecret, or what the setup job makes)", name, vol, want)
 		}
 	}
 }

@@ -51,6 +51,11 @@ and keeps; no template renders them, so no key material passes through a render.
 {{- default (printf "%s-gossip-key" (include "fibfleet.fullname" . | trunc 52 | trimSuffix "-")) .Values.gossip.existingSecret }}
 {{- end }}
 
+{{/* The gossip Secret chart 0.1 rendered: a new key is seeded from it. */}}
+{{- define "fibfleet.oldGossipSecret" -}}
+{{- printf "%s-gossip" (include "fibfleet.fullname" .) }}
+{{- end }}
+
 {{- define "fibfleet.caSecret" -}}
 {{- printf "%s-ca" (include "fibfleet.fullname" . | trunc 60 | trimSuffix "-") }}
 {{- end }}
@@ -139,7 +144,7 @@ etcd.external.insecure says so (the node and ctl refuse them too).
 {{- end }}
 {{- if and (not .Values.etcd.bundled.enabled) (not .Values.etcd.external.insecure) }}
 {{- range .Values.etcd.external.endpoints }}
-{{- if hasPrefix "http://" . }}
+{{- if and (hasPrefix "http://" .) (not (regexMatch "^http://(127\\.[0-9.]+|localhost|\\[::1\\])(:[0-9]+)?(/.*)?$" .)) }}
 {{- fail (printf "etcd.external.endpoints: %s is plain HTTP: anyone who reaches it can change the fleet's policy, drains and blackholes; give https:// endpoints with etcd.external.tlsSecret, or set etcd.external.insecure: true" .) }}
 {{- end }}
 {{- end }}
