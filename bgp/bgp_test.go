@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -159,6 +160,25 @@ func (st *stream) expect(want Change) {
 		}
 		if !st.restates(c) {
 			st.t.Fatalf("change %+v while waiting for %+v", c, want)
+		}
+	}
+}
+
+// expectAll reads changes until every one of wants arrived, in any order (GoBGP
+// re-imports the paths of a reset or a re-validation in no particular order),
+// allowing only restatements among them.
+func (st *stream) expectAll(wants ...Change) {
+	st.t.Helper()
+	for len(wants) > 0 {
+		c := st.next()
+		i := slices.IndexFunc(wants, func(w Change) bool { return reflect.DeepEqual(c, w) })
+		if i >= 0 {
+			st.apply(c)
+			wants = slices.Delete(wants, i, i+1)
+			continue
+		}
+		if !st.restates(c) {
+			st.t.Fatalf("change %+v while waiting for %+v", c, wants)
 		}
 	}
 }

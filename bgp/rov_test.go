@@ -68,8 +68,7 @@ func TestOriginValidation(t *testing.T) {
 	if err := node.ReimportWithin(t.Context(), changed); err != nil {
 		t.Fatal(err)
 	}
-	st.expect(Change{Prefix: netip.MustParsePrefix("8.8.8.0/24"), Withdraw: true, Peer: peer})
-	st.expect(want("9.9.9.0/24"))
+	st.expectAll(Change{Prefix: netip.MustParsePrefix("8.8.8.0/24"), Withdraw: true, Peer: peer}, want("9.9.9.0/24"))
 	if p := node.Peers(); !p[0].Established.Equal(up) {
 		t.Errorf("the session started again: re-validation must keep it")
 	}

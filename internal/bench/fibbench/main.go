@@ -51,7 +51,7 @@ func main() {
 	frames := flag.Int("frames", 1_000_000, "frames per forwarding measurement (with -pps)")
 	conv := flag.Bool("convergence", false, "measure full-table BGP convergence of the node against BIRD 2 instead")
 	attrs := flag.Bool("attrs", true, "with -convergence: the table's routes carry real AS paths and communities (table.Attrs2014); false: one AS path for all")
-	before := flag.String("before", "", "with -convergence: also run this node binary (a build before a change), interleaved with the current one, run by run")
+	before := flag.String("before", "", "with -convergence or -upstreams: also run this node binary (a build before a change), interleaved with the current one, run by run")
 	profDir := flag.String("profile", "", "with -convergence: save the node's CPU profile of the load and its heap profile at its end into this directory, run by run; with -upstreams: its heap profile at each load's end; with -mesh: n1's and n2's CPU profiles of the load's first minute and n1's heap at its end")
 	v6 := flag.Bool("v6", false, "compare the IPv6 FIB candidates on the 2026 IPv6 table instead")
 	v6len := flag.Int("v6-trace-len", 0, "with -v6: draw trace destinations only from prefixes of this length (0: all), to see the cost per trie level")
@@ -88,7 +88,7 @@ func main() {
 	} else if *failover {
 		err = runFailover(*runs)
 	} else if *upstreams {
-		err = runUpstreams(*runs, *upstreamsN, *upstreamsCounts, *attrs, *profDir)
+		err = runUpstreams(*runs, *upstreamsN, *upstreamsCounts, *attrs, *profDir, *before)
 	} else if *mesh {
 		err = runMesh(*runs, *upstreamsN, *attrs, *profDir)
 	} else if *restart {
@@ -955,7 +955,7 @@ func attrsModel(attrs bool) (*table.Model, error) {
 // runUpstreams loads the table from each count of full-table upstreams into the
 // node, BIRD 2 and FRR 8.4 (the kernel forwarding for both), every round running
 // each once in a rotating order, and prints the medians.
-func runUpstreams(runs, n int, countList string, attrs bool, profDir string) error {
+func runUpstreams(runs, n int, countList string, attrs bool, profDir, before string) error {
 	var counts []int
 	for _, f := range strings.Split(countList, ",") {
 		c, err := strconv.Atoi(strings.TrimSpace(f))
@@ -980,9 +980,14 @@ func runUpstreams(runs, n int, countList string, attrs bool, profDir string) err
 		router    string
 		upstreams int
 	}
+	routers := []string{"node", "bird", "frr"}
+	if before != "" {
+		// A build before a change, in the same rounds: the before/after figures.
+		routers = append([]string{"before"}, routers...)
+	}
 	var keys []key
 	for _, u := range counts {
-		for _, r := range []string{"node", "bird", "frr"} {
+		for _, r := range routers {
 			keys = append(keys, key{r, u})
 		}
 	}
@@ -995,8 +1000,11 @@ func runUpstreams(runs, n int, countList string, attrs bool, profDir string) err
 				return err
 			}
 			o := bench.UpstreamsLoadOptions{NodeBinary: node, Dir: rdir, Prefixes: all, Attrs: model, Router: k.router, Upstreams: k.upstreams}
-			if profDir != "" && k.router == "node" {
-				o.ProfileDir = filepath.Join(profDir, fmt.Sprintf("round%d-%dup", i+1, k.upstreams))
+			if k.router == "before" {
+				o.NodeBinary, o.Router = before, "node"
+			}
+			if profDir != "" && (k.router == "node" || k.router == "before") {
+				o.ProfileDir = filepath.Join(profDir, fmt.Sprintf("round%d-%dup-%s", i+1, k.upstreams, k.router))
 				if err := os.MkdirAll(o.ProfileDir, 0o755); err != nil {
 					return err
 				}
@@ -1017,7 +1025,7 @@ func runUpstreams(runs, n int, countList string, attrs bool, profDir string) err
 	fmt.Printf("\n%d prefixes (2026 table less the lab's), real attributes: %v; A's paths the better (B's, C's and D's two ASes longer); medians of %d rounds\n\n", len(all), attrs, runs)
 	fmt.Println("| upstreams | router | Established to forwarding table complete | / BIRD | peak RSS | CPU-seconds |")
 	fmt.Println("|---|---|---|---|---|---|")
-	name := map[string]string{"node": "fibfleet", "bird": "BIRD 2 + kernel", "frr": "FRR 8.4 + kernel"}
+	name := map[string]string{"node": "fibfleet", "before": "fibfleet before", "bird": "BIRD 2 + kernel", "frr": "FRR 8.4 + kernel"}
 	for _, k := range keys {
 		fmt.Printf("| %d | %s | %.1f s | %.2fx | %.0f MB | %.1f |\n", k.upstreams, name[k.router], bench.Median(loads[k]),
 			bench.Median(loads[k])/bench.Median(loads[key{"bird", k.upstreams}]), bench.Median(rss[k]), bench.Median(cpu[k]))

@@ -18,6 +18,7 @@ package table
 import (
 	"log/slog"
 	"net/netip"
+	"runtime"
 	"testing"
 	"time"
 
@@ -50,7 +51,7 @@ func TestAddPath(t *testing.T) {
 
 	adj := NewAdjRib(slog.Default(), families)
 	adj.Update([]*Path{p1, p2})
-	assert.Equal(t, len(adj.table[family].GetDestinations()), 1)
+	assert.Equal(t, len(adj.table(family, nil).GetDestinations()), 1)
 	assert.Equal(t, adj.Count([]bgp.Family{family}), 2)
 
 	p3 := NewPath(bgp.RF_IPv4_UC, pi, bgp.PathNLRI{NLRI: nlri2}, false, attrs, time.Now(), false)
@@ -58,7 +59,7 @@ func TestAddPath(t *testing.T) {
 	adj.Update([]*Path{p3})
 
 	var found *Path
-	for _, d := range adj.table[family].GetDestinations() {
+	for _, d := range adj.table(family, nil).GetDestinations() {
 		for _, p := range d.knownPathList {
 			if p.remoteID == 2 {
 				found = p
@@ -70,7 +71,7 @@ func TestAddPath(t *testing.T) {
 	adj.Update([]*Path{p3.Clone(true)})
 	assert.Equal(t, adj.Count([]bgp.Family{family}), 1)
 	adj.Update([]*Path{p1.Clone(true)})
-	assert.Equal(t, 0, len(adj.table[family].GetDestinations()))
+	assert.Equal(t, 0, len(adj.table(family, nil).GetDestinations()))
 }
 
 func TestAddPathAdjOut(t *testing.T) {
@@ -98,7 +99,7 @@ func TestAddPathAdjOut(t *testing.T) {
 
 	adj := NewAdjRib(slog.Default(), families)
 	adj.UpdateAdjRibOut([]*Path{p1, p2, p3, p4})
-	assert.Equal(t, len(adj.table[family].GetDestinations()), 1)
+	assert.Equal(t, len(adj.table(family, nil).GetDestinations()), 1)
 	assert.Equal(t, adj.Count([]bgp.Family{family}), 4)
 }
 
@@ -135,7 +136,7 @@ func TestStale(t *testing.T) {
 	droppedPathList := adj.DropStale(families)
 	assert.Equal(t, 2, len(droppedPathList))
 	assert.Equal(t, adj.Count([]bgp.Family{family}), 1)
-	assert.Equal(t, 1, len(adj.table[family].GetDestinations()))
+	assert.Equal(t, 1, len(adj.table(family, nil).GetDestinations()))
 }
 
 func TestLLGRStale(t *testing.T) {
@@ -172,7 +173,7 @@ func TestLLGRStale(t *testing.T) {
 	assert.Equal(t, 3, len(pathList)) // Does not return aslooped path that is retained in adjrib
 	assert.Equal(t, adj.Count([]bgp.Family{family}), 2)
 	assert.Equal(t, adj.Accepted([]bgp.Family{family}), 1)
-	assert.Equal(t, 2, len(adj.table[family].GetDestinations()))
+	assert.Equal(t, 2, len(adj.table(family, nil).GetDestinations()))
 
 	retained := adj.PathList([]bgp.Family{family}, false)
 	require.Len(t, retained, 2)
@@ -216,6 +217,43 @@ func TestWithdrawUnknownPath(t *testing.T) {
 	adj := NewAdjRib(logger, families)
 	adj.Update([]*Path{p1})
 	// Check that the table is empty (no destinations across all shards)
-	dests := adj.table[family].GetDestinations()
+	dests := adj.table(family, nil).GetDestinations()
 	assert.Equal(t, 0, len(dests))
+}
+
+// TestAdjRibInIsAnIndexNotATable: a peer's Adj-RIB-In costs a map slot per path, not
+// a second destination (destination, bitmap, slices and shard slot: about 140 bytes
+// per IPv4 prefix, as much again as the global table's entry), and its counts are
+// kept, not walked for (GoBGP counted a full table on every UPDATE for max-prefix).
+func TestAdjRibInIsAnIndexNotATable(t *testing.T) {
+	const n = 100000
+	pi := &PeerInfo{}
+	attrs := []bgp.PathAttributeInterface{bgp.NewPathAttributeOrigin(0)}
+	paths := make([]*Path, n)
+	for i := range paths {
+		a := netip.AddrFrom4([4]byte{byte(i >> 16), byte(i >> 8), byte(i), 0})
+		nlri, _ := bgp.NewIPAddrPrefix(netip.PrefixFrom(a, 24))
+		paths[i] = NewPath(bgp.RF_IPv4_UC, pi, bgp.PathNLRI{NLRI: nlri}, false, attrs, time.Now(), false)
+	}
+	families := []bgp.Family{bgp.RF_IPv4_UC}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	adj := NewAdjRib(slog.Default(), families)
+	adj.Update(paths)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	perPath := float64(after.HeapAlloc-before.HeapAlloc) / n
+	runtime.KeepAlive(adj)
+	runtime.KeepAlive(paths)
+	t.Logf("Adj-RIB-In: %.1f bytes per IPv4 path", perPath)
+	if perPath > 64 {
+		t.Errorf("the Adj-RIB-In holds %.1f bytes per IPv4 path beside the path itself, want at most 64 (a map slot)", perPath)
+	}
+	if adj.Count(families) != n || adj.Accepted(families) != n {
+		t.Fatalf("Count %d, Accepted %d, want %d", adj.Count(families), adj.Accepted(families), n)
+	}
+	if allocs := testing.AllocsPerRun(10, func() { adj.Count(families) }); allocs != 0 {
+		t.Errorf("Count allocates %.0f times: it walks the paths", allocs)
+	}
 }
