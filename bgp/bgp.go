@@ -250,8 +250,10 @@ type Speaker struct {
 	meshLocal  netip.Addr
 	mesh       map[netip.Addr]bool
 	originated map[netip.Prefix]netip.Addr
-	// importFilter checks what upstreams announce (their ImportRules).
+	// importFilter checks what upstreams announce (their ImportRules); meshScope
+	// says which peers the mesh is, for GoBGP's export filter (exportable).
 	importFilter *importFilter
+	meshScope    *meshScope
 	// announced are the prefixes Announce holds, exports each neighbour's Export,
 	// drained SetDrained's state (export.go). exportMu orders replacements of the
 	// export policy, exportGen names the one in force.
@@ -390,7 +392,9 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 		log = slog.Default()
 	}
 	imf := newImportFilter(cfg.ASN)
-	opts := []server.ServerOption{server.LoggerOption(log.With("component", "gobgp"), nil), server.ImportFilterOption(imf.accept), server.OriginValidatorOption(imf.originState)}
+	scope := &meshScope{}
+	opts := []server.ServerOption{server.LoggerOption(log.With("component", "gobgp"), nil), server.ImportFilterOption(imf.accept), server.OriginValidatorOption(imf.originState),
+		server.ExportFilterOption(scope.exportable)}
 	if cfg.GRPCAddress != "" {
 		opts = append(opts, server.GrpcListenAddress(cfg.GRPCAddress))
 	}
@@ -416,7 +420,7 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 	s := &Speaker{srv: srv, log: log, events: make(chan Event, eventBuffer), done: make(chan struct{}), cancel: cancel,
 		peers: map[netip.Addr]*PeerStatus{}, adjIn: map[netip.Addr]*adjIn{}, loads: map[netip.Addr]*Load{},
 		eors: map[netip.Addr]map[bgp.Family]bool{}, asn: cfg.ASN, meshLocal: cfg.MeshAddress,
-		mesh: map[netip.Addr]bool{}, originated: map[netip.Prefix]netip.Addr{}, importFilter: imf,
+		mesh: map[netip.Addr]bool{}, originated: map[netip.Prefix]netip.Addr{}, importFilter: imf, meshScope: scope,
 		announced: map[netip.Prefix]bool{}, blackholes: map[netip.Prefix]bool{}, exports: map[netip.Addr]*Export{}, importActions: map[netip.Addr]*ImportActions{},
 		holding: cfg.HoldUpstreams, held: map[netip.Addr]bool{}, backups: cfg.Backups,
 		restartTime: cmp.Or(cfg.RestartTime, 120*time.Second), longLived: cfg.LongLivedTime, grpc: cfg.GRPCAddress != ""}

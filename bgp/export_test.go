@@ -177,3 +177,36 @@ func TestExport(t *testing.T) {
 		}
 	}
 }
+
+// TestExportableOnlyOwnToUpstreams: GoBGP's export filter lets an upstream be sent
+// this node's own paths alone, the mesh everything, other families through; a mesh
+// peer counts as one from before its session starts until it is removed.
+func TestExportableOnlyOwnToUpstreams(t *testing.T) {
+	var m meshScope
+	up, mesh := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("10.20.0.2")
+	nlri, _ := bgp.NewIPAddrPrefix(netip.MustParsePrefix("198.51.100.0/24"))
+	for _, c := range []struct {
+		peer   netip.Addr
+		family bgp.Family
+		local  bool
+		want   bool
+	}{
+		{up, bgp.RF_IPv4_UC, false, false},
+		{up, bgp.RF_IPv6_UC, false, false},
+		{up, bgp.RF_IPv4_UC, true, true},
+		{up, bgp.RF_IPv4_VPN, false, true},
+		{mesh, bgp.RF_IPv4_UC, false, false}, // not yet a mesh peer
+	} {
+		if got := m.exportable(c.peer, 65000, c.family, nlri, c.local); got != c.want {
+			t.Errorf("exportable(%v, %v, local %v) = %v, want %v", c.peer, c.family, c.local, got, c.want)
+		}
+	}
+	m.set(mesh, true)
+	if !m.exportable(mesh, 65000, bgp.RF_IPv4_UC, nlri, false) || m.exportable(up, 65000, bgp.RF_IPv4_UC, nlri, false) {
+		t.Error("a mesh peer is not sent learned paths, or an upstream is")
+	}
+	m.set(mesh, false)
+	if m.exportable(mesh, 65000, bgp.RF_IPv4_UC, nlri, false) {
+		t.Error("a removed mesh peer is still sent learned paths")
+	}
+}

@@ -99,10 +99,12 @@ func (s *Speaker) AddMeshPeer(ctx context.Context, p MeshPeer) error {
 	if known {
 		return nil
 	}
-	// In the set first, so the first update the session sends passes export.
+	// In the sets first, so the first update the session sends passes export.
+	s.meshScope.set(p.Address, true)
 	err := s.srv.AddDefinedSet(ctx, &api.AddDefinedSetRequest{DefinedSet: &api.DefinedSet{
 		DefinedType: api.DefinedType_DEFINED_TYPE_NEIGHBOR, Name: meshSet, List: []string{hostPrefix(p.Address)}}})
 	if err != nil {
+		s.meshScope.set(p.Address, false)
 		return fmt.Errorf("bgp: add mesh peer %s to the export set: %w", p.Address, err)
 	}
 	peer := &api.Peer{
@@ -124,6 +126,7 @@ func (s *Speaker) AddMeshPeer(ctx context.Context, p MeshPeer) error {
 	if err := s.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: peer}); err != nil {
 		_ = s.srv.DeleteDefinedSet(ctx, &api.DeleteDefinedSetRequest{DefinedSet: &api.DefinedSet{
 			DefinedType: api.DefinedType_DEFINED_TYPE_NEIGHBOR, Name: meshSet, List: []string{hostPrefix(p.Address)}}})
+		s.meshScope.set(p.Address, false)
 		return fmt.Errorf("bgp: add mesh peer %s: %w", p.Address, err)
 	}
 	s.mu.Lock()
@@ -150,6 +153,7 @@ func (s *Speaker) RemoveMeshPeer(ctx context.Context, a netip.Addr) error {
 	}
 	err := s.srv.DeleteDefinedSet(ctx, &api.DeleteDefinedSetRequest{DefinedSet: &api.DefinedSet{
 		DefinedType: api.DefinedType_DEFINED_TYPE_NEIGHBOR, Name: meshSet, List: []string{hostPrefix(a)}}})
+	s.meshScope.set(a, false)
 	s.mu.Lock()
 	delete(s.mesh, a)
 	delete(s.peers, a)

@@ -83,6 +83,7 @@ type options struct {
 	logLevelVar  *slog.LevelVar
 	timingHook   FSMTimingHook
 	importFilter ImportFilter
+	exportFilter ExportFilter
 	originState  OriginValidator
 }
 
@@ -116,6 +117,25 @@ type ImportFilter func(peer netip.Addr, peerAS uint32, family bgp.Family, nlri b
 func ImportFilterOption(f ImportFilter) ServerOption {
 	return func(o *options) {
 		o.importFilter = f
+	}
+}
+
+// ExportFilter says whether a path may be sent to a neighbour at all: a path it
+// refuses (and whose replaced path, when there is one, it refuses too) is dropped
+// before its attributes are rewritten for the neighbour and before the export
+// policy runs, as a refusal of that policy would drop it. It is an embedder's promise
+// that its export policy refuses what it refuses, which spares the server the clone,
+// the rewritten AS path and the policy evaluation of every path for neighbours that
+// are sent few of them: an edge router's upstreams, sent only its own prefixes, see
+// every best path of a full table go by. It is called on the goroutines that
+// propagate paths, concurrently, and must be fast; it must not call the BgpServer.
+// local says the path is locally originated.
+type ExportFilter func(peer netip.Addr, peerAS uint32, family bgp.Family, nlri bgp.NLRI, local bool) bool
+
+// ExportFilterOption sets the server's ExportFilter.
+func ExportFilterOption(f ExportFilter) ServerOption {
+	return func(o *options) {
+		o.exportFilter = f
 	}
 }
 
@@ -195,6 +215,7 @@ type BgpServer struct {
 	logLevelVar  *slog.LevelVar
 	timingHook   FSMTimingHook
 	importFilter ImportFilter
+	exportFilter ExportFilter
 	// validate answers paths' origin validation: the ROA table's, or the
 	// embedder's OriginValidator.
 	validate func(*table.Path) *table.Validation
@@ -239,6 +260,7 @@ func NewBgpServer(opt ...ServerOption) *BgpServer {
 		logLevelVar:  lvl,
 		timingHook:   opts.timingHook,
 		importFilter: opts.importFilter,
+		exportFilter: opts.exportFilter,
 		validate:     roaTable.Validate,
 		shutdownWG:   &sync.WaitGroup{},
 	}
@@ -636,6 +658,9 @@ func filterpath(peer *peer, path, old *table.Path) *table.Path {
 }
 
 func (s *BgpServer) prePolicyFilterpath(peer *peer, path, old *table.Path) (*table.Path, *table.PolicyOptions, bool) {
+	if s.exportFilter != nil && !s.exportable(peer, path) && !s.exportable(peer, old) {
+		return nil, nil, true
+	}
 	// Special handling for RTM NLRI.
 	if path != nil && path.GetFamily() == bgp.RF_RTC_UC && !path.IsWithdraw {
 		// If the given "path" is locally generated and the same with "old", we
@@ -730,6 +755,18 @@ func (s *BgpServer) prePolicyFilterpath(peer *peer, path, old *table.Path) (*tab
 	path = table.UpdatePathAttrs(peer.fsm.logger, peer.fsm.gConf, peerInfo, path)
 
 	return path, options, false
+}
+
+// exportable asks the ExportFilter whether a path may be sent to the peer (a nil path
+// may not; an End-of-RIB may).
+func (s *BgpServer) exportable(peer *peer, path *table.Path) bool {
+	if path == nil {
+		return false
+	}
+	if path.IsEOR() {
+		return true
+	}
+	return s.exportFilter(peer.fsm.pConf.ReadOnly().State.NeighborAddress, peer.AS(), path.GetFamily(), path.GetNlri(), path.IsLocal())
 }
 
 func (s *BgpServer) postFilterpath(peer *peer, path *table.Path) *table.Path {
@@ -3295,6 +3332,14 @@ func (s *BgpServer) getAdjRib(addr string, family bgp.Family, in bool, enableFil
 			if enableFiltered {
 				for _, path := range s.getPossibleBest(peer, family) {
 					pathLocalKey := path.GetLocalKey()
+					if s.exportFilter != nil && !s.exportable(peer, path) && peer.peerInfo.Load() != nil {
+						// Refused by the export policy, as the embedder's filter
+						// promises: listed as such (for a peer in session, as
+						// prePolicyFilterpath lists).
+						filtered[pathLocalKey] = table.PolicyFiltered
+						pathList = append(pathList, path)
+						continue
+					}
 					p, options, stop := s.prePolicyFilterpath(peer, path, nil)
 					if stop {
 						continue
