@@ -28,7 +28,11 @@ type KernelSync struct {
 
 	mu      sync.Mutex
 	pending map[netip.Prefix]kernelOp
-	wake    chan struct{}
+	// spare is the last batch's map, cleared, taken as the next pending one when it
+	// is small (a map does not shrink: one that held a full table's backlog is let
+	// go rather than kept for ever).
+	spare map[netip.Prefix]kernelOp
+	wake  chan struct{}
 
 	// adopted are the routes an earlier process left in the table (proto bgp), by
 	// a hash of the route: a change that would write one of them again skips the
@@ -47,6 +51,9 @@ type KernelSync struct {
 	Adopted, Kept, Swept       atomic.Uint64
 	Pending                    atomic.Int64
 }
+
+// spareRoutes bounds the batch map kept for the next batch.
+const spareRoutes = 1 << 16
 
 type kernelOp struct {
 	del       bool
@@ -109,7 +116,11 @@ func (k *KernelSync) Run(ctx context.Context) error {
 		}
 		k.mu.Lock()
 		batch := k.pending
-		k.pending = make(map[netip.Prefix]kernelOp, len(batch)/4)
+		if k.spare != nil {
+			k.pending, k.spare = k.spare, nil
+		} else {
+			k.pending = make(map[netip.Prefix]kernelOp, len(batch)/4)
+		}
 		k.mu.Unlock()
 		start, failedBefore := time.Now(), kr.Failed
 		var firstErr error
@@ -150,6 +161,12 @@ func (k *KernelSync) Run(ctx context.Context) error {
 			}
 		}
 		note(kr.Flush())
+		if len(batch) <= spareRoutes {
+			clear(batch)
+			k.mu.Lock()
+			k.spare = batch
+			k.mu.Unlock()
+		}
 		failed := kr.Failed - failedBefore
 		k.Failed.Add(failed)
 		k.Installed.Add(added)

@@ -23,6 +23,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -316,6 +317,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, level *slog.LevelVar
 func consume(ctx context.Context, speaker *bgp.Speaker, table *fib.FIB, m *metrics, dcache *cacheLoop, orig *originator, zones *linkZones, log *slog.Logger, httpErr <-chan error) error {
 	tick := time.NewTicker(5 * time.Second)
 	defer tick.Stop()
+	var b batcher
 	for {
 		select {
 		case <-ctx.Done():
@@ -331,19 +333,20 @@ func consume(ctx context.Context, speaker *bgp.Speaker, table *fib.FIB, m *metri
 			// table's attributes an UPDATE carries three prefixes on average, and
 			// every batch's commit (its map writes, the compressed level) costs the
 			// same however small the batch.
-			evs := []bgp.Event{ev}
+			b.evs = append(b.evs[:0], ev)
 			n := len(ev.Changes)
 		gather:
 			for n < maxApplyBatch {
 				select {
 				case more := <-speaker.Events():
-					evs = append(evs, more)
+					b.evs = append(b.evs, more)
 					n += len(more.Changes)
 				default:
 					break gather
 				}
 			}
-			handleEvents(evs, speaker, table, m, dcache, orig, zones, log)
+			handleEvents(&b, speaker, table, m, dcache, orig, zones, log)
+			clear(b.evs) // the events' changes are the speaker's garbage now
 		case now := <-tick.C:
 			m.load.sample(speaker.Loads(), now)
 			logLoading(log, m.load.snapshot())
@@ -354,20 +357,31 @@ func consume(ctx context.Context, speaker *bgp.Speaker, table *fib.FIB, m *metri
 // maxApplyBatch is how many waiting changes one pass of consume gathers.
 const maxApplyBatch = 8192
 
+// batcher holds consume's buffers, reused pass after pass: a full-table load makes
+// over a million changes, and fresh slices of them for every pass (the events, the
+// batch, the FIB's updates) were 1 GB of its 5.6 GB of garbage.
+type batcher struct {
+	evs     []bgp.Event
+	changes []bgp.Change
+	updates []fib.Update
+}
+
 // handleEvents handles events in their order: within an event, its session's end
 // or start, then its changes, then its End-of-RIB. Consecutive changes are applied
 // as one batch; a session event or an End-of-RIB applies what came before it
 // first.
-func handleEvents(evs []bgp.Event, speaker *bgp.Speaker, table *fib.FIB, m *metrics, dcache *cacheLoop, orig *originator, zones *linkZones, log *slog.Logger) {
-	var batch []bgp.Change
+func handleEvents(b *batcher, speaker *bgp.Speaker, table *fib.FIB, m *metrics, dcache *cacheLoop, orig *originator, zones *linkZones, log *slog.Logger) {
+	batch := b.changes[:0]
 	flush := func() {
 		if len(batch) > 0 {
-			apply(table, m, batch, zones, log)
+			apply(table, m, batch, zones, log, &b.updates)
 			orig.observe(batch)
-			batch = nil
+			clear(batch)
+			batch = batch[:0]
 		}
 	}
-	for _, ev := range evs {
+	defer func() { b.changes = batch }()
+	for _, ev := range b.evs {
 		// A session's end comes before its withdrawals: the groups move off the
 		// neighbour first, and the withdrawals then find nothing to move. Not for a
 		// fleet member: its XDP program outlives its process (a restart, a crash),
@@ -404,8 +418,13 @@ func handleEvents(evs []bgp.Event, speaker *bgp.Speaker, table *fib.FIB, m *metr
 	flush()
 }
 
-func apply(table *fib.FIB, m *metrics, changes []bgp.Change, zones *linkZones, log *slog.Logger) {
-	updates := make([]fib.Update, len(changes))
+// apply writes the changes into the FIB, through the buffer buf (reused).
+func apply(table *fib.FIB, m *metrics, changes []bgp.Change, zones *linkZones, log *slog.Logger, buf *[]fib.Update) {
+	updates := slices.Grow((*buf)[:0], len(changes))[:len(changes)]
+	defer func() {
+		clear(updates)
+		*buf = updates[:0]
+	}()
 	for i, c := range changes {
 		updates[i] = fib.Update{Prefix: c.Prefix, Nexthop: zones.of(c.Nexthop, c.Peer), Withdraw: c.Withdraw, Blackhole: c.Blackhole}
 		for _, h := range c.Multipath {
