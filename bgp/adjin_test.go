@@ -1,71 +1,54 @@
 package bgp
 
 import (
+	"io"
+	"log/slog"
 	"net/netip"
-	"runtime"
 	"testing"
+	"time"
 
-	"github.com/fibfleet/fibfleet/internal/table"
+	"github.com/osrg/gobgp/v4/pkg/apiutil"
+	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
 )
 
+// TestAdjInCounts: what GoBGP tells of each UPDATE (its AdjRibInHook) becomes each
+// neighbour's load progress and prefixes held per family: announcements of a session
+// whose start the peer events have not told yet count for it once they do; other
+// families are not counted; withdrawals reach the import filter's record of what it
+// refused.
 func TestAdjInCounts(t *testing.T) {
-	a := newAdjIn(0)
-	p4, p6 := netip.MustParsePrefix("192.0.2.0/24"), netip.MustParsePrefix("2001:db8::/32")
-	for _, c := range []struct {
-		p        netip.Prefix
-		withdraw bool
-		added    bool
-		v4, v6   int
-	}{
-		{p4, false, true, 1, 0},
-		{p4, false, false, 1, 0}, // a re-announcement (implicit replacement)
-		{p6, false, true, 1, 1},
-		{netip.MustParsePrefix("192.0.2.0/25"), true, false, 1, 1}, // withdrawn, never held
-		{p4, true, false, 0, 1},
-		{p4, true, false, 0, 1},
-		{netip.MustParsePrefix("::ffff:192.0.2.0/120"), false, true, 0, 2}, // IPv6, not p4
-	} {
-		if got := a.apply(c.p, c.withdraw); got != c.added || len(a.seen)-a.v6 != c.v4 || a.v6 != c.v6 {
-			t.Fatalf("%s withdraw=%v: added %v, %d IPv4 and %d IPv6; want %v, %d and %d", c.p, c.withdraw, got, len(a.seen)-a.v6, a.v6, c.added, c.v4, c.v6)
-		}
+	peer := netip.MustParseAddr("192.0.2.1")
+	s := &Speaker{log: slog.New(slog.NewTextHandler(io.Discard, nil)), done: make(chan struct{}),
+		loads: map[netip.Addr]*Load{peer: {Neighbor: peer}}, adjIn: map[netip.Addr]*adjIn{peer: newAdjIn(0)}, importFilter: newImportFilter(65000)}
+	s.peers = map[netip.Addr]*PeerStatus{peer: {Address: peer, State: "idle"}}
+	s.eors = map[netip.Addr]map[bgp.Family]bool{peer: {}}
+	s.importFilter.set(peer, &ImportRules{})
+	s.importFilter.held[peer].add(netip.MustParsePrefix("198.51.100.0/24")) // refused earlier
+	nlri := func(p string) bgp.NLRI {
+		n, _ := bgp.NewIPAddrPrefix(netip.MustParsePrefix(p))
+		return n
 	}
-}
+	load := func() Load { return s.Loads()[0] }
 
-// BenchmarkAdjIn is what counting an upstream's prefixes costs during a full-table
-// load: one set insert per announcement, and the set's memory.
-func BenchmarkAdjIn(b *testing.B) {
-	for _, tbl := range []struct {
-		name string
-		load func() ([]table.Route, error)
-	}{{"ipv4-2026", table.Real2026}, {"ipv6-2026", table.Real2026v6}} {
-		routes, err := tbl.load()
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Run(tbl.name, func(b *testing.B) {
-			var before, after runtime.MemStats
-			var a *adjIn
-			for i := 0; i < b.N; i++ {
-				b.StopTimer()
-				a = nil
-				runtime.GC()
-				runtime.ReadMemStats(&before)
-				b.StartTimer()
-				a = newAdjIn(0)
-				for _, r := range routes {
-					a.apply(r.Prefix, false)
-				}
-			}
-			b.StopTimer()
-			runtime.GC()
-			runtime.ReadMemStats(&after)
-			if len(a.seen) != len(routes) {
-				b.Fatalf("%d prefixes counted of %d", len(a.seen), len(routes))
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(routes)), "ns/prefix")
-			b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "MiB")
-			b.ReportMetric(float64(len(routes)), "prefixes")
-			runtime.KeepAlive(a)
-		})
+	s.onAdjIn(peer, bgp.RF_IPv4_UC, 3, nil, 3) // before the session's start is told
+	if l := load(); l.Received != 0 || l.Prefixes != [2]uint64{3, 0} {
+		t.Fatalf("load %+v before the peer event, want nothing received yet and 3 IPv4 prefixes held", l)
+	}
+	state := func(st bgp.FSMState) {
+		s.peerState(&apiutil.WatchEventMessage_PeerEvent{Peer: apiutil.Peer{State: apiutil.PeerState{NeighborAddress: peer, SessionState: st}}}, time.Now())
+	}
+	state(bgp.BGP_FSM_ESTABLISHED)
+	s.onAdjIn(peer, bgp.RF_IPv6_UC, 2, nil, 2)
+	s.onAdjIn(peer, bgp.RF_IPv4_UC, 1, []bgp.NLRI{nlri("198.51.100.0/24")}, 3)
+	s.onAdjIn(peer, bgp.RF_IPv4_VPN, 9, nil, 9) // not a family the node takes
+	if l := load(); l.Received != 6 || l.Prefixes != [2]uint64{3, 2} {
+		t.Errorf("load %+v, want 6 received (3 of them before the peer event), [3 2] held", l)
+	}
+	if s.importFilter.held[peer].len() != 0 {
+		t.Error("a withdrawn refused prefix is still counted as held")
+	}
+	state(bgp.BGP_FSM_IDLE)
+	if l := load(); l.Prefixes != [2]uint64{0, 0} {
+		t.Errorf("prefixes %v after the session ended, want none until GoBGP tells again", l.Prefixes)
 	}
 }

@@ -208,6 +208,10 @@ type Load struct {
 	// before import policy) per family: IPv4, IPv6. Mesh peers are not counted: a
 	// fleet of N full-table nodes would hold N-1 sets of a million prefixes each.
 	Prefixes [2]uint64
+	// early counts the announcements of a session whose start the peer events have
+	// not told yet: GoBGP tells UPDATEs as they arrive (its AdjRibInHook), a session's
+	// start through its watcher, a moment later.
+	early uint64
 }
 
 // PeerStatus is a neighbour's session state.
@@ -280,47 +284,22 @@ type Speaker struct {
 	backups bool
 }
 
-// adjIn counts a neighbour's prefixes and enforces its max-prefix limit. GoBGP counts
-// the Adj-RIB-In by walking it: on every UPDATE for its own limit (which makes a
-// full-table load quadratic, 2,500 routes/s after 100k here) and on every ListPeer, so
-// fibfleet counts the neighbour's prefixes from the update stream instead, and shuts
-// the session down itself. The set costs about 40 MiB per full-table neighbour.
+// adjIn follows a neighbour's prefixes and enforces its max-prefix limit. GoBGP tells
+// how many paths of each family the neighbour holds after each UPDATE (its
+// AdjRibInHook, third_party patch 19; its own limit applies per family, and resets
+// the session rather than shutting it down), so nothing here keeps a prefix.
 type adjIn struct {
 	max int // 0: no limit
 	// restart brings the session back that long after a max-prefix shutdown (0:
 	// never).
 	restart time.Duration
-	// seen holds prefixes packed by prefixKey: a pointer-free map, which the garbage
-	// collector does not scan (a full table is 1M+ entries).
-	seen    map[[17]byte]struct{}
-	v6      int // IPv6 prefixes in seen
+	// v4 and v6 are the IPv4 and IPv6 unicast paths the neighbour holds (before
+	// import policy).
+	v4, v6  int
 	tripped bool
 }
 
-func newAdjIn(max int) *adjIn { return &adjIn{max: max, seen: map[[17]byte]struct{}{}} }
-
-// apply counts an announcement or a withdrawal of p; added says p is new (an
-// announcement of a prefix the neighbour did not hold).
-func (a *adjIn) apply(p netip.Prefix, withdraw bool) (added bool) {
-	k := prefixKey(p)
-	_, had := a.seen[k]
-	v6 := !p.Addr().Is4()
-	switch {
-	case withdraw && had:
-		delete(a.seen, k)
-		if v6 {
-			a.v6--
-		}
-		return false
-	case withdraw || had:
-		return false
-	}
-	a.seen[k] = struct{}{}
-	if v6 {
-		a.v6++
-	}
-	return true
-}
+func newAdjIn(max int) *adjIn { return &adjIn{max: max} }
 
 // Validate reports every bad field of a config at once, saying what to do.
 func (c Config) Validate() error {
@@ -393,8 +372,14 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 	}
 	imf := newImportFilter(cfg.ASN)
 	scope := &meshScope{}
+	// The speaker takes GoBGP's Adj-RIB-In counts; it exists before any neighbour
+	// (AddPeer, which hands the neighbour to GoBGP's loop, comes after).
+	var sp *Speaker
 	opts := []server.ServerOption{server.LoggerOption(log.With("component", "gobgp"), nil), server.ImportFilterOption(imf.accept), server.OriginValidatorOption(imf.originState),
-		server.ExportFilterOption(scope.exportable)}
+		server.ExportFilterOption(scope.exportable),
+		server.AdjRibInHookOption(func(peer netip.Addr, family bgp.Family, announced int, withdrawn []bgp.NLRI, held int) {
+			sp.onAdjIn(peer, family, announced, withdrawn, held)
+		})}
 	if cfg.GRPCAddress != "" {
 		opts = append(opts, server.GrpcListenAddress(cfg.GRPCAddress))
 	}
@@ -424,6 +409,7 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 		announced: map[netip.Prefix]bool{}, blackholes: map[netip.Prefix]bool{}, exports: map[netip.Addr]*Export{}, importActions: map[netip.Addr]*ImportActions{},
 		holding: cfg.HoldUpstreams, held: map[netip.Addr]bool{}, backups: cfg.Backups,
 		restartTime: cmp.Or(cfg.RestartTime, 120*time.Second), longLived: cfg.LongLivedTime, grpc: cfg.GRPCAddress != ""}
+	sp = s
 	s.restarting.Store(cfg.Restarting)
 	if cfg.Restarting {
 		// The node ends the deferral itself (RestartDone), once its FIB is complete
@@ -456,12 +442,14 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 		}
 	}
 	// One watcher, so GoBGP delivers forwarding paths (best, equal, backup: GoBGP
-	// patch 7), updates, End-of-RIBs and peer events to the callbacks in the order it
-	// produced them. Its queue is bounded (patch 14): a full table's UPDATEs wait in
+	// patch 7), End-of-RIBs and peer events to the callbacks in the order it produced
+	// them. No pre-policy updates: what the node needs of them (counts, withdrawals)
+	// comes from the AdjRibInHook, without every path of every UPDATE cloned and
+	// converted for a watcher. Its queue is bounded (patch 14): a full table's UPDATEs wait in
 	// the upstream's TCP window while the FIB catches up, not as cloned paths in the
 	// heap (330 MB of them half way through a load without the bound).
-	err = srv.WatchEvent(wctx, server.WatchEventMessageCallbacks{OnForwarding: s.onForwarding, OnPeerUpdate: s.onPeer, OnPathUpdate: s.onUpdate, OnPathEor: s.onEndOfRIB},
-		server.WatchForwarding(true), server.WatchPeer(), server.WatchUpdate(false, "", ""), server.WatchEor(false), server.WatchQueueLimit(watchQueueLimit))
+	err = srv.WatchEvent(wctx, server.WatchEventMessageCallbacks{OnForwarding: s.onForwarding, OnPeerUpdate: s.onPeer, OnPathEor: s.onEndOfRIB},
+		server.WatchForwarding(true), server.WatchPeer(), server.WatchEor(false), server.WatchQueueLimit(watchQueueLimit))
 	if err != nil {
 		s.Stop()
 		return nil, fmt.Errorf("bgp: watch best paths: %w", err)
@@ -710,7 +698,7 @@ func (s *Speaker) SetLimits(a netip.Addr, maxPrefixes, expected uint32, restart 
 		return fmt.Errorf("bgp: %s is not a configured neighbour", a)
 	}
 	in.max, in.tripped, in.restart = int(maxPrefixes), false, restart
-	over := in.max > 0 && len(in.seen) > in.max
+	over := in.max > 0 && in.v4+in.v6 > in.max
 	if over {
 		in.tripped = true
 	}
@@ -755,12 +743,13 @@ func (s *Speaker) peerState(ev *apiutil.WatchEventMessage_PeerEvent, at time.Tim
 		if l := s.loads[st.NeighborAddress]; l != nil && was != p.State {
 			switch {
 			case p.State == "established":
-				l.Established, l.Received, l.EndOfRIB = at, 0, time.Time{}
+				// What the session sent before this event came is counted too.
+				l.Established, l.Received, l.early, l.EndOfRIB = at, l.early, 0, time.Time{}
 				for f := range s.eors[st.NeighborAddress] {
 					s.eors[st.NeighborAddress][f] = false
 				}
 			case was == "established":
-				l.Established = time.Time{}
+				l.Established, l.early = time.Time{}, 0
 			}
 		}
 	}
@@ -773,43 +762,46 @@ func (s *Speaker) peerState(ev *apiutil.WatchEventMessage_PeerEvent, at time.Tim
 	return up, down
 }
 
-// onUpdate counts each neighbour's unicast announcements (for load progress) and each
-// limited neighbour's prefixes, from the paths it sends (before import policy).
-func (s *Speaker) onUpdate(paths []*apiutil.Path, _ time.Time) {
+// onAdjIn takes GoBGP's count of a neighbour's paths of a family after an UPDATE (its
+// AdjRibInHook, on the neighbour's goroutine): the announcements for load progress,
+// the withdrawals for what the import rules refused, the paths held for the
+// neighbour's max-prefix limit.
+func (s *Speaker) onAdjIn(peer netip.Addr, family bgp.Family, announced int, withdrawn []bgp.NLRI, held int) {
+	if family != bgp.RF_IPv4_UC && family != bgp.RF_IPv6_UC {
+		return
+	}
 	select {
 	case <-s.done:
 		return
 	default:
 	}
+	for _, n := range withdrawn {
+		if p, ok := n.(*bgp.IPAddrPrefix); ok {
+			s.importFilter.withdrawn(peer, p.Prefix)
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, p := range paths {
-		if p.Family != bgp.RF_IPv4_UC && p.Family != bgp.RF_IPv6_UC {
-			continue
+	if l := s.loads[peer]; l != nil {
+		if l.Established.IsZero() {
+			l.early += uint64(announced) // before the peer event that starts the session
+		} else {
+			l.Received += uint64(announced)
 		}
-		if l := s.loads[p.PeerAddress]; l != nil && !p.Withdrawal {
-			l.Received++
-		}
-		nlri, ok := p.Nlri.(*bgp.IPAddrPrefix)
-		if !ok {
-			continue
-		}
-		if p.Withdrawal {
-			s.importFilter.withdrawn(p.PeerAddress, nlri.Prefix)
-		}
-		a := s.adjIn[p.PeerAddress]
-		if a == nil {
-			continue
-		}
-		if !a.apply(nlri.Prefix, p.Withdrawal) {
-			continue
-		}
-		if a.max > 0 && len(a.seen) > a.max && !a.tripped {
-			a.tripped = true
-			peer := p.PeerAddress
-			s.log.Warn("neighbour exceeded max_prefixes: shutting the session down", "neighbor", peer, "max_prefixes", a.max)
-			go s.shutdownOver(peer, uint32(a.max), a.restart)
-		}
+	}
+	a := s.adjIn[peer]
+	if a == nil {
+		return
+	}
+	if family == bgp.RF_IPv4_UC {
+		a.v4 = held
+	} else {
+		a.v6 = held
+	}
+	if a.max > 0 && a.v4+a.v6 > a.max && !a.tripped {
+		a.tripped = true
+		s.log.Warn("neighbour exceeded max_prefixes: shutting the session down", "neighbor", peer, "max_prefixes", a.max)
+		go s.shutdownOver(peer, uint32(a.max), a.restart)
 	}
 }
 
@@ -881,7 +873,7 @@ func (s *Speaker) Loads() []Load {
 	for n, l := range s.loads {
 		c := *l
 		if a := s.adjIn[n]; a != nil {
-			c.Prefixes = [2]uint64{uint64(len(a.seen) - a.v6), uint64(a.v6)}
+			c.Prefixes = [2]uint64{uint64(a.v4), uint64(a.v6)}
 		}
 		out = append(out, c)
 	}

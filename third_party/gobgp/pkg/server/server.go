@@ -84,6 +84,7 @@ type options struct {
 	timingHook   FSMTimingHook
 	importFilter ImportFilter
 	exportFilter ExportFilter
+	adjRibInHook AdjRibInHook
 	originState  OriginValidator
 }
 
@@ -136,6 +137,24 @@ type ExportFilter func(peer netip.Addr, peerAS uint32, family bgp.Family, nlri b
 func ExportFilterOption(f ExportFilter) ServerOption {
 	return func(o *options) {
 		o.exportFilter = f
+	}
+}
+
+// AdjRibInHook is told what an UPDATE of a neighbour changed in its Adj-RIB-In, once
+// the UPDATE is there, family by family: how many paths it announced (after the
+// AS-loop checks), the NLRI it withdrew, and how many paths of the family the
+// neighbour holds now (before import policy, refused ones included). An embedder
+// counts what a neighbour sent, follows what it refused, or limits a neighbour's
+// prefixes its own way with it, where a pre-policy watcher would have every path of
+// every UPDATE cloned and converted for it. It is called on the neighbour's
+// goroutine, concurrently for different neighbours, and must be fast; it must not
+// call the BgpServer. withdrawn is the hook's until it returns.
+type AdjRibInHook func(peer netip.Addr, family bgp.Family, announced int, withdrawn []bgp.NLRI, held int)
+
+// AdjRibInHookOption sets the server's AdjRibInHook.
+func AdjRibInHookOption(h AdjRibInHook) ServerOption {
+	return func(o *options) {
+		o.adjRibInHook = h
 	}
 }
 
@@ -216,6 +235,7 @@ type BgpServer struct {
 	timingHook   FSMTimingHook
 	importFilter ImportFilter
 	exportFilter ExportFilter
+	adjRibInHook AdjRibInHook
 	// validate answers paths' origin validation: the ROA table's, or the
 	// embedder's OriginValidator.
 	validate func(*table.Path) *table.Validation
@@ -261,6 +281,7 @@ func NewBgpServer(opt ...ServerOption) *BgpServer {
 		timingHook:   opts.timingHook,
 		importFilter: opts.importFilter,
 		exportFilter: opts.exportFilter,
+		adjRibInHook: opts.adjRibInHook,
 		validate:     roaTable.Validate,
 		shutdownWG:   &sync.WaitGroup{},
 	}
@@ -755,6 +776,41 @@ func (s *BgpServer) prePolicyFilterpath(peer *peer, path, old *table.Path) (*tab
 	path = table.UpdatePathAttrs(peer.fsm.logger, peer.fsm.gConf, peerInfo, path)
 
 	return path, options, false
+}
+
+// tellAdjRibIn gives the AdjRibInHook an UPDATE's paths, family by family (an
+// UPDATE carries one, or two: IPv4 NLRI beside an MP_REACH or MP_UNREACH).
+func (s *BgpServer) tellAdjRibIn(peer *peer, pathList []*table.Path) {
+	type change struct {
+		family    bgp.Family
+		announced int
+		withdrawn []bgp.NLRI
+	}
+	var changes [2]change
+	n := 0
+	for _, p := range pathList {
+		f := p.GetFamily()
+		i := 0
+		for i < n && changes[i].family != f {
+			i++
+		}
+		if i == n {
+			if n == len(changes) {
+				continue // a third family in one UPDATE: not told (none is known)
+			}
+			changes[n].family = f
+			n++
+		}
+		if p.IsWithdraw {
+			changes[i].withdrawn = append(changes[i].withdrawn, p.GetNlri())
+		} else {
+			changes[i].announced++
+		}
+	}
+	addr := peer.fsm.pConf.ReadOnly().State.NeighborAddress
+	for _, c := range changes[:n] {
+		s.adjRibInHook(addr, c.family, c.announced, c.withdrawn, peer.adjRibIn.Count([]bgp.Family{c.family}))
+	}
 }
 
 // exportable asks the ExportFilter whether a path may be sent to the peer (a nil path
@@ -2139,6 +2195,9 @@ func (s *BgpServer) handleFSMMessage(peer *peer, e *fsmMsg) {
 			}
 			if m.Header.Type == bgp.BGP_MSG_UPDATE {
 				s.notifyPrePolicyUpdateWatcher(peer, pathList, m, e.timestamp, e.payload)
+			}
+			if s.adjRibInHook != nil && len(pathList) > 0 {
+				s.tellAdjRibIn(peer, pathList)
 			}
 
 			if len(pathList) > 0 {
