@@ -205,8 +205,8 @@ type Load struct {
 	// ExpectedPrefixes; 0 when unknown.
 	Expected uint64
 	// Prefixes counts an upstream's prefixes now (announced and not withdrawn,
-	// before import policy) per family: IPv4, IPv6. Mesh peers are not counted: a
-	// fleet of N full-table nodes would hold N-1 sets of a million prefixes each.
+	// before import policy) per family: IPv4, IPv6 (zero for a mesh peer: what the
+	// fleet carries is the upstreams'; Holdings counts the mesh's too).
 	Prefixes [2]uint64
 	// early counts the announcements of a session whose start the peer events have
 	// not told yet: GoBGP tells UPDATEs as they arrive (its AdjRibInHook), a session's
@@ -872,12 +872,29 @@ func (s *Speaker) Loads() []Load {
 	out := make([]Load, 0, len(s.loads))
 	for n, l := range s.loads {
 		c := *l
-		if a := s.adjIn[n]; a != nil {
+		if a := s.adjIn[n]; a != nil && !s.mesh[n] {
 			c.Prefixes = [2]uint64{uint64(a.v4), uint64(a.v6)}
 		}
 		out = append(out, c)
 	}
 	return out
+}
+
+// Holdings is what the node holds from its neighbours, for sizing its memory: the
+// paths (before import policy) every neighbour sent it, each upstream counted at
+// least at its expected dump (configured, or its last one's size: the dump is
+// coming), and how many mesh peers it has (each is sent this node's table).
+func (s *Speaker) Holdings() (paths int64, meshPeers int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for n, a := range s.adjIn {
+		held := int64(a.v4 + a.v6)
+		if l := s.loads[n]; l != nil && !s.mesh[n] {
+			held = max(held, int64(l.Expected))
+		}
+		paths += held
+	}
+	return paths, len(s.mesh)
 }
 
 func (s *Speaker) send(ev Event) {

@@ -133,6 +133,7 @@ func (s *Speaker) AddMeshPeer(ctx context.Context, p MeshPeer) error {
 	s.mesh[p.Address] = true
 	s.peers[p.Address] = &PeerStatus{Address: p.Address, ASN: s.asn, State: "idle", Mesh: true}
 	s.loads[p.Address] = &Load{Neighbor: p.Address}
+	s.adjIn[p.Address] = newAdjIn(0) // what it holds counts for the memory limit (Holdings)
 	s.eors[p.Address] = map[bgp.Family]bool{bgp.RF_IPv4_UC: false, bgp.RF_IPv6_UC: false}
 	s.mu.Unlock()
 	s.log.Info("mesh peer added", "neighbor", p.Address)
@@ -158,6 +159,7 @@ func (s *Speaker) RemoveMeshPeer(ctx context.Context, a netip.Addr) error {
 	delete(s.mesh, a)
 	delete(s.peers, a)
 	delete(s.loads, a)
+	delete(s.adjIn, a)
 	delete(s.eors, a)
 	s.mu.Unlock()
 	if err != nil {

@@ -68,8 +68,9 @@ the frames its egress drivers did not take of those it forwarded (TXDROP), the f
 epoch applied, whether its last configuration reload was refused or failed (CONFIG:
 the reason is in -o json and the node's log), its routing policy's hash and whether
 most nodes run the same (POLICY; "drained" when it announces with GRACEFUL_SHUTDOWN);
-its resident memory, Go heap and the BGP paths it holds from its upstreams (MEMORY:
-RSS/heap, PATHS); and whether the fleet's gossip has it alive.`,
+its resident memory, Go heap and soft memory limit and the BGP paths it holds from its
+upstreams (MEMORY: RSS/heap, "of" the limit when one is set; PATHS); and whether the
+fleet's gossip has it alive.`,
 		Example: "  ctl status\n  ctl status -o json",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -95,9 +96,9 @@ RSS/heap, PATHS); and whether the fleet's gossip has it alive.`,
 					if r.NodeEpoch > 0 {
 						epoch += fmt.Sprintf("+%d", r.NodeEpoch)
 					}
-					fmt.Fprintf(w, "%s\t%s\t%d/%d\t%d/%d\t%s %s\t%s (%s)\t%d/%d\t%.0f%%/%.0f%%\t%.0f\t%d\t%s\t%s\t%s\t%s/%s\t%d\t%s\n", r.Node, r.Alive, r.SessionsUp, r.SessionsTotal,
+					fmt.Fprintf(w, "%s\t%s\t%d/%d\t%d/%d\t%s %s\t%s (%s)\t%d/%d\t%.0f%%/%.0f%%\t%.0f\t%d\t%s\t%s\t%s\t%s\t%d\t%s\n", r.Node, r.Alive, r.SessionsUp, r.SessionsTotal,
 						r.Routes[0], r.Routes[1], short(r.Digest), agree[r.DigestAgrees], r.CacheMode, r.PolicySource, r.CacheEntries[0], r.CacheEntries[1],
-						100*r.HitRate[0], 100*r.HitRate[1], r.PPS, r.TxDropped, epoch, r.Config, policy, mib(r.Memory.RSS), mib(r.Memory.GoHeap), r.Memory.BGPPaths,
+						100*r.HitRate[0], 100*r.HitRate[1], r.PPS, r.TxDropped, epoch, r.Config, policy, memoryColumn(r.Memory), r.Memory.BGPPaths,
 						map[bool]string{true: "ok", false: "away"}[r.Etcd])
 				}
 			})
@@ -119,6 +120,15 @@ func mostCommon(counts map[string]int) string {
 
 // mib shows a byte count in MiB.
 func mib(b uint64) string { return strconv.FormatUint(b>>20, 10) + "M" }
+
+// memoryColumn is RSS/heap, and the soft limit when one is set ("of 1536M").
+func memoryColumn(m nodeapi.Memory) string {
+	s := mib(m.RSS) + "/" + mib(m.GoHeap)
+	if m.Limit > 0 {
+		s += " of " + mib(m.Limit)
+	}
+	return s
+}
 
 func unreachable(r statusRow) string {
 	if !r.Registered {

@@ -25,6 +25,7 @@ import (
 	"github.com/fibfleet/fibfleet/cache"
 	"github.com/fibfleet/fibfleet/cluster"
 	"github.com/fibfleet/fibfleet/dataplane"
+	"github.com/fibfleet/fibfleet/memory"
 	"gopkg.in/yaml.v3"
 )
 
@@ -43,6 +44,10 @@ type Config struct {
 	// HTTPTLS serves the node API over HTTPS (with client certificates when a
 	// client CA is given): for an http_address that ctl reaches from other hosts.
 	HTTPTLS HTTPTLSConfig `yaml:"http_tls"`
+	// MemoryLimit is Go's soft memory limit: auto (default: a formula over the paths
+	// the node holds and its mesh peers, package memory), off, or a size (1536MiB,
+	// 2GiB); never above 85% of the cgroup's limit. Live on reload.
+	MemoryLimit string `yaml:"memory_limit"`
 	// HTTPAdvertise is the API address published in etcd and gossip for ctl
 	// (default: http_address).
 	HTTPAdvertise string        `yaml:"http_advertise"`
@@ -786,6 +791,9 @@ func (c Config) validate() error {
 	}
 	if c.HTTPTLS.ClientCA != "" && c.HTTPTLS.Cert == "" {
 		errs = append(errs, errors.New("http_tls.client_ca needs http_tls.cert and key (client certificates are checked over TLS only)"))
+	}
+	if _, err := memory.ParseSetting(c.MemoryLimit); err != nil {
+		errs = append(errs, fmt.Errorf("memory_limit: %w", err))
 	}
 	if c.Cache.Interval < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("cache.interval %s: use at least 100ms (1s is the default)", c.Cache.Interval))

@@ -29,10 +29,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/fibfleet/fibfleet/bgp"
 	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/fib"
 	"github.com/fibfleet/fibfleet/internal/nodeapi"
+	"github.com/fibfleet/fibfleet/memory"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -267,7 +269,10 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, level *slog.LevelVar
 	defer speaker.Abandon()
 
 	rov := startOriginValidation(ctx, cfg.RPKI, speaker, log)
+	mem := &memLimit{setting: rl.memorySetting, cgroup: memlimit.FromCgroup, log: log}
+	mem.update(holdings(speaker))
 	m := newMetrics(dp, table, speaker, ksync, dcache, fl, pts, rl)
+	m.mem = mem
 	m.rov = rov
 	m.bfd = bfds
 	orig := newOriginator(cfg, speaker, dp.Attachments, m.load.doneWith, log)
@@ -291,7 +296,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, level *slog.LevelVar
 	var ready atomic.Bool
 	rt := &rates{dp: dp}
 	go rt.run(ctx)
-	ns := &nodeStatus{name: cfg.NodeName, started: time.Now(), dp: dp, table: table, speaker: speaker, cache: dcache, fleet: fl, rates: rt, ports: pts, reload: rl, origin: orig,
+	ns := &nodeStatus{name: cfg.NodeName, started: time.Now(), dp: dp, table: table, speaker: speaker, cache: dcache, fleet: fl, rates: rt, ports: pts, reload: rl, origin: orig, mem: mem,
 		seed: dataplane.FlowSeedOf(cfg.NodeName)}
 	srv, err := newHTTPServer(cfg, httpHandler(reg, cfg.Pprof, &ready, m.readiness, table, dcache, fl, ns))
 	if err != nil {
@@ -308,13 +313,13 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, level *slog.LevelVar
 	ready.Store(true)
 	log.Info("node running", "node", cfg.NodeName, "interfaces", cfg.Interfaces, "asn", cfg.BGP.ASN,
 		"http", cfg.HTTPAddress, "gobgp_api", cfg.BGP.GRPCAddress, "version", version)
-	return consume(ctx, speaker, table, m, dcache, orig, newLinkZones(resolver.LinkTowards, log), log, httpErr)
+	return consume(ctx, speaker, table, m, dcache, orig, mem, newLinkZones(resolver.LinkTowards, log), log, httpErr)
 }
 
 // consume applies forwarding changes to the FIB until ctx ends, and follows each
 // neighbour's initial dump: progress with rate and ETA while it arrives, and when the
 // dataplane holds all of it.
-func consume(ctx context.Context, speaker *bgp.Speaker, table *fib.FIB, m *metrics, dcache *cacheLoop, orig *originator, zones *linkZones, log *slog.Logger, httpErr <-chan error) error {
+func consume(ctx context.Context, speaker *bgp.Speaker, table *fib.FIB, m *metrics, dcache *cacheLoop, orig *originator, mem *memLimit, zones *linkZones, log *slog.Logger, httpErr <-chan error) error {
 	tick := time.NewTicker(5 * time.Second)
 	defer tick.Stop()
 	var b batcher
@@ -350,8 +355,15 @@ func consume(ctx context.Context, speaker *bgp.Speaker, table *fib.FIB, m *metri
 		case now := <-tick.C:
 			m.load.sample(speaker.Loads(), now)
 			logLoading(log, m.load.snapshot())
+			mem.update(holdings(speaker))
 		}
 	}
+}
+
+// holdings is what the speaker holds, for the memory limit.
+func holdings(s *bgp.Speaker) memory.Holdings {
+	paths, mesh := s.Holdings()
+	return memory.Holdings{Paths: paths, MeshPeers: mesh}
 }
 
 // maxApplyBatch is how many waiting changes one pass of consume gathers.

@@ -75,6 +75,8 @@ type metrics struct {
 	bfdUp, bfdFlaps             *prometheus.Desc
 	restartState                *prometheus.Desc
 	restart                     *restartState
+	memLimit                    *prometheus.Desc
+	mem                         *memLimit
 }
 
 func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.KernelSync, c *cacheLoop, fl *fleet, p *ports, rl *reloader) *metrics {
@@ -158,7 +160,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 		m.loadReceived, m.loadExpected, m.loadRate, m.loadETA, m.loadDone, m.loadSeconds, m.loadLag,
 		m.cacheEntries, m.cacheLookups, m.cacheEvents, m.cacheWS, m.cacheHitRate, m.cacheCost, m.cacheRegimes, m.cacheResizes, m.cacheEpoch, m.cacheMode,
 		m.etcdUp, m.etcdCertExpiry, m.registered, m.members, m.meshPeers, m.policySource, m.flushes, m.meshResends, m.meshAlarms, m.prefixes, m.epochs, m.gossipHS, m.ready, m.reloads, m.reloadOK, m.refusedRoutes,
-		m.advertised, m.originated, m.policyHash, m.drained, m.rpkiStates, m.rpkiUp, m.rpkiVRP, m.nhGroups, m.failovers, m.failoverLast, m.bfdUp, m.bfdFlaps, m.restartState} {
+		m.advertised, m.originated, m.policyHash, m.drained, m.rpkiStates, m.rpkiUp, m.rpkiVRP, m.nhGroups, m.failovers, m.failoverLast, m.bfdUp, m.bfdFlaps, m.restartState, m.memLimit} {
 		ch <- d
 	}
 	m.announcements.Describe(ch)
@@ -169,6 +171,11 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	m.announcements.Collect(ch)
 	m.withdrawals.Collect(ch)
 	ch <- prometheus.MustNewConstMetric(m.buildOK, prometheus.GaugeValue, 1, version)
+	if m.mem != nil {
+		if d := m.mem.decision(); d.Source != "off" && d.Source != "" {
+			ch <- prometheus.MustNewConstMetric(m.memLimit, prometheus.GaugeValue, float64(d.Limit), d.Source)
+		}
+	}
 	if r := m.restart; r != nil {
 		ch <- prometheus.MustNewConstMetric(m.restartState, prometheus.GaugeValue, b2f(r.adopted), "adopted")
 		ch <- prometheus.MustNewConstMetric(m.restartState, prometheus.GaugeValue, b2f(r.pending.Load()), "pending")

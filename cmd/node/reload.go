@@ -17,6 +17,7 @@ import (
 
 	"github.com/fibfleet/fibfleet/bgp"
 	"github.com/fibfleet/fibfleet/cache"
+	"github.com/fibfleet/fibfleet/memory"
 	"github.com/fsnotify/fsnotify"
 )
 
@@ -37,7 +38,8 @@ import (
 // the file; every other one takes a restart.
 var liveFields = map[string]bool{
 	"log_level": true, "bgp.neighbors": true, "bgp.originate.hold_down": true, "bgp.originate.prefixes": true,
-	"cache.mode": true, "cache.entries_v4": true, "cache.entries_v6": true, "cache.min_entries": true, "cache.max_entries": true, "cache.target_hit_rate": true,
+	"memory_limit": true, // read by the memory limit's update, every 5 s
+	"cache.mode":   true, "cache.entries_v4": true, "cache.entries_v6": true, "cache.min_entries": true, "cache.max_entries": true, "cache.target_hit_rate": true,
 }
 
 // restartFields lists the settings, by path, that differ between two configurations
@@ -411,6 +413,14 @@ func unjoin(err error) []error {
 		return j.Unwrap()
 	}
 	return []error{err}
+}
+
+// memorySetting is the running configuration's memory_limit.
+func (r *reloader) memorySetting() memory.Setting {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, _ := memory.ParseSetting(r.running.MemoryLimit) // validated
+	return s
 }
 
 // policyHash identifies the routing policy in force (Config.policyHash).

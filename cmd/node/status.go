@@ -83,6 +83,7 @@ type nodeStatus struct {
 	ports   *ports
 	reload  *reloader
 	origin  *originator
+	mem     *memLimit
 	// seed is the dataplane's flow-hash seed, to say which member a flow takes.
 	seed uint32
 }
@@ -121,13 +122,18 @@ func (n *nodeStatus) status() nodeapi.Status {
 			PolicyHash: n.reload.policyHash()}
 	}
 	st.Config.Drained = n.speaker.Drained()
-	st.Memory = memory(n.speaker.Loads())
+	st.Memory = memoryStatus(n.speaker.Loads())
+	if n.mem != nil {
+		if d := n.mem.decision(); d.Source != "off" && d.Source != "" {
+			st.Memory.Limit, st.Memory.LimitSource = uint64(d.Limit), d.Source
+		}
+	}
 	return st
 }
 
-// memory reads the process's resident memory and the Go heap without stopping the
-// world (runtime/metrics, not ReadMemStats), and sums the upstreams' paths.
-func memory(loads []bgp.Load) nodeapi.Memory {
+// memoryStatus reads the process's resident memory and the Go heap without stopping
+// the world (runtime/metrics, not ReadMemStats), and sums the upstreams' paths.
+func memoryStatus(loads []bgp.Load) nodeapi.Memory {
 	var m nodeapi.Memory
 	if b, err := os.ReadFile("/proc/self/statm"); err == nil {
 		var size, resident uint64

@@ -57,6 +57,11 @@ type Memory struct {
 	// which the next collection ends (RSS follows it, not GoHeap).
 	GoHeap     uint64 `json:"go_heap_bytes"`
 	GoHeapGoal uint64 `json:"go_heap_goal_bytes"`
+	// Limit is Go's soft memory limit (memory_limit), LimitSource where it comes
+	// from: config, formula (what the node holds) or cgroup (85% of its limit);
+	// absent when off.
+	Limit       uint64 `json:"limit_bytes,omitempty"`
+	LimitSource string `json:"limit_source,omitempty"`
 	// BGPPaths are the paths GoBGP holds from the upstream neighbours, each
 	// neighbour's Adj-RIB-In summed (both families).
 	BGPPaths uint64 `json:"bgp_paths"`
