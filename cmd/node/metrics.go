@@ -98,6 +98,7 @@ func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.Kern
 		failoverLast:   d("fib", "failover_last_seconds", "How long the last failover of the cause and direction took to rewrite its groups.", "cause", "direction"),
 		bfdUp:          d("bfd", "session_up", "1 while the BFD session with the neighbour is up, 0 otherwise (down, or not yet up).", "neighbor"),
 		bfdFlaps:       d("bfd", "session_flaps_total", "Times the BFD session with the neighbour went down after being up.", "neighbor"),
+		memLimit:       d("", "memory_limit_bytes", "Go's soft memory limit in force (memory_limit), by source: config, formula (over the paths the node holds and its mesh peers) or cgroup (85% of its limit); absent when off.", "source"),
 		restartState:   d("restart", "state", "This start: adopted (1: it found an earlier process's XDP program forwarding and kept it), pending (1 while that program still forwards from its FIB, until this process's is complete and swapped in).", "state"),
 		blackholes:     d("fib", "blackholes", "Routes in the FIB through the discard nexthop (blackholed destinations, RFC 7999: from a neighbour allowed to send them, or the fleet's own): their traffic is dropped in XDP (reason blackhole)."),
 		nexthops:       d("fib", "nexthops", "Nexthops in the FIB by state: resolved, unresolved (their traffic passes to the kernel), recursive (resolved through another route's next hop; also counted as resolved or not), local (the node's own addresses: routes it originates, delivered by the kernel).", "state"),
