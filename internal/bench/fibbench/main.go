@@ -51,7 +51,7 @@ func main() {
 	frames := flag.Int("frames", 1_000_000, "frames per forwarding measurement (with -pps)")
 	conv := flag.Bool("convergence", false, "measure full-table BGP convergence of the node against BIRD 2 instead")
 	attrs := flag.Bool("attrs", true, "with -convergence: the table's routes carry real AS paths and communities (table.Attrs2014); false: one AS path for all")
-	before := flag.String("before", "", "with -convergence or -upstreams: also run this node binary (a build before a change), interleaved with the current one, run by run")
+	before := flag.String("before", "", "with -convergence: also run this node binary (a build before a change), interleaved with the current one, run by run; with -upstreams, one or more such binaries, comma-separated")
 	profDir := flag.String("profile", "", "with -convergence: save the node's CPU profile of the load and its heap profile at its end into this directory, run by run; with -upstreams: its heap profile at each load's end; with -mesh: n1's and n2's CPU profiles of the load's first minute and n1's heap at its end")
 	v6 := flag.Bool("v6", false, "compare the IPv6 FIB candidates on the 2026 IPv6 table instead")
 	v6len := flag.Int("v6-trace-len", 0, "with -v6: draw trace destinations only from prefixes of this length (0: all), to see the cost per trie level")
@@ -981,9 +981,17 @@ func runUpstreams(runs, n int, countList string, attrs bool, profDir, before str
 		upstreams int
 	}
 	routers := []string{"node", "bird", "frr"}
+	// Builds before a change (comma-separated), in the same rounds: the before/after
+	// figures, each named by its file.
+	builds := map[string]string{}
 	if before != "" {
-		// A build before a change, in the same rounds: the before/after figures.
-		routers = append([]string{"before"}, routers...)
+		var named []string
+		for _, b := range strings.Split(before, ",") {
+			name := "before " + filepath.Base(b)
+			builds[name] = b
+			named = append(named, name)
+		}
+		routers = append(named, routers...)
 	}
 	var keys []key
 	for _, u := range counts {
@@ -1000,11 +1008,11 @@ func runUpstreams(runs, n int, countList string, attrs bool, profDir, before str
 				return err
 			}
 			o := bench.UpstreamsLoadOptions{NodeBinary: node, Dir: rdir, Prefixes: all, Attrs: model, Router: k.router, Upstreams: k.upstreams}
-			if k.router == "before" {
-				o.NodeBinary, o.Router = before, "node"
+			if b, ok := builds[k.router]; ok {
+				o.NodeBinary, o.Router = b, "node"
 			}
-			if profDir != "" && (k.router == "node" || k.router == "before") {
-				o.ProfileDir = filepath.Join(profDir, fmt.Sprintf("round%d-%dup-%s", i+1, k.upstreams, k.router))
+			if profDir != "" && (k.router == "node" || builds[k.router] != "") {
+				o.ProfileDir = filepath.Join(profDir, fmt.Sprintf("round%d-%dup-%s", i+1, k.upstreams, strings.ReplaceAll(k.router, " ", "-")))
 				if err := os.MkdirAll(o.ProfileDir, 0o755); err != nil {
 					return err
 				}
@@ -1025,7 +1033,10 @@ func runUpstreams(runs, n int, countList string, attrs bool, profDir, before str
 	fmt.Printf("\n%d prefixes (2026 table less the lab's), real attributes: %v; A's paths the better (B's, C's and D's two ASes longer); medians of %d rounds\n\n", len(all), attrs, runs)
 	fmt.Println("| upstreams | router | Established to forwarding table complete | / BIRD | peak RSS | CPU-seconds |")
 	fmt.Println("|---|---|---|---|---|---|")
-	name := map[string]string{"node": "fibfleet", "before": "fibfleet before", "bird": "BIRD 2 + kernel", "frr": "FRR 8.4 + kernel"}
+	name := map[string]string{"node": "fibfleet", "bird": "BIRD 2 + kernel", "frr": "FRR 8.4 + kernel"}
+	for b := range builds {
+		name[b] = "fibfleet " + b
+	}
 	for _, k := range keys {
 		fmt.Printf("| %d | %s | %.1f s | %.2fx | %.0f MB | %.1f |\n", k.upstreams, name[k.router], bench.Median(loads[k]),
 			bench.Median(loads[k])/bench.Median(loads[key{"bird", k.upstreams}]), bench.Median(rss[k]), bench.Median(cpu[k]))

@@ -18,6 +18,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -203,9 +204,16 @@ func (d *sharedData) propagateBucket(path *table.Path) *sync.Mutex {
 		return &d.propagateBuckets[0]
 	}
 	// note: we can't use path.GetNlri().Serialize() here as peer.sentPaths is indexed by destLocalKey
-	destLocalKey := path.GetDestLocalKey()
-	idx := farm.Hash64([]byte(destLocalKey.Family.String()+destLocalKey.Prefix)) % uint64(len(d.propagateBuckets))
-	return &d.propagateBuckets[idx]
+	k := path.GetDestLocalKey()
+	var b [21]byte
+	binary.BigEndian.PutUint32(b[:], uint32(k.Family))
+	copy(b[4:], k.Addr[:])
+	b[20] = k.Bits
+	h := farm.Hash64(b[:])
+	if k.Prefix != "" {
+		h ^= farm.Hash64([]byte(k.Prefix))
+	}
+	return &d.propagateBuckets[h%uint64(len(d.propagateBuckets))]
 }
 
 type BgpServer struct {

@@ -90,7 +90,6 @@ func NewBitmap(size int) *Bitmap {
 
 type originInfo struct {
 	nlri               bgp.NLRI
-	nlriString         string
 	source             *PeerInfo
 	timestamp          int64
 	noImplicitWithdraw bool
@@ -161,8 +160,15 @@ const (
 	SendMaxFiltered
 )
 
+// PathDestLocalKey identifies a destination in the local server: an IP prefix by its
+// address and length, any other NLRI by its text. It is comparable and, for IP
+// prefixes, costs no string: a path kept no cached text of its NLRI for it (16 bytes
+// and a header in every path).
 type PathDestLocalKey struct {
 	Family bgp.Family
+	Bits   uint8
+	Addr   [16]byte
+	// Prefix is an NLRI's text when it is not an IP prefix.
 	Prefix string
 }
 type PathLocalKey struct {
@@ -170,11 +176,24 @@ type PathLocalKey struct {
 	Id uint32
 }
 
+// NewPathDestLocalKey is the key of a destination given as text (an IP prefix, or
+// another NLRI's String()).
 func NewPathDestLocalKey(f bgp.Family, destPrefix string) *PathDestLocalKey {
-	return &PathDestLocalKey{
-		Family: f,
-		Prefix: destPrefix,
+	if p, err := netip.ParsePrefix(destPrefix); err == nil {
+		return &PathDestLocalKey{Family: f, Bits: uint8(p.Bits()), Addr: p.Addr().As16()}
 	}
+	return &PathDestLocalKey{Family: f, Prefix: destPrefix}
+}
+
+// destLocalKey is the key of a destination's NLRI.
+func destLocalKey(f bgp.Family, nlri bgp.NLRI) PathDestLocalKey {
+	if n, ok := nlri.(*bgp.IPAddrPrefix); ok {
+		return PathDestLocalKey{Family: f, Bits: uint8(n.Prefix.Bits()), Addr: n.Prefix.Addr().As16()}
+	}
+	if nlri == nil {
+		return PathDestLocalKey{Family: f}
+	}
+	return PathDestLocalKey{Family: f, Prefix: nlri.String()}
 }
 
 var localSource = &PeerInfo{}
@@ -186,14 +205,9 @@ func NewPath(family bgp.Family, source *PeerInfo, pathnlri bgp.PathNLRI, isWithd
 	if !isWithdraw && pattrs == nil {
 		return nil
 	}
-	nlriString := ""
-	if pathnlri.NLRI != nil {
-		nlriString = pathnlri.NLRI.String()
-	}
 	return &Path{
 		info: &originInfo{
 			nlri:               pathnlri.NLRI,
-			nlriString:         nlriString,
 			source:             source,
 			timestamp:          timestamp.Unix(),
 			noImplicitWithdraw: noImplicitWithdraw,
@@ -637,10 +651,7 @@ func (path *Path) GetLocalKey() PathLocalKey {
 
 // GetDestLocalKey identifies the path destination in the local BGP server.
 func (path *Path) GetDestLocalKey() PathDestLocalKey {
-	return PathDestLocalKey{
-		Family: path.GetFamily(),
-		Prefix: path.OriginInfo().nlriString,
-	}
+	return destLocalKey(path.GetFamily(), path.OriginInfo().nlri)
 }
 
 func (path *Path) GetPrefix() string {
