@@ -65,7 +65,7 @@ func TestAdjRibInHook(t *testing.T) {
 	}
 	peer, v4 := netip.MustParseAddr("10.0.0.2"), bgp.RF_IPv4_UC
 	update(nil, "192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24")
-	update(nil, "192.0.2.0/24")                               // announced again
+	update(nil, "192.0.2.0/24")                          // announced again
 	update([]string{"198.51.100.0/24", "100.64.0.0/10"}) // one unknown
 	update([]string{"203.0.113.0/24"}, "10.0.0.0/8")
 	mu.Lock()

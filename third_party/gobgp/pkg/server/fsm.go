@@ -837,6 +837,11 @@ type fsmHandler struct {
 	ctx           context.Context
 	ctxCancel     context.CancelFunc
 	callback      fsmCallback
+
+	// restartExpired says the FSM came to IDLE because a restarting peer's restart
+	// timer expired: the peer missed its restart time, so the idle hold applies
+	// again (the peer may still be under long-lived graceful restart).
+	restartExpired bool
 }
 
 func (h *fsmHandler) idle(ctx context.Context) (bgp.FSMState, *fsmStateReason) {
@@ -847,7 +852,7 @@ func (h *fsmHandler) idle(ctx context.Context) (bgp.FSMState, *fsmStateReason) {
 	// restart time, and its routes are kept only that long: an idle hold would
 	// refuse its new connection (the outgoing connection manager is stopped for
 	// it) and spend that time.
-	if fsm.pConf.ReadOnly().GracefulRestart.State.PeerRestarting {
+	if fsm.pConf.ReadOnly().GracefulRestart.State.PeerRestarting && !h.restartExpired {
 		hold = 0
 	}
 	idleHoldTimer := time.NewTimer(time.Second * time.Duration(hold))
@@ -2219,6 +2224,9 @@ func (h *fsmHandler) loop(ctx context.Context, wg *sync.WaitGroup) {
 
 		if ctx.Err() != nil {
 			break
+		}
+		if nextState == bgp.BGP_FSM_IDLE {
+			h.restartExpired = reason != nil && reason.Type == fsmRestartTimerExpired
 		}
 
 		h.fsm.stateChange(nextState, reason)
