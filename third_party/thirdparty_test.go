@@ -70,6 +70,38 @@ func TestForksAreUpstreamPlusPatches(t *testing.T) {
 	}
 }
 
+// TestPatchesDescribed: every patch says what it is (Subject), whether it went
+// upstream (Forwarded, DEP-3), which tests prove it, and is listed in README.md.
+// It needs neither git nor the network.
+func TestPatchesDescribed(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range forks {
+		patches, err := filepath.Glob(filepath.Join(f.patches, "*.patch"))
+		if err != nil || len(patches) == 0 {
+			t.Fatalf("no patches in %s", f.patches)
+		}
+		for _, p := range patches {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			head, _, _ := bytes.Cut(b, []byte("\ndiff --git "))
+			for _, field := range []string{"Subject", "Forwarded"} {
+				if !regexp.MustCompile(`(?m)^` + field + `: \S`).Match(head) {
+					t.Errorf("%s has no %s: line in its description (README.md, \"Adding a patch\")", p, field)
+				}
+			}
+			patchTests(t, p)
+			if !bytes.Contains(readme, []byte("`"+filepath.Base(p)+"`")) {
+				t.Errorf("%s is not listed in README.md's table", filepath.Base(p))
+			}
+		}
+	}
+}
+
 // patchTests reads the "Test: TestName (package dir)" lines of a patch's description.
 func patchTests(t *testing.T, patch string) []string {
 	b, err := os.ReadFile(patch)
