@@ -912,25 +912,22 @@ func (s *Speaker) send(ev Event) {
 // onForwarding turns each destination's forwarding paths into a Change: its best
 // path's, with the next hops of its equal paths and of its backup. A path this node
 // announces or a blackhole is never another route's equal or backup.
-func (s *Speaker) onForwarding(fs []*apiutil.Forwarding, at time.Time) {
+func (s *Speaker) onForwarding(fs []apiutil.Forwarding, at time.Time) {
 	batch := make([]Change, 0, len(fs))
-	hop := func(p *apiutil.Path) (Hop, bool) {
-		c, ok := toChange(p)
-		return Hop{Nexthop: c.Nexthop, Peer: c.Peer}, ok && !c.Withdraw && !c.Blackhole
-	}
-	for _, f := range fs {
-		c, ok := toChange(f.Best)
+	for i := range fs {
+		f := &fs[i]
+		c, ok := toChange(f.Family, f.Nlri, &f.Best, f.Withdrawn)
 		if !ok {
 			continue
 		}
 		if !c.Withdraw && !c.Blackhole {
-			for _, p := range f.Multipath {
-				if h, ok := hop(p); ok {
+			for j := range f.Multipath {
+				if h, ok := toHop(f.Family, f.Nlri, &f.Multipath[j]); ok {
 					c.Multipath = append(c.Multipath, h)
 				}
 			}
 			if f.Backup != nil && s.backups {
-				if h, ok := hop(f.Backup); ok {
+				if h, ok := toHop(f.Family, f.Nlri, f.Backup); ok {
 					c.Backup = h
 				}
 			}
@@ -942,48 +939,44 @@ func (s *Speaker) onForwarding(fs []*apiutil.Forwarding, at time.Time) {
 	}
 }
 
-// toChange turns a GoBGP path into a Change; paths of other families are skipped.
-func toChange(p *apiutil.Path) (Change, bool) {
-	if p.Family != bgp.RF_IPv4_UC && p.Family != bgp.RF_IPv6_UC {
+// toHop is an equal or backup path's next hop, when it can forward.
+func toHop(family bgp.Family, nlri bgp.NLRI, p *apiutil.ForwardingPath) (Hop, bool) {
+	c, ok := toChange(family, nlri, p, false)
+	return Hop{Nexthop: c.Nexthop, Peer: c.Peer}, ok && !c.Withdraw && !c.Blackhole
+}
+
+// toChange turns one of GoBGP's forwarding paths into a Change; paths of other
+// families are skipped.
+func toChange(family bgp.Family, nlri bgp.NLRI, p *apiutil.ForwardingPath, withdrawn bool) (Change, bool) {
+	if family != bgp.RF_IPv4_UC && family != bgp.RF_IPv6_UC {
 		return Change{}, false
 	}
-	nlri, ok := p.Nlri.(*bgp.IPAddrPrefix)
+	n, ok := nlri.(*bgp.IPAddrPrefix)
 	if !ok {
 		return Change{}, false
 	}
-	c := Change{Prefix: nlri.Prefix.Masked(), Peer: p.PeerAddress}
-	if !p.Withdrawal && hasBlackhole(p.Attrs) {
+	c := Change{Prefix: n.Prefix.Masked(), Peer: p.PeerAddress}
+	if !withdrawn && slices.Contains(p.Communities, blackholeValue) {
 		c.Blackhole = true
 		return c, true
 	}
-	if isAnnounced(p) {
-		// This node's own announcement (Announce) became the best path: the FIB holds
-		// no route of it (its traffic follows a shorter or longer route), and a route
-		// another path gave it before is withdrawn.
-		c.Withdraw = true
-		return c, true
-	}
-	if p.Withdrawal {
+	// This node's own announcement (Announce, an unspecified next hop) became the
+	// best path: the FIB holds no route of it (its traffic follows a shorter or longer
+	// route), and a route another path gave it before is withdrawn.
+	announced := p.Nexthop.IsUnspecified() && !p.LinkLocalNexthop.IsValid()
+	if withdrawn || announced {
 		c.Withdraw = true
 		return c, true
 	}
 	c.Internal = true
-	for _, a := range p.Attrs {
-		switch a := a.(type) {
-		case *bgp.PathAttributeAsPath:
-			for _, seg := range a.Value {
-				if len(seg.GetAS()) > 0 {
-					c.Internal = false
-				}
-			}
-		case *bgp.PathAttributeNextHop:
-			c.Nexthop = a.Value
-		case *bgp.PathAttributeMpReachNLRI:
-			if !c.Nexthop.IsValid() {
-				c.Nexthop, c.LinkLocal = a.Nexthop, a.LinkLocalNexthop
+	if p.ASPath != nil {
+		for _, seg := range p.ASPath.Value {
+			if len(seg.GetAS()) > 0 {
+				c.Internal = false
 			}
 		}
 	}
+	c.Nexthop, c.LinkLocal = p.Nexthop, p.LinkLocalNexthop
 	if (!c.Nexthop.IsValid() || c.Nexthop.IsUnspecified()) && c.LinkLocal.IsValid() {
 		c.Nexthop = c.LinkLocal // RFC 2545: a link-local next hop alone
 	}

@@ -440,6 +440,7 @@ func TestIPv6Family(t *testing.T) {
 // Change's Nexthop and LinkLocal; a link-local alone becomes the Nexthop.
 func TestToChangeIPv6(t *testing.T) {
 	nlri, _ := bgp.NewIPAddrPrefix(netip.MustParsePrefix("2001:db8:1::/48"))
+	v6 := bgp.RF_IPv6_UC
 	for _, c := range []struct {
 		global, ll string
 		want       Change
@@ -448,28 +449,47 @@ func TestToChangeIPv6(t *testing.T) {
 		{"2001:db8::2", "", Change{Nexthop: netip.MustParseAddr("2001:db8::2")}},
 		{"::", "fe80::3", Change{Nexthop: netip.MustParseAddr("fe80::3"), LinkLocal: netip.MustParseAddr("fe80::3")}},
 	} {
-		mp := &bgp.PathAttributeMpReachNLRI{Nexthop: netip.MustParseAddr(c.global)}
+		p := apiutil.ForwardingPath{Nexthop: netip.MustParseAddr(c.global), ASPath: asPath(65001)}
 		if c.ll != "" {
-			mp.LinkLocalNexthop = netip.MustParseAddr(c.ll)
+			p.LinkLocalNexthop = netip.MustParseAddr(c.ll)
 		}
-		got, ok := toChange(&apiutil.Path{Family: bgp.RF_IPv6_UC, Nlri: nlri, Attrs: []bgp.PathAttributeInterface{bgp.NewPathAttributeOrigin(0), mp, asPath(65001)}})
+		got, ok := toChange(v6, nlri, &p, false)
 		c.want.Prefix = netip.MustParsePrefix("2001:db8:1::/48")
 		if !ok || !reflect.DeepEqual(got, c.want) {
 			t.Errorf("next hops %s, %q: change %+v (%v), want %+v", c.global, c.ll, got, ok, c.want)
 		}
 		// Without an AS path: a route from inside the AS.
 		c.want.Internal = true
-		if got, ok := toChange(&apiutil.Path{Family: bgp.RF_IPv6_UC, Nlri: nlri, Attrs: []bgp.PathAttributeInterface{bgp.NewPathAttributeOrigin(0), mp}}); !ok || !reflect.DeepEqual(got, c.want) {
+		p.ASPath = nil
+		if got, ok := toChange(v6, nlri, &p, false); !ok || !reflect.DeepEqual(got, c.want) {
 			t.Errorf("next hops %s, %q, no AS path: change %+v (%v), want %+v", c.global, c.ll, got, ok, c.want)
+		}
+		// With BLACKHOLE: a blackhole, whatever the next hop.
+		p.Communities = []uint32{65000<<16 | 1, blackholeValue}
+		if got, ok := toChange(v6, nlri, &p, false); !ok || !got.Blackhole {
+			t.Errorf("next hops %s, %q, BLACKHOLE: change %+v (%v), want a blackhole", c.global, c.ll, got, ok)
+		}
+		// The last best path withdrawn.
+		if got, ok := toChange(v6, nlri, &p, true); !ok || !got.Withdraw || got.Blackhole {
+			t.Errorf("next hops %s, %q, withdrawn: change %+v (%v), want a withdrawal", c.global, c.ll, got, ok)
 		}
 	}
 	// This node's own announcement (an unspecified next hop): the FIB holds no route
 	// of it.
 	own, _ := announcePath(netip.MustParsePrefix("2001:db8:1::/48"))
-	if got, ok := toChange(own); !ok || !got.Withdraw {
+	var ownPath apiutil.ForwardingPath
+	for _, a := range own.Attrs {
+		if mp, ok := a.(*bgp.PathAttributeMpReachNLRI); ok {
+			ownPath.Nexthop, ownPath.LinkLocalNexthop = mp.Nexthop, mp.LinkLocalNexthop
+		}
+	}
+	if got, ok := toChange(v6, own.Nlri, &ownPath, false); !ok || !got.Withdraw {
 		t.Errorf("own announcement: change %+v (%v), want a withdrawal", got, ok)
 	}
-	if _, ok := toChange(&apiutil.Path{Family: bgp.RF_IPv6_UC, Nlri: nlri, Attrs: []bgp.PathAttributeInterface{bgp.NewPathAttributeOrigin(0)}}); ok {
+	if _, ok := toChange(v6, nlri, &apiutil.ForwardingPath{}, false); ok {
 		t.Error("a path without a next hop became a change")
+	}
+	if _, ok := toChange(bgp.RF_IPv4_VPN, nlri, &apiutil.ForwardingPath{Nexthop: netip.MustParseAddr("192.0.2.1")}, false); ok {
+		t.Error("a path of another family became a change")
 	}
 }

@@ -513,17 +513,3 @@ func (s *Speaker) deleteSets(ctx context.Context, prefix string) {
 		}
 	}
 }
-
-// isAnnounced reports a path this node originates towards upstreams (Announce): the
-// FIB never takes it (its next hop is unspecified).
-func isAnnounced(p *apiutil.Path) bool {
-	for _, a := range p.Attrs {
-		switch a := a.(type) {
-		case *bgp.PathAttributeNextHop:
-			return a.Value.IsUnspecified()
-		case *bgp.PathAttributeMpReachNLRI:
-			return a.Nexthop.IsUnspecified() && !a.LinkLocalNexthop.IsValid()
-		}
-	}
-	return false
-}

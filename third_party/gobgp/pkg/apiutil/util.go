@@ -125,13 +125,36 @@ type Path struct {
 }
 
 // Forwarding is a destination's forwarding paths (server.WatchForwarding): its best
-// path, or the withdrawal of its last one when none is usable (Multipath and Backup
-// then empty); the paths equal to it for multipath; and a backup, the best path
-// through another next hop, if any.
+// path, the paths equal to it for multipath, and a backup, the best path through
+// another next hop, if any. When no usable path is left, Withdrawn is set and Best
+// is the last best path (Multipath and Backup empty).
 type Forwarding struct {
-	Best      *Path
-	Multipath []*Path
-	Backup    *Path
+	Family bgp.Family
+	// Nlri is the destination's: the RIB's own, read only.
+	Nlri      bgp.NLRI
+	Withdrawn bool
+	Best      ForwardingPath
+	Multipath []ForwardingPath
+	Backup    *ForwardingPath
+}
+
+// ForwardingPath is what a forwarding table needs of one of a destination's
+// forwarding paths, read from the RIB's path when the event was built: the event
+// copies neither the path nor its attribute list (a full table's load sends a
+// million of them).
+type ForwardingPath struct {
+	// Nexthop is the path's next hop (NEXT_HOP, else MP_REACH_NLRI's), and
+	// LinkLocalNexthop the link-local one an IPv6 path may carry beside it
+	// (RFC 2545).
+	Nexthop, LinkLocalNexthop netip.Addr
+	// PeerAddress and PeerASN are the neighbour the path came from; the address is
+	// zero for a path this speaker originated.
+	PeerAddress netip.Addr
+	PeerASN     uint32
+	// ASPath and Communities are the path's AS_PATH and COMMUNITIES (nil when it has
+	// none): the RIB's own, read only.
+	ASPath      *bgp.PathAttributeAsPath
+	Communities []uint32
 }
 
 type PeerConf struct {

@@ -28,12 +28,12 @@ func TestWatchForwarding(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, s.StopBgp(ctx, &api.StopBgpRequest{})) })
 
 	var mu sync.Mutex
-	var got []*apiutil.Forwarding
+	var got []apiutil.Forwarding
 	var bests int
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	require.NoError(t, s.WatchEvent(wctx, WatchEventMessageCallbacks{
-		OnForwarding: func(fs []*apiutil.Forwarding, _ time.Time) {
+		OnForwarding: func(fs []apiutil.Forwarding, _ time.Time) {
 			mu.Lock()
 			defer mu.Unlock()
 			got = append(got, fs...)
@@ -46,9 +46,9 @@ func TestWatchForwarding(t *testing.T) {
 	}, WatchForwarding(false), WatchBestPath(false)))
 	// next waits for the next forwarding change and returns it with how many best
 	// path changes came along.
-	next := func() (*apiutil.Forwarding, int) {
+	next := func() (apiutil.Forwarding, int) {
 		t.Helper()
-		var f *apiutil.Forwarding
+		var f apiutil.Forwarding
 		var b int
 		require.Eventually(t, func() bool {
 			mu.Lock()
@@ -61,14 +61,7 @@ func TestWatchForwarding(t *testing.T) {
 		}, 5*time.Second, time.Millisecond)
 		return f, b
 	}
-	nexthop := func(p *apiutil.Path) netip.Addr {
-		for _, a := range p.Attrs {
-			if nh, ok := a.(*bgp.PathAttributeNextHop); ok {
-				return nh.Value
-			}
-		}
-		return netip.Addr{}
-	}
+	nexthop := func(p *apiutil.ForwardingPath) netip.Addr { return p.Nexthop }
 
 	a := newPeerandInfo(t, 65001, 65002, "10.0.0.2", s.globalRib)
 	b := newPeerandInfo(t, 65001, 65003, "10.0.0.3", s.globalRib)
@@ -81,14 +74,14 @@ func TestWatchForwarding(t *testing.T) {
 
 	s.propagateUpdate(a, []*table.Path{from(a, "10.0.0.2", []uint32{65002}, false)})
 	f, _ := next()
-	require.Equal(t, "10.0.0.2", nexthop(f.Best).String())
+	require.Equal(t, "10.0.0.2", nexthop(&f.Best).String())
 	require.Nil(t, f.Backup)
 	require.Empty(t, f.Multipath)
 
 	// b's path is worse (longer AS path): the best stays, a backup arrives.
 	s.propagateUpdate(b, []*table.Path{from(b, "10.0.0.3", []uint32{65003, 65010}, false)})
 	f, nb := next()
-	require.Equal(t, "10.0.0.2", nexthop(f.Best).String())
+	require.Equal(t, "10.0.0.2", nexthop(&f.Best).String())
 	require.NotNil(t, f.Backup, "the other next hop's path is the backup")
 	require.Equal(t, "10.0.0.3", nexthop(f.Backup).String())
 	require.Zero(t, nb, "the best-path watcher heard of no change")
@@ -96,14 +89,16 @@ func TestWatchForwarding(t *testing.T) {
 	// The best goes: b's path is the best, no backup.
 	s.propagateUpdate(a, []*table.Path{from(a, "10.0.0.2", []uint32{65002}, true)})
 	f, _ = next()
-	require.Equal(t, "10.0.0.3", nexthop(f.Best).String())
+	require.Equal(t, "10.0.0.3", nexthop(&f.Best).String())
 	require.Nil(t, f.Backup)
 
 	// Nothing left: a withdrawal.
 	s.propagateUpdate(b, []*table.Path{from(b, "10.0.0.3", []uint32{65003, 65010}, true)})
 	f, _ = next()
-	require.True(t, f.Best.Withdrawal)
-	require.Equal(t, "192.0.2.0/24", f.Best.Nlri.String())
+	require.True(t, f.Withdrawn)
+	require.Equal(t, "192.0.2.0/24", f.Nlri.String())
+	require.Equal(t, bgp.RF_IPv4_UC, f.Family)
+	require.Equal(t, "10.0.0.3", f.Best.PeerAddress.String(), "the last best path's")
 
 	// Multipath: two equal paths are the best and its equal; a third next hop, worse,
 	// is the backup.
@@ -116,16 +111,16 @@ func TestWatchForwarding(t *testing.T) {
 	s.propagateUpdate(b, []*table.Path{from(b, "10.0.0.3", []uint32{65003}, false)})
 	f, _ = next()
 	require.Len(t, f.Multipath, 1, "an equal path from another neighbour AS (GoBGP's multipath ignores it)")
-	require.ElementsMatch(t, []string{"10.0.0.2", "10.0.0.3"}, []string{nexthop(f.Best).String(), nexthop(f.Multipath[0]).String()})
+	require.ElementsMatch(t, []string{"10.0.0.2", "10.0.0.3"}, []string{nexthop(&f.Best).String(), nexthop(&f.Multipath[0]).String()})
 	s.propagateUpdate(c, []*table.Path{from(c, "10.0.0.4", []uint32{65004, 65010}, false)})
 	f, _ = next()
 	require.NotNil(t, f.Backup)
 	require.Equal(t, "10.0.0.4", nexthop(f.Backup).String())
 
 	// A new watcher with current gets the RIB's forwarding paths first.
-	var init []*apiutil.Forwarding
+	var init []apiutil.Forwarding
 	done := make(chan struct{})
-	require.NoError(t, s.WatchEvent(wctx, WatchEventMessageCallbacks{OnForwarding: func(fs []*apiutil.Forwarding, _ time.Time) {
+	require.NoError(t, s.WatchEvent(wctx, WatchEventMessageCallbacks{OnForwarding: func(fs []apiutil.Forwarding, _ time.Time) {
 		if init == nil {
 			init = fs
 			close(done)

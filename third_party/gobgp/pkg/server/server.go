@@ -915,31 +915,55 @@ func (s *BgpServer) notifyForwardingWatcher(dsts []*table.Update) {
 	if n == 0 {
 		return
 	}
-	var list []table.Forwarding
+	var list []apiutil.Forwarding
 	for _, u := range dsts {
 		now, before, changed := u.GetForwardingChange()
 		if !changed {
 			continue
 		}
 		if now.Best == nil {
-			// No usable path left: the withdrawal of the last best path says which
-			// destination.
-			list = append(list, table.Forwarding{Best: before.Best.Clone(true)})
+			// No usable path left: the last best path says which destination.
+			f := toForwarding(table.Forwarding{Best: before.Best})
+			f.Withdrawn = true
+			list = append(list, f)
 			continue
 		}
-		list = append(list, cloneForwarding(now))
+		list = append(list, toForwarding(now))
 	}
 	if len(list) > 0 {
 		s.notifyWatcher(watchEventTypeForwarding, &watchEventForwarding{List: list, Timestamp: time.Now()})
 	}
 }
 
-func cloneForwarding(f table.Forwarding) table.Forwarding {
-	c := table.Forwarding{Best: f.Best.Clone(false), Multipath: clonePathList(f.Multipath)}
-	if f.Backup != nil {
-		c.Backup = f.Backup.Clone(false)
+// toForwarding reads a destination's forwarding paths for a watcher, here in the
+// server's goroutine, while the paths are as selected: no clone of a path, no
+// attribute list built.
+func toForwarding(f table.Forwarding) apiutil.Forwarding {
+	out := apiutil.Forwarding{Family: f.Best.GetFamily(), Nlri: f.Best.GetNlri(), Best: forwardingPath(f.Best)}
+	if len(f.Multipath) > 0 {
+		out.Multipath = make([]apiutil.ForwardingPath, len(f.Multipath))
+		for i, p := range f.Multipath {
+			out.Multipath[i] = forwardingPath(p)
+		}
 	}
-	return c
+	if f.Backup != nil {
+		b := forwardingPath(f.Backup)
+		out.Backup = &b
+	}
+	return out
+}
+
+func forwardingPath(p *table.Path) apiutil.ForwardingPath {
+	f := apiutil.ForwardingPath{
+		Nexthop:          p.GetNexthop(),
+		LinkLocalNexthop: p.GetLinkLocalNexthop(),
+		ASPath:           p.GetAsPath(),
+		Communities:      p.GetCommunities(),
+	}
+	if src := p.GetSource(); src != nil {
+		f.PeerAddress, f.PeerASN = src.Address, src.AS
+	}
+	return f
 }
 
 // Note: the destination would be the same for all the paths passed here
@@ -5024,7 +5048,7 @@ type WatchEventMessageCallbacks struct {
 	OnBestPath   func([]*apiutil.Path, time.Time)
 	// OnForwarding receives the destinations whose forwarding paths changed
 	// (WatchForwarding), in the order of the other events.
-	OnForwarding func([]*apiutil.Forwarding, time.Time)
+	OnForwarding func([]apiutil.Forwarding, time.Time)
 	OnPathEor    func(*apiutil.Path, time.Time)
 	OnPeerUpdate func(*apiutil.WatchEventMessage_PeerEvent, time.Time)
 }
@@ -5068,17 +5092,7 @@ func (s *BgpServer) WatchEvent(ctx context.Context, callbacks WatchEventMessageC
 
 				case *watchEventForwarding:
 					if callbacks.OnForwarding != nil {
-						fs := make([]*apiutil.Forwarding, len(msg.List))
-						for i, f := range msg.List {
-							fs[i] = &apiutil.Forwarding{Best: toPathApiUtil(f.Best), Multipath: make([]*apiutil.Path, len(f.Multipath))}
-							for j, p := range f.Multipath {
-								fs[i].Multipath[j] = toPathApiUtil(p)
-							}
-							if f.Backup != nil {
-								fs[i].Backup = toPathApiUtil(f.Backup)
-							}
-						}
-						callbacks.OnForwarding(fs, msg.Timestamp)
+						callbacks.OnForwarding(msg.List, msg.Timestamp)
 					}
 
 				case *watchEventEor:
@@ -5278,7 +5292,7 @@ type watchEventMessage struct {
 }
 
 type watchEventForwarding struct {
-	List      []table.Forwarding
+	List      []apiutil.Forwarding
 	Timestamp time.Time
 }
 
@@ -5586,9 +5600,10 @@ func (s *BgpServer) watch(opts ...WatchOption) (*watcher, error) {
 			})
 		}
 		if w.opts.initForwarding && s.active() == nil {
-			fs := s.globalRib.GetForwardingList(nil)
-			for i, f := range fs {
-				fs[i] = cloneForwarding(f)
+			rib := s.globalRib.GetForwardingList(nil)
+			fs := make([]apiutil.Forwarding, len(rib))
+			for i, f := range rib {
+				fs[i] = toForwarding(f)
 			}
 			w.notify(&watchEventForwarding{List: fs, Timestamp: time.Now()})
 		}

@@ -490,6 +490,13 @@ func (path *Path) GetNexthop() netip.Addr {
 	return netip.Addr{}
 }
 
+// GetLinkLocalNexthop returns the link-local next hop an IPv6 path may carry in
+// MP_REACH_NLRI beside its global one (RFC 2545), or the zero address.
+func (path *Path) GetLinkLocalNexthop() netip.Addr {
+	_, ll := path.mpReachNexthops()
+	return ll
+}
+
 func (path *Path) mpReachNexthops() (netip.Addr, netip.Addr) {
 	if attr := path.getPathAttr(bgp.BGP_ATTR_TYPE_MP_REACH_NLRI); attr != nil {
 		mp := attr.(*bgp.PathAttributeMpReachNLRI)
