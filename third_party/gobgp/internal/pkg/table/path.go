@@ -88,10 +88,14 @@ func NewBitmap(size int) *Bitmap {
 	return b
 }
 
+// originInfo is where a path came from. It lives in the path that came in (the root
+// of its clones), whose clones read it there (OriginInfo): 32 bytes, so that a
+// path is 96, one object of the smallest size class that holds it.
 type originInfo struct {
-	nlri               bgp.NLRI
-	source             *PeerInfo
-	timestamp          int64
+	nlri   bgp.NLRI
+	source *PeerInfo
+	// timestamp is Unix seconds: 32 bits, enough until 2106.
+	timestamp          uint32
 	noImplicitWithdraw bool
 	isFromExternal     bool
 	eor                bool
@@ -134,11 +138,16 @@ type Validation struct {
 	UnmatchedLength []*ROA
 }
 
+// A Path is 96 bytes (TestPathSize): a full table's every neighbour holds one per
+// prefix.
 type Path struct {
-	info      *originInfo
+	// info is a received path's origin; a clone's is unused (OriginInfo walks to
+	// the root). Inline, not a pointer: a path and its origin are one object.
+	info      originInfo
 	parent    *Path
 	pathAttrs []bgp.PathAttributeInterface
-	dels      []bgp.BGPAttrType
+	// dels are the attribute types deleted from the parent's, nil when none.
+	dels      *attrTypes
 	attrsHash atomic.Uint64
 	localID   uint32
 	remoteID  uint32
@@ -206,10 +215,10 @@ func NewPath(family bgp.Family, source *PeerInfo, pathnlri bgp.PathNLRI, isWithd
 		return nil
 	}
 	return &Path{
-		info: &originInfo{
+		info: originInfo{
 			nlri:               pathnlri.NLRI,
 			source:             source,
-			timestamp:          timestamp.Unix(),
+			timestamp:          uint32(timestamp.Unix()),
 			noImplicitWithdraw: noImplicitWithdraw,
 		},
 		family:     family,
@@ -222,17 +231,14 @@ func NewPath(family bgp.Family, source *PeerInfo, pathnlri bgp.PathNLRI, isWithd
 func NewEOR(family bgp.Family) *Path {
 	return &Path{
 		family: family,
-		info: &originInfo{
+		info: originInfo{
 			eor: true,
 		},
 	}
 }
 
 func (path *Path) IsEOR() bool {
-	if path.info != nil && path.info.eor {
-		return true
-	}
-	return false
+	return path.info.eor
 }
 
 func cloneAsPath(asAttr *bgp.PathAttributeAsPath) *bgp.PathAttributeAsPath {
@@ -368,11 +374,11 @@ func UpdatePathAttrs(logger *slog.Logger, global *oc.Global, info *PeerInfo, ori
 }
 
 func (path *Path) GetTimestamp() time.Time {
-	return time.Unix(path.OriginInfo().timestamp, 0)
+	return time.Unix(int64(path.OriginInfo().timestamp), 0)
 }
 
 func (path *Path) setTimestamp(t time.Time) {
-	path.OriginInfo().timestamp = t.Unix()
+	path.OriginInfo().timestamp = uint32(t.Unix())
 }
 
 func (path *Path) IsLocal() bool {
@@ -407,7 +413,7 @@ func (path *Path) root() *Path {
 }
 
 func (path *Path) OriginInfo() *originInfo {
-	return path.root().info
+	return &path.root().info
 }
 
 func (path *Path) NoImplicitWithdraw() bool {
@@ -544,13 +550,11 @@ func (a PathAttrs) Less(i, j int) bool {
 }
 
 func (path *Path) GetPathAttrs() []bgp.PathAttributeInterface {
-	deleted := NewBitmap(math.MaxUint8)
-	modified := make(map[uint]bgp.PathAttributeInterface)
+	var deleted attrTypes
+	var modified map[uint]bgp.PathAttributeInterface // made when a clone set one
 	p := path
 	for {
-		for _, t := range p.dels {
-			deleted.Flag(uint(t))
-		}
+		deleted.addAll(p.dels)
 		if p.parent == nil {
 			list := PathAttrs(make([]bgp.PathAttributeInterface, 0, len(p.pathAttrs)))
 			// we assume that the original pathAttrs are
@@ -561,7 +565,7 @@ func (path *Path) GetPathAttrs() []bgp.PathAttributeInterface {
 				if m, ok := modified[typ]; ok {
 					list = append(list, m)
 					delete(modified, typ)
-				} else if !deleted.GetFlag(typ) {
+				} else if !deleted.has(bgp.BGPAttrType(typ)) {
 					list = append(list, a)
 				}
 			}
@@ -577,7 +581,10 @@ func (path *Path) GetPathAttrs() []bgp.PathAttributeInterface {
 		} else {
 			for _, a := range p.pathAttrs {
 				typ := uint(a.GetType())
-				if _, ok := modified[typ]; !deleted.GetFlag(typ) && !ok {
+				if _, ok := modified[typ]; !deleted.has(bgp.BGPAttrType(typ)) && !ok {
+					if modified == nil {
+						modified = make(map[uint]bgp.PathAttributeInterface)
+					}
 					modified[typ] = a
 				}
 			}
@@ -589,7 +596,7 @@ func (path *Path) GetPathAttrs() []bgp.PathAttributeInterface {
 func (path *Path) getPathAttr(typ bgp.BGPAttrType) bgp.PathAttributeInterface {
 	p := path
 	for {
-		if slices.Contains(p.dels, typ) {
+		if p.dels.has(typ) {
 			return nil
 		}
 		for _, a := range p.pathAttrs {
@@ -621,10 +628,28 @@ func (path *Path) setPathAttr(a bgp.PathAttributeInterface) {
 
 func (path *Path) delPathAttr(typ bgp.BGPAttrType) {
 	path.attrsHash.Store(0)
-	if len(path.dels) == 0 {
-		path.dels = []bgp.BGPAttrType{typ}
-	} else {
-		path.dels = append(path.dels, typ)
+	if path.dels == nil {
+		path.dels = &attrTypes{}
+	}
+	path.dels.add(typ)
+}
+
+// attrTypes is a set of path attribute types.
+type attrTypes [4]uint64
+
+func (s *attrTypes) has(t bgp.BGPAttrType) bool {
+	return s != nil && s[t/64]&(1<<(t%64)) != 0
+}
+
+func (s *attrTypes) add(t bgp.BGPAttrType) {
+	s[t/64] |= 1 << (t % 64)
+}
+
+func (s *attrTypes) addAll(o *attrTypes) {
+	if o != nil {
+		for i, w := range o {
+			s[i] |= w
+		}
 	}
 }
 
@@ -1438,7 +1463,7 @@ func (p *Path) GetHash() uint64 {
 }
 
 func (p *Path) SetSource(peerInfo *PeerInfo) {
-	if p.info != nil {
+	if p.parent == nil {
 		p.info.source = peerInfo
 	}
 }

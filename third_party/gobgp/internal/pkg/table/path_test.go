@@ -33,7 +33,7 @@ func TestPathNewIPv6(t *testing.T) {
 func TestPathGetNlri(t *testing.T) {
 	nlri, _ := bgp.NewIPAddrPrefix(netip.MustParsePrefix("13.2.3.2/24"))
 	pd := &Path{
-		info: &originInfo{
+		info: originInfo{
 			nlri: nlri,
 		},
 	}
