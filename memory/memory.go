@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"math"
 	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 )
@@ -71,10 +72,96 @@ func (s Setting) String() string {
 // Holdings is what the node holds, for the formula: the paths its neighbours sent it
 // (each upstream counted at least at its expected dump, so that the limit is there
 // before the table is), and its mesh peers (each is sent this node's table, and
-// GoBGP records what it sent).
+// GoBGP records what it sent); and the heap live after the last collection, under
+// which the limit never goes (LiveHeadroom), and whether the collector costs too
+// much CPU (GCMeter), when the limit steps aside.
 type Holdings struct {
 	Paths     int64
 	MeshPeers int
+	LiveHeap  int64 // bytes (LiveHeap())
+	GCCostly  bool  // GCMeter.Costly()
+}
+
+// LiveHeadroom is how far above the live heap the formula's limit stays at least. A
+// limit at or under the live heap makes the collector run without end (Go caps it at
+// half the CPU): a fleet node sending a full table to two mesh peers held more than
+// the formula says while the dumps were under way, and on a busy 2-core machine its
+// collector starved the sessions' keepalives, which reset on their hold timers
+// (TestFleetJoinDuringLoad). Above the formula, the collector runs at worst as
+// often as with GOGC=50.
+const LiveHeadroom = 1.5
+
+// CostlyHeadroom is the live heap's headroom while the collector is costly
+// (GCMeter): GOGC=100's own, so that the limit no longer makes it collect sooner.
+// A soft limit trades CPU for memory; a router whose CPU is short (a fleet node
+// sending a full table to its mesh peers while it loads one, on 2 cores) must not
+// pay for memory with its sessions' keepalives: in TestFleetJoinDuringLoad, with
+// the formula's limit, n1 took the table in 465 s instead of 200 s and a mesh
+// session reset on its hold timer until the test gave up.
+const CostlyHeadroom = 2.0
+
+// The collector is costly once it takes more than GCCostlyAbove of the process's
+// CPU (a moving average over about ten seconds), and no longer under GCCostlyBelow.
+const (
+	GCCostlyAbove = 0.25
+	GCCostlyBelow = 0.10
+)
+
+// GCMeter follows the collector's share of the process's CPU (runtime/metrics:
+// the GC's CPU over the GC's and the program's), sampled by Sample.
+type GCMeter struct {
+	gc, user float64 // cumulative CPU-seconds at the last sample
+	share    float64 // moving average
+	costly   bool
+	started  bool
+}
+
+// Sample reads the runtime's CPU counters and updates the share; call it every
+// second or so.
+func (m *GCMeter) Sample() {
+	s := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}, {Name: "/cpu/classes/user:cpu-seconds"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindFloat64 || s[1].Value.Kind() != metrics.KindFloat64 {
+		return
+	}
+	m.add(s[0].Value.Float64(), s[1].Value.Float64())
+}
+
+// add takes cumulative GC and program CPU-seconds.
+func (m *GCMeter) add(gc, user float64) {
+	dgc, duser := gc-m.gc, user-m.user
+	m.gc, m.user = gc, user
+	if !m.started {
+		m.started = true
+		return
+	}
+	if dgc < 0 || duser < 0 || dgc+duser <= 0 {
+		return // idle, or counters reset
+	}
+	const alpha = 0.2 // about ten samples
+	m.share += alpha * (dgc/(dgc+duser) - m.share)
+	switch {
+	case m.share > GCCostlyAbove:
+		m.costly = true
+	case m.share < GCCostlyBelow:
+		m.costly = false
+	}
+}
+
+// Share is the collector's share of the process's CPU, averaged.
+func (m *GCMeter) Share() float64 { return m.share }
+
+// Costly says whether the collector costs too much for the limit to press it.
+func (m *GCMeter) Costly() bool { return m.costly }
+
+// LiveHeap is the heap the last collection found live, in bytes.
+func LiveHeap() int64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int64(s[0].Value.Uint64())
 }
 
 // Formula is the limit for the holdings: a base for the process (the FIB's tables,
@@ -89,7 +176,7 @@ type Formula struct {
 // DefaultFormula is calibrated on the 2026 table (1.17M prefixes, real attributes).
 var DefaultFormula = Formula{Base: 384 << 20, PerPath: 480, PerMeshPeer: 224 << 20}
 
-// For returns the formula's limit for the holdings.
+// For returns the formula's limit for the holdings, without the live heap's floor.
 func (f Formula) For(h Holdings) int64 {
 	return f.Base + f.PerPath*h.Paths + f.PerMeshPeer*int64(h.MeshPeers)
 }
@@ -100,14 +187,19 @@ func (f Formula) For(h Holdings) int64 {
 const CgroupShare = 0.85
 
 // Decision is the limit in force and where it comes from: "config", "formula",
+// "live" (the live heap with its headroom was above the formula), "collector"
+// (the collector was costly: the limit stepped aside to twice the live heap),
 // "cgroup" (the cgroup's share was lower), or "off".
 type Decision struct {
 	Limit  int64 // bytes; math.MaxInt64 when off
 	Source string
 }
 
-// Decide picks the limit: the configured size or the formula's, lowered to the
-// cgroup's share (cgroup returns its hard limit, 0 when there is none).
+// Decide picks the limit: the configured size (as configured), or the formula's
+// raised to LiveHeadroom times the live heap (CostlyHeadroom while the collector
+// is costly); lowered to the cgroup's share (cgroup
+// returns its hard limit, 0 when there is none), where the kernel's limit leaves no
+// choice.
 func Decide(s Setting, f Formula, h Holdings, cgroup func() (uint64, error)) Decision {
 	var d Decision
 	switch {
@@ -117,6 +209,12 @@ func Decide(s Setting, f Formula, h Holdings, cgroup func() (uint64, error)) Dec
 		d = Decision{Limit: int64(s), Source: "config"}
 	default:
 		d = Decision{Limit: f.For(h), Source: "formula"}
+		if floor := int64(float64(h.LiveHeap) * LiveHeadroom); floor > d.Limit {
+			d = Decision{Limit: floor, Source: "live"}
+		}
+		if floor := int64(float64(h.LiveHeap) * CostlyHeadroom); h.GCCostly && floor > d.Limit {
+			d = Decision{Limit: floor, Source: "collector"}
+		}
 	}
 	if cgroup == nil {
 		return d

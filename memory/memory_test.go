@@ -3,6 +3,7 @@ package memory
 import (
 	"errors"
 	"math"
+	"runtime"
 	"runtime/debug"
 	"testing"
 )
@@ -60,6 +61,93 @@ func TestDecide(t *testing.T) {
 	if f.For(Holdings{}) != 100<<20 {
 		t.Error("nothing held: not the base")
 	}
+}
+
+// TestDecideLiveFloor: the formula's limit rises to LiveHeadroom times the live heap
+// when what is live outgrows it (a limit under the live heap collects without end);
+// a configured size is taken as configured, and the cgroup's share still wins.
+func TestDecideLiveFloor(t *testing.T) {
+	f := Formula{Base: 100 << 20, PerPath: 500, PerMeshPeer: 50 << 20}
+	h := Holdings{Paths: 1_000_000, MeshPeers: 2}
+	formula := f.For(h)
+	h.LiveHeap = formula / 2 // well under: the formula stands
+	if d := Decide(Auto, f, h, nil); d != (Decision{formula, "formula"}) {
+		t.Errorf("live heap at half the formula: %+v", d)
+	}
+	h.LiveHeap = formula // at the formula: 1.5 times it
+	want := int64(float64(formula) * LiveHeadroom)
+	if d := Decide(Auto, f, h, nil); d != (Decision{want, "live"}) {
+		t.Errorf("live heap at the formula: %+v, want %d from the live heap", d, want)
+	}
+	if d := Decide(3<<30, f, Holdings{LiveHeap: 4 << 30}, nil); d != (Decision{3 << 30, "config"}) {
+		t.Errorf("configured under the live heap: %+v", d)
+	}
+	h.GCCostly = true // a costly collector: twice the live heap
+	if d := Decide(Auto, f, h, nil); d != (Decision{int64(float64(formula) * CostlyHeadroom), "collector"}) {
+		t.Errorf("a costly collector: %+v", d)
+	}
+	small := func() (uint64, error) { return 512 << 20, nil }
+	if d := Decide(Auto, f, h, small); d.Source != "cgroup" {
+		t.Errorf("the cgroup's share below the live floor: %+v", d)
+	}
+}
+
+// TestGCMeter: the collector's share of the CPU, averaged, turns costly above
+// GCCostlyAbove and back only under GCCostlyBelow (no flapping in between).
+func TestGCMeter(t *testing.T) {
+	var m GCMeter
+	gc, user := 0.0, 0.0
+	step := func(dgc, duser float64, n int) {
+		for range n {
+			gc, user = gc+dgc, user+duser
+			m.add(gc, user)
+		}
+	}
+	step(0.05, 0.95, 20)
+	if m.Costly() || m.Share() > 0.06 {
+		t.Fatalf("5%% GC: share %.3f costly %v", m.Share(), m.Costly())
+	}
+	step(0.5, 0.5, 1) // one busy second: not yet
+	if m.Costly() {
+		t.Fatalf("one second at 50%% made it costly (share %.3f)", m.Share())
+	}
+	step(0.5, 0.5, 10)
+	if !m.Costly() {
+		t.Fatalf("ten seconds at 50%%: share %.3f, not costly", m.Share())
+	}
+	step(0.15, 0.85, 20) // between the thresholds: stays costly
+	if !m.Costly() {
+		t.Fatalf("15%% GC after a costly spell: share %.3f, no longer costly", m.Share())
+	}
+	step(0.02, 0.98, 30)
+	if m.Costly() {
+		t.Fatalf("2%% GC: share %.3f, still costly", m.Share())
+	}
+	step(0, 0, 5) // idle: nothing changes
+	if m.Costly() {
+		t.Fatal("idle seconds made it costly")
+	}
+	var live GCMeter // the runtime's counters can be read
+	live.Sample()
+	runtime.GC()
+	live.Sample()
+	if live.Share() < 0 || live.Share() > 1 {
+		t.Errorf("share from the runtime %.3f", live.Share())
+	}
+}
+
+// TestLiveHeap: what the runtime reports as live after a collection, which holds
+// what this test keeps.
+func TestLiveHeap(t *testing.T) {
+	keep := make([]byte, 64<<20)
+	for i := range keep {
+		keep[i] = byte(i)
+	}
+	runtime.GC()
+	if live := LiveHeap(); live < 64<<20 {
+		t.Errorf("LiveHeap = %d with 64 MiB kept", live)
+	}
+	runtime.KeepAlive(keep)
 }
 
 // TestApply: the runtime takes the limit, and gives back the previous one.

@@ -271,6 +271,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, level *slog.LevelVar
 	rov := startOriginValidation(ctx, cfg.RPKI, speaker, log)
 	mem := &memLimit{setting: rl.memorySetting, cgroup: memlimit.FromCgroup, log: log}
 	mem.update(holdings(speaker))
+	go mem.run(ctx, time.Second, func() memory.Holdings { return holdings(speaker) })
 	m := newMetrics(dp, table, speaker, ksync, dcache, fl, pts, rl)
 	m.mem = mem
 	m.rov = rov
@@ -313,13 +314,13 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, level *slog.LevelVar
 	ready.Store(true)
 	log.Info("node running", "node", cfg.NodeName, "interfaces", cfg.Interfaces, "asn", cfg.BGP.ASN,
 		"http", cfg.HTTPAddress, "gobgp_api", cfg.BGP.GRPCAddress, "version", version)
-	return consume(ctx, speaker, table, m, dcache, orig, mem, newLinkZones(resolver.LinkTowards, log), log, httpErr)
+	return consume(ctx, speaker, table, m, dcache, orig, newLinkZones(resolver.LinkTowards, log), log, httpErr)
 }
 
 // consume applies forwarding changes to the FIB until ctx ends, and follows each
 // neighbour's initial dump: progress with rate and ETA while it arrives, and when the
 // dataplane holds all of it.
-func consume(ctx context.Context, speaker *bgp.Speaker, table *fib.FIB, m *metrics, dcache *cacheLoop, orig *originator, mem *memLimit, zones *linkZones, log *slog.Logger, httpErr <-chan error) error {
+func consume(ctx context.Context, speaker *bgp.Speaker, table *fib.FIB, m *metrics, dcache *cacheLoop, orig *originator, zones *linkZones, log *slog.Logger, httpErr <-chan error) error {
 	tick := time.NewTicker(5 * time.Second)
 	defer tick.Stop()
 	var b batcher
@@ -355,7 +356,6 @@ func consume(ctx context.Context, speaker *bgp.Speaker, table *fib.FIB, m *metri
 		case now := <-tick.C:
 			m.load.sample(speaker.Loads(), now)
 			logLoading(log, m.load.snapshot())
-			mem.update(holdings(speaker))
 		}
 	}
 }
@@ -363,7 +363,7 @@ func consume(ctx context.Context, speaker *bgp.Speaker, table *fib.FIB, m *metri
 // holdings is what the speaker holds, for the memory limit.
 func holdings(s *bgp.Speaker) memory.Holdings {
 	paths, mesh := s.Holdings()
-	return memory.Holdings{Paths: paths, MeshPeers: mesh}
+	return memory.Holdings{Paths: paths, MeshPeers: mesh, LiveHeap: memory.LiveHeap()}
 }
 
 // maxApplyBatch is how many waiting changes one pass of consume gathers.

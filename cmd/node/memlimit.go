@@ -1,15 +1,18 @@
 package main
 
 import (
+	"context"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/fibfleet/fibfleet/memory"
 )
 
 // memLimit keeps Go's soft memory limit where package memory decides it: from the
 // running configuration's memory_limit, or the formula over what the speaker holds
-// (every 5 s, with the load progress), lowered to the cgroup's share.
+// and the live heap (every second: a limit left under a growing live heap makes the
+// collector take half the CPU), lowered to the cgroup's share.
 type memLimit struct {
 	setting func() memory.Setting
 	cgroup  func() (uint64, error)
@@ -39,7 +42,26 @@ func (l *memLimit) update(h memory.Holdings) {
 		if d.Source == "off" {
 			l.log.Info("Go soft memory limit off")
 		} else {
-			l.log.Info("Go soft memory limit", "limit_mib", d.Limit>>20, "source", d.Source, "paths_held", h.Paths, "mesh_peers", h.MeshPeers)
+			l.log.Info("Go soft memory limit", "limit_mib", d.Limit>>20, "source", d.Source, "paths_held", h.Paths, "mesh_peers", h.MeshPeers, "live_heap_mib", h.LiveHeap>>20, "gc_costly", h.GCCostly)
+		}
+	}
+}
+
+// run decides again every interval until ctx ends, with the collector's cost
+// measured over the same intervals.
+func (l *memLimit) run(ctx context.Context, every time.Duration, holdings func() memory.Holdings) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	var gc memory.GCMeter
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			gc.Sample()
+			h := holdings()
+			h.GCCostly = gc.Costly()
+			l.update(h)
 		}
 	}
 }
