@@ -40,8 +40,9 @@ func TestAdjRibInHook(t *testing.T) {
 	s := NewBgpServer(AdjRibInHookOption(hook))
 	go s.Serve()
 	require.NoError(t, s.StartBgp(ctx, &api.StartBgpRequest{Global: &api.Global{Asn: 65001, RouterId: "1.1.1.1", ListenPort: -1}}))
-	t.Cleanup(func() { require.NoError(t, s.StopBgp(ctx, &api.StopBgpRequest{})) })
+	t.Cleanup(s.Stop) // the BFD server too: goleak checks in bfd_server_test.go follow
 	p := newPeerandInfo(t, 65001, 65002, "10.0.0.2", s.globalRib)
+	t.Cleanup(func() { cleanInfiniteChannel(p.fsm.outgoingCh) })
 	p.fsm.state.Store(bgp.BGP_FSM_ESTABLISHED)
 
 	update := func(withdrawn []string, nlri ...string) {

@@ -20,10 +20,11 @@ func TestBestPathEventsOnlyWhenWatched(t *testing.T) {
 	s := NewBgpServer()
 	go s.Serve()
 	require.NoError(t, s.StartBgp(context.Background(), &api.StartBgpRequest{Global: &api.Global{Asn: 65000, RouterId: "1.1.1.1", ListenPort: -1}}))
-	defer s.StopBgp(context.Background(), &api.StopBgpRequest{})
+	defer s.Stop() // the BFD server too: goleak checks in bfd_server_test.go follow
 
 	rib := table.NewTableManager(logger, []bgp.Family{bgp.RF_IPv4_UC})
 	p := newPeerandInfo(t, 65000, 65001, "192.168.0.1", rib)
+	t.Cleanup(func() { cleanInfiniteChannel(p.fsm.outgoingCh) })
 	var best []*table.Path
 	for i := range 16 {
 		nlri, _ := bgp.NewIPAddrPrefix(netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 0, byte(i), 0}), 24))
