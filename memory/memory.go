@@ -84,11 +84,9 @@ type Holdings struct {
 
 // LiveHeadroom is how far above the live heap the formula's limit stays at least. A
 // limit at or under the live heap makes the collector run without end (Go caps it at
-// half the CPU): a fleet node sending a full table to two mesh peers held more than
-// the formula says while the dumps were under way, and on a busy 2-core machine its
-// collector starved the sessions' keepalives, which reset on their hold timers
-// (TestFleetJoinDuringLoad). Above the formula, the collector runs at worst as
-// often as with GOGC=50.
+// half the CPU), and the formula is an estimate: a node holding more than it says
+// (a mesh peer's dump under way, an attribute-poor feed) must not pay for it so.
+// Above the formula, the collector runs at worst as often as with GOGC=50.
 const LiveHeadroom = 1.5
 
 // CostlyHeadroom is the live heap's headroom while the collector is costly
