@@ -842,6 +842,11 @@ type fsmHandler struct {
 	// timer expired: the peer missed its restart time, so the idle hold applies
 	// again (the peer may still be under long-lived graceful restart).
 	restartExpired bool
+
+	// handling is set while the receiving goroutine handles a message from the
+	// peer (the server's callback): it reads nothing meanwhile, so the peer's
+	// KEEPALIVEs wait in the socket, and the hold timer must not blame the peer.
+	handling atomic.Bool
 }
 
 func (h *fsmHandler) idle(ctx context.Context) (bgp.FSMState, *fsmStateReason) {
@@ -2020,7 +2025,12 @@ func (h *fsmHandler) recvMessageloop(ctx context.Context, conn net.Conn, holdtim
 				}
 
 				if doCallback {
+					h.handling.Store(true)
 					h.callback(fmsg)
+					h.handling.Store(false)
+					// The peer's hold time runs again from now: while the
+					// message was handled, what it sent waited unread.
+					nonblockSendChannel(holdtimerResetCh, struct{}{})
 				}
 			}
 		}
@@ -2134,6 +2144,15 @@ func (h *fsmHandler) established(ctx context.Context) (bgp.FSMState, *fsmStateRe
 			}
 			return bgp.BGP_FSM_IDLE, &err
 		case <-holdTimer.C:
+			if h.handling.Load() {
+				// This speaker is late, not the peer: it has not read what
+				// the peer sent since it began handling the last message.
+				fsm.logger.Debug("hold timer deferred: handling the peer's message", slog.String("State", fsm.state.String()))
+				if hold := fsm.pConf.ReadOnly().Timers.State.NegotiatedHoldTime; hold != 0 {
+					holdTimer.Reset(time.Second * time.Duration(hold))
+				}
+				continue
+			}
 			fsm.logger.Warn("hold timer expired", slog.String("State", fsm.state.String()))
 
 			m := bgp.NewBGPNotificationMessage(bgp.BGP_ERROR_HOLD_TIMER_EXPIRED, 0, nil)
