@@ -1813,6 +1813,10 @@ func (h *fsmHandler) openconfirm(ctx context.Context) (bgp.FSMState, *fsmStateRe
 	}
 }
 
+// sendChunkPaths is how many queued paths the sender turns into UPDATEs at once: a
+// full table's, built in one go, took seconds before the first was written.
+const sendChunkPaths = 4096
+
 func (h *fsmHandler) sendMessageloop(ctx context.Context, conn net.Conn, stateReasonCh chan<- fsmStateReason, wg *sync.WaitGroup) error {
 	defer wg.Done()
 	fsm := h.fsm
@@ -1907,9 +1911,24 @@ func (h *fsmHandler) sendMessageloop(ctx context.Context, conn net.Conn, stateRe
 					AddPath:         fsm.familyMap.Load().(map[bgp.Family]bgp.BGPAddPathMode),
 					ExtendedMessage: fsm.extendedMessage.Load(),
 				}
-				for _, msg := range table.CreateUpdateMsgFromPaths(paths, options) {
-					if err := send(msg); err != nil {
-						return nil
+				// Built in chunks, with a KEEPALIVE that fell due sent between two
+				// UPDATEs: a full table's UPDATEs (a new peer's initial dump) take
+				// longer than a hold time to build and write on a busy machine or
+				// to a peer that reads slowly, and the peer must hear from this
+				// speaker meanwhile.
+				for start := 0; start < len(paths); start += sendChunkPaths {
+					chunk := paths[start:min(start+sendChunkPaths, len(paths))]
+					for _, msg := range table.CreateUpdateMsgFromPaths(chunk, options) {
+						if err := send(msg); err != nil {
+							return nil
+						}
+						select {
+						case <-ticker.C:
+							if err := send(bgp.NewBGPKeepAliveMessage()); err != nil {
+								return nil
+							}
+						default:
+						}
 					}
 				}
 			default:
