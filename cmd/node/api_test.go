@@ -9,13 +9,16 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/fibfleet/fibfleet/internal/testcert"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 func freeAddr(t *testing.T) string {
@@ -161,5 +164,26 @@ func TestAPIOnUnixSocket(t *testing.T) {
 	}}}
 	if err := get(c, "http://node/"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestProfilesOnlyWhenOn: with pprof on, the API serves Go's profiles and an
+// execution trace (what a CPU profile cannot show: how long goroutines waited to
+// run); with it off, none of them.
+func TestProfilesOnlyWhenOn(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		h := httpHandler(prometheus.NewRegistry(), on, &atomic.Bool{}, func() (bool, string) { return true, "" }, nil, nil, nil, nil)
+		for _, path := range []string{"/debug/pprof/profile?seconds=1", "/debug/pprof/trace?seconds=1", "/debug/pprof/goroutine"} {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+			switch {
+			case on && rec.Code != http.StatusOK:
+				t.Errorf("pprof on: GET %s: %d %q, want 200", path, rec.Code, rec.Body.String())
+			case on && strings.HasPrefix(path, "/debug/pprof/trace") && !strings.HasPrefix(rec.Body.String(), "go 1."):
+				t.Errorf("pprof on: GET %s: %.20q, want an execution trace (go 1.x trace header)", path, rec.Body.String())
+			case !on && rec.Code == http.StatusOK:
+				t.Errorf("pprof off: GET %s answered 200, want nothing served", path)
+			}
+		}
 	}
 }

@@ -514,6 +514,9 @@ func httpHandler(reg *prometheus.Registry, pprofOn bool, ready *atomic.Bool, rea
 	if pprofOn {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		// An execution trace shows what a CPU profile cannot: how long goroutines
+		// waited to run (a gossip probe answered late on a starved machine).
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if !ready.Load() {
