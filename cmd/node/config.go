@@ -183,7 +183,7 @@ type GossipConfig struct {
 	Join []string `yaml:"join"`
 	// KeyFile holds the gossip encryption key: 16, 24 or 32 bytes, raw or base64.
 	KeyFile string `yaml:"key_file"`
-	// Profile is tuned (a crash noticed in about 1.2 s) or lan (memberlist's
+	// Profile is tuned (a crash noticed in about 1.5 s) or lan (memberlist's
 	// defaults, about 6 s).
 	Profile string `yaml:"profile"`
 }
@@ -945,7 +945,7 @@ func (c ClusterConfig) validate() []error {
 	switch c.Gossip.Profile {
 	case cluster.ProfileTuned, cluster.ProfileLAN:
 	default:
-		errs = append(errs, fmt.Errorf("cluster.gossip.profile %q: use %s (about 1.2 s to notice a crash) or %s (about 6 s)", c.Gossip.Profile, cluster.ProfileTuned, cluster.ProfileLAN))
+		errs = append(errs, fmt.Errorf("cluster.gossip.profile %q: use %s (about 1.5 s to notice a crash) or %s (about 6 s)", c.Gossip.Profile, cluster.ProfileTuned, cluster.ProfileLAN))
 	}
 	if c.Mesh.Address != "" {
 		if a, err := netip.ParseAddr(c.Mesh.Address); err != nil || !a.Is4() {
