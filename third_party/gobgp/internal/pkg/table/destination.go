@@ -205,17 +205,19 @@ func NewPeerGroupInfo(g *oc.Global, p *oc.PeerGroup) *PeerInfo {
 type destination struct {
 	nlri          bgp.NLRI // not mutable
 	knownPathList []*Path
-	localIdMap    *Bitmap
+	// localIdMap is held in the destination, not behind a pointer: 64 bytes in
+	// one object rather than 48 and 24 in two, for each prefix of a full table.
+	localIdMap Bitmap
 }
 
 func newDestination(nlri bgp.NLRI, mapSize int, known ...*Path) *destination {
 	d := &destination{
 		nlri:          nlri,
 		knownPathList: known,
-		localIdMap:    NewBitmap(mapSize),
 	}
 	// the id zero means id is not allocated yet.
 	if mapSize != 0 {
+		d.localIdMap.bitmap = make([]uint64, (mapSize+64-1)/64)
 		d.localIdMap.Flag(0)
 	}
 	return d

@@ -748,7 +748,7 @@ func TestNHT_InvalidateNewPathWithoutMED(t *testing.T) {
 	original := NewPath(bgp.RF_IPv4_UC, nil, bgp.PathNLRI{NLRI: nlri}, false, attrs, time.Now(), false)
 
 	// Step 2: path is added to destination (first time — no old entry)
-	d := &destination{nlri: nlri, localIdMap: NewBitmap(64)}
+	d := &destination{nlri: nlri, localIdMap: *NewBitmap(64)}
 	d.localIdMap.Flag(0)
 	update1, _ := d.Calculate(logger, original)
 
@@ -785,7 +785,7 @@ func TestNHT_InvalidateExistingPathWithMED(t *testing.T) {
 
 	original := NewPath(bgp.RF_IPv4_UC, nil, bgp.PathNLRI{NLRI: nlri}, false, attrs, time.Now(), false)
 
-	d := &destination{nlri: nlri, localIdMap: NewBitmap(64)}
+	d := &destination{nlri: nlri, localIdMap: *NewBitmap(64)}
 	d.localIdMap.Flag(0)
 	d.Calculate(logger, original)
 
@@ -815,7 +815,7 @@ func TestNHT_RevalidatePath(t *testing.T) {
 
 	original := NewPath(bgp.RF_IPv4_UC, nil, bgp.PathNLRI{NLRI: nlri}, false, attrs, time.Now(), false)
 
-	d := &destination{nlri: nlri, localIdMap: NewBitmap(64)}
+	d := &destination{nlri: nlri, localIdMap: *NewBitmap(64)}
 	d.localIdMap.Flag(0)
 	d.Calculate(logger, original)
 
@@ -858,7 +858,7 @@ func TestNHT_NewPathWithInvalidNexthop(t *testing.T) {
 	newPath := NewPath(bgp.RF_IPv4_UC, nil, bgp.PathNLRI{NLRI: nlri}, false, attrs, time.Now(), false)
 	newPath.IsNexthopInvalid = true
 
-	d := &destination{nlri: nlri, localIdMap: NewBitmap(64)}
+	d := &destination{nlri: nlri, localIdMap: *NewBitmap(64)}
 	d.localIdMap.Flag(0)
 
 	update, _ := d.Calculate(logger, newPath)
@@ -930,7 +930,7 @@ func TestGetChanges_NonKeyNlriOrNexthopOnlyChange(t *testing.T) {
 	}
 
 	p1 := newPath(netip.MustParseAddr("0.0.0.100"), netip.MustParseAddr("10.0.0.1"))
-	d := &destination{nlri: p1.GetNlri(), localIdMap: NewBitmap(64)}
+	d := &destination{nlri: p1.GetNlri(), localIdMap: *NewBitmap(64)}
 	d.localIdMap.Flag(0)
 
 	u1, _ := d.Calculate(logger, p1)

@@ -22,6 +22,7 @@ import (
 	"math/bits"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -103,9 +104,115 @@ func tableKey(nlri bgp.NLRI) addrPrefixKey {
 
 // destinationShard is a sharded bucket that owns both the map subset and the lock
 // that protects both map operations and destination data within this shard.
+//
+// mp holds the destination of each key, and collided the rare further ones whose
+// NLRI hash to the same key: a slice per key (a slice header in every map slot and
+// an array per prefix) cost a full table some 30 bytes a prefix for collisions that
+// a 64-bit hash almost never has.
 type destinationShard struct {
-	mu *sync.RWMutex
-	mp map[addrPrefixKey][]*destination
+	mu       *sync.RWMutex
+	mp       map[addrPrefixKey]*destination
+	collided map[addrPrefixKey][]*destination
+}
+
+// lookup returns the destination of nlri (whose key is key), or nil.
+func (s *destinationShard) lookup(key addrPrefixKey, nlri bgp.NLRI) *destination {
+	d, ok := s.mp[key]
+	if !ok {
+		return nil
+	}
+	if AddrPrefixOnlyCompare(d.nlri, nlri) == 0 {
+		return d
+	}
+	for _, d := range s.collided[key] {
+		if AddrPrefixOnlyCompare(d.nlri, nlri) == 0 {
+			return d
+		}
+	}
+	return nil
+}
+
+// put stores dest under key, in place of the destination of the same NLRI if there
+// is one; collision says another NLRI has the key.
+func (s *destinationShard) put(key addrPrefixKey, dest *destination) (collision bool) {
+	d, ok := s.mp[key]
+	if !ok {
+		s.mp[key] = dest
+		return false
+	}
+	if AddrPrefixOnlyCompare(d.nlri, dest.nlri) == 0 {
+		s.mp[key] = dest
+		return false
+	}
+	more := s.collided[key]
+	for i, d := range more {
+		if AddrPrefixOnlyCompare(d.nlri, dest.nlri) == 0 {
+			more[i] = dest
+			return true
+		}
+	}
+	if s.collided == nil {
+		s.collided = map[addrPrefixKey][]*destination{}
+	}
+	s.collided[key] = append(more, dest)
+	return true
+}
+
+// remove drops the destination of nlri under key, if there is one.
+func (s *destinationShard) remove(key addrPrefixKey, nlri bgp.NLRI) {
+	d, ok := s.mp[key]
+	if !ok {
+		return
+	}
+	more := s.collided[key]
+	if AddrPrefixOnlyCompare(d.nlri, nlri) == 0 {
+		if len(more) == 0 {
+			delete(s.mp, key)
+			return
+		}
+		s.mp[key], more = more[0], more[1:]
+	} else {
+		i := slices.IndexFunc(more, func(d *destination) bool { return AddrPrefixOnlyCompare(d.nlri, nlri) == 0 })
+		if i < 0 {
+			return
+		}
+		more = slices.Delete(more, i, i+1)
+	}
+	if len(more) == 0 {
+		delete(s.collided, key)
+	} else {
+		s.collided[key] = more
+	}
+}
+
+// first is the first destination stored under key, or nil.
+func (s *destinationShard) first(key addrPrefixKey) *destination {
+	return s.mp[key]
+}
+
+// all yields every destination of the shard.
+func (s *destinationShard) all(yield func(*destination) bool) {
+	for _, d := range s.mp {
+		if !yield(d) {
+			return
+		}
+	}
+	for _, more := range s.collided {
+		for _, d := range more {
+			if !yield(d) {
+				return
+			}
+		}
+	}
+}
+
+// collisions is how many destinations share their key with another.
+func (s *destinationShard) collisions() int {
+	n := 0
+	for _, more := range s.collided {
+		n += len(more)
+	}
+	return n
 }
 
 const destinationShardCount = 2048
@@ -119,7 +226,7 @@ func NewDestinations() *Destinations {
 	for i := range d.shards {
 		d.shards[i] = &destinationShard{
 			mu: &sync.RWMutex{},
-			mp: make(map[addrPrefixKey][]*destination),
+			mp: make(map[addrPrefixKey]*destination),
 		}
 	}
 	return d
@@ -136,10 +243,8 @@ func (d *Destinations) getShard(nlri bgp.NLRI) *destinationShard {
 func (d *Destinations) iterateAllDestinations(fn func(*destination)) {
 	for _, shard := range d.shards {
 		shard.mu.RLock()
-		for _, dests := range shard.mp {
-			for _, dest := range dests {
-				fn(dest)
-			}
+		for dest := range shard.all {
+			fn(dest)
 		}
 		shard.mu.RUnlock()
 	}
@@ -150,16 +255,8 @@ func (d *Destinations) Get(nlri bgp.NLRI) *destination {
 	shard.mu.RLock()
 	defer shard.mu.RUnlock()
 
-	key := tableKey(nlri)
-	dests, ok := shard.mp[key]
-	if !ok {
-		return nil
-	}
-
-	for _, dest := range dests {
-		if AddrPrefixOnlyCompare(dest.nlri, nlri) == 0 {
-			return dest.snapshot()
-		}
+	if dest := shard.lookup(tableKey(nlri), nlri); dest != nil {
+		return dest.snapshot()
 	}
 	return nil
 }
@@ -169,25 +266,7 @@ func (d *Destinations) InsertUpdate(dest *destination) (collision bool) {
 	shard.mu.Lock()
 	defer shard.mu.Unlock()
 
-	nlri := dest.nlri
-	key := tableKey(nlri)
-	new := false
-	if _, ok := shard.mp[key]; !ok {
-		shard.mp[key] = make([]*destination, 0)
-		new = true
-	}
-	for i, v := range shard.mp[key] {
-		if AddrPrefixOnlyCompare(v.nlri, nlri) == 0 {
-			shard.mp[key][i] = dest
-			return collision
-		}
-	}
-	if !new {
-		// we have collision
-		collision = true
-	}
-	shard.mp[key] = append(shard.mp[key], dest)
-	return collision
+	return shard.put(tableKey(dest.nlri), dest)
 }
 
 func macKeyHash(rt bgp.ExtendedCommunityInterface, mac net.HardwareAddr) macKey {
@@ -402,22 +481,11 @@ func (t *Table) validatePath(path *Path) {
 // Caller must hold the shard lock before calling this.
 func (t *Table) getOrCreateDest(shard *destinationShard, nlri bgp.NLRI, size int) *destination {
 	key := tableKey(nlri)
-
-	// Check if destination already exists
-	if dests, ok := shard.mp[key]; ok {
-		for _, dest := range dests {
-			if AddrPrefixOnlyCompare(dest.nlri, nlri) == 0 {
-				return dest
-			}
-		}
+	if dest := shard.lookup(key, nlri); dest != nil {
+		return dest
 	}
-
-	// Create and insert new destination
 	dest := newDestination(nlri, size)
-	if _, ok := shard.mp[key]; !ok {
-		shard.mp[key] = make([]*destination, 0)
-	}
-	shard.mp[key] = append(shard.mp[key], dest)
+	shard.put(key, dest)
 	return dest
 }
 
@@ -433,19 +501,7 @@ func (t *Table) deleteDest(shard *destinationShard, dest *destination) {
 	}
 
 	nlri := dest.GetNlri()
-	key := tableKey(nlri)
-	if _, ok := shard.mp[key]; !ok {
-		return
-	}
-	for i, v := range shard.mp[key] {
-		if AddrPrefixOnlyCompare(v.nlri, nlri) == 0 {
-			shard.mp[key] = append(shard.mp[key][:i], shard.mp[key][i+1:]...)
-			if len(shard.mp[key]) == 0 {
-				delete(shard.mp, key)
-			}
-			break
-		}
-	}
+	shard.remove(tableKey(nlri), nlri)
 
 	// Clean up EVPN mac index
 	if evpnNlri, ok := nlri.(*bgp.EVPNNLRI); ok {
@@ -555,17 +611,9 @@ func (t *Table) SelectDestination(nlri bgp.NLRI, option DestinationSelectOption)
 	shard.mu.RLock()
 	defer shard.mu.RUnlock()
 
-	key := tableKey(nlri)
-	dests, ok := shard.mp[key]
-	if !ok {
-		return nil
-	}
-
-	for _, dest := range dests {
-		if AddrPrefixOnlyCompare(dest.nlri, nlri) == 0 {
-			// Call Select while holding lock, which returns a new destination
-			return dest.Select(option)
-		}
+	if dest := shard.lookup(tableKey(nlri), nlri); dest != nil {
+		// Call Select while holding lock, which returns a new destination
+		return dest.Select(option)
 	}
 	return nil
 }
@@ -684,8 +732,8 @@ func (t *Table) setDestination(dst *destination) {
 		shard.mu.RLock()
 		key := tableKey(dst.GetNlri())
 		firstPrefix := ""
-		if dests, ok := shard.mp[key]; ok && len(dests) > 0 {
-			firstPrefix = dests[0].GetNlri().String()
+		if d := shard.first(key); d != nil {
+			firstPrefix = d.GetNlri().String()
 		}
 		shard.mu.RUnlock()
 
@@ -713,12 +761,10 @@ func (t *Table) Bests(id string, as uint32) []*Path {
 
 	for _, shard := range t.destinations.shards {
 		shard.mu.RLock()
-		for _, dests := range shard.mp {
-			for _, dest := range dests {
-				path := dest.GetBestPath(id, as)
-				if path != nil {
-					paths = append(paths, path)
-				}
+		for dest := range shard.all {
+			path := dest.GetBestPath(id, as)
+			if path != nil {
+				paths = append(paths, path)
 			}
 		}
 		shard.mu.RUnlock()
@@ -731,12 +777,10 @@ func (t *Table) MultiBests(id string) [][]*Path {
 
 	for _, shard := range t.destinations.shards {
 		shard.mu.RLock()
-		for _, dests := range shard.mp {
-			for _, dest := range dests {
-				path := dest.GetMultiBestPath(id)
-				if path != nil {
-					paths = append(paths, path)
-				}
+		for dest := range shard.all {
+			path := dest.GetMultiBestPath(id)
+			if path != nil {
+				paths = append(paths, path)
 			}
 		}
 		shard.mu.RUnlock()
@@ -750,11 +794,9 @@ func (t *Table) Forwardings() []Forwarding {
 	fs := make([]Forwarding, 0)
 	for _, shard := range t.destinations.shards {
 		shard.mu.RLock()
-		for _, dests := range shard.mp {
-			for _, dest := range dests {
-				if f := dest.GetForwarding(); f.Best != nil {
-					fs = append(fs, f)
-				}
+		for dest := range shard.all {
+			if f := dest.GetForwarding(); f.Best != nil {
+				fs = append(fs, f)
 			}
 		}
 		shard.mu.RUnlock()
@@ -767,10 +809,8 @@ func (t *Table) GetKnownPathList(id string, as uint32) []*Path {
 
 	for _, shard := range t.destinations.shards {
 		shard.mu.RLock()
-		for _, dests := range shard.mp {
-			for _, dest := range dests {
-				paths = append(paths, dest.GetKnownPathList(id, as)...)
-			}
+		for dest := range shard.all {
+			paths = append(paths, dest.GetKnownPathList(id, as)...)
 		}
 		shard.mu.RUnlock()
 	}
@@ -1019,14 +1059,12 @@ func (t *Table) Select(option ...TableSelectOption) (*Table, error) {
 		// are called while holding the appropriate lock
 		for _, shard := range t.destinations.shards {
 			shard.mu.RLock()
-			for _, dests := range shard.mp {
-				for _, dest := range dests {
-					if d := dest.Select(dOption); d != nil {
-						// setDestination expects to receive destinations that can be
-						// safely stored (snapshots or newly created). Since Select()
-						// returns a new destination, this is safe.
-						r.setDestination(d)
-					}
+			for dest := range shard.all {
+				if d := dest.Select(dOption); d != nil {
+					// setDestination expects to receive destinations that can be
+					// safely stored (snapshots or newly created). Since Select()
+					// returns a new destination, this is safe.
+					r.setDestination(d)
 				}
 			}
 			shard.mu.RUnlock()
@@ -1067,27 +1105,23 @@ func (t *Table) Info(option ...TableInfoOptions) *TableInfo {
 
 	for _, shard := range t.destinations.shards {
 		shard.mu.RLock()
-		for _, dests := range shard.mp {
-			if len(dests) > 1 {
-				numC += len(dests) - 1
-			}
-			for _, d := range dests {
-				paths := d.GetKnownPathList(id, as)
-				n := len(paths)
+		numC += shard.collisions()
+		for d := range shard.all {
+			paths := d.GetKnownPathList(id, as)
+			n := len(paths)
 
-				if vrf != nil {
-					ps := make([]*Path, 0, len(paths))
-					for _, p := range paths {
-						if CanImportToVrf(vrf, p) {
-							ps = append(ps, p.ToLocal())
-						}
+			if vrf != nil {
+				ps := make([]*Path, 0, len(paths))
+				for _, p := range paths {
+					if CanImportToVrf(vrf, p) {
+						ps = append(ps, p.ToLocal())
 					}
-					n = len(ps)
 				}
-				if n != 0 {
-					numD++
-					numP += n
-				}
+				n = len(ps)
+			}
+			if n != 0 {
+				numD++
+				numP += n
 			}
 		}
 		shard.mu.RUnlock()
