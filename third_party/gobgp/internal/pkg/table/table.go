@@ -17,6 +17,7 @@ package table
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"log/slog"
 	"math/bits"
@@ -56,6 +57,17 @@ func addrPrefixOnlySerialize(nlri bgp.NLRI) []byte {
 }
 
 func AddrPrefixOnlyCompare(a, b bgp.NLRI) int {
+	// Two IP prefixes of one family, every prefix of a full table and the compare
+	// of each of its lookups: ordered as their serializations (the address's bytes,
+	// then the length), without making them: two allocations a compare otherwise.
+	if pa, ok := a.(*bgp.IPAddrPrefix); ok {
+		if pb, ok := b.(*bgp.IPAddrPrefix); ok && pa.Prefix.Addr().BitLen() == pb.Prefix.Addr().BitLen() {
+			if c := pa.Prefix.Addr().Compare(pb.Prefix.Addr()); c != 0 {
+				return c
+			}
+			return cmp.Compare(pa.Prefix.Bits(), pb.Prefix.Bits())
+		}
+	}
 	return bytes.Compare(addrPrefixOnlySerialize(a), addrPrefixOnlySerialize(b))
 }
 
