@@ -172,7 +172,12 @@ type Formula struct {
 }
 
 // DefaultFormula is calibrated on the 2026 table (1.17M prefixes, real attributes).
-var DefaultFormula = Formula{Base: 384 << 20, PerPath: 480, PerMeshPeer: 224 << 20}
+// PerPath was 480 until GoBGP patches 25 and 26 took 39 bytes a prefix off the
+// global table and its lookups' garbage: one upstream's live heap at the load's end
+// is about 500 MB, and 400 bytes a path leaves the collector 1.7 times it (one
+// round each, 2026-12-06: peak RSS 1,015 MB at 440, 994 MB at 400, in no more
+// time; docs/BENCHMARKS.md).
+var DefaultFormula = Formula{Base: 384 << 20, PerPath: 400, PerMeshPeer: 224 << 20}
 
 // For returns the formula's limit for the holdings, without the live heap's floor.
 func (f Formula) For(h Holdings) int64 {
