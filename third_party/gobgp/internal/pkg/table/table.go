@@ -145,7 +145,7 @@ func (s *destinationShard) lookup(key addrPrefixKey, nlri bgp.NLRI) *destination
 }
 
 // put stores dest under key, in place of the destination of the same NLRI if there
-// is one; collision says another NLRI has the key.
+// is one; collision says dest is new and another NLRI has the key.
 func (s *destinationShard) put(key addrPrefixKey, dest *destination) (collision bool) {
 	d, ok := s.mp[key]
 	if !ok {
@@ -160,7 +160,7 @@ func (s *destinationShard) put(key addrPrefixKey, dest *destination) (collision 
 	for i, d := range more {
 		if AddrPrefixOnlyCompare(d.nlri, dest.nlri) == 0 {
 			more[i] = dest
-			return true
+			return false
 		}
 	}
 	if s.collided == nil {

@@ -70,7 +70,9 @@ func TestDestinationsCollidedKeys(t *testing.T) {
 		}
 	}
 	again := newDestination(dests[1].nlri, 0)
-	s.put(key, again)
+	if s.put(key, again) {
+		t.Fatalf("a destination put again is a replacement, not a collision")
+	}
 	if got := s.lookup(key, dests[1].nlri); got != again {
 		t.Fatalf("a destination put again was not replaced")
 	}
