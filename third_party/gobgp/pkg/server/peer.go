@@ -17,6 +17,7 @@ package server
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"net"
@@ -102,20 +103,67 @@ func newDynamicPeer(g *oc.Global, neighborAddress string, pg *oc.PeerGroup, loc 
 // under the propagation bucket lock for the corresponding prefix.
 type pathIDSet map[uint32]struct{}
 
-// sentID0 is stored in peer.sentPaths instead of a pathIDSet for a destination sent
-// to a peer without add-path send: its one path id, 0. A set per prefix cost a
-// peer sent a full table over 130 MB; this value costs nothing.
-type sentID0 struct{}
+// sentOnce records the destinations sent to a peer in the families without add-path
+// send, where each has one path id, 0: a set of keys. In peer.sentPaths each was a
+// sync.Map entry, its key boxed (about 150 bytes a prefix: 179 MB for a peer sent a
+// full table). An IPv4 unicast prefix is a 64-bit key here (about 10 bytes a prefix);
+// other NLRI keep their PathDestLocalKey. A family's add-path mode is fixed for a
+// session, and the record is cleared when the session ends.
+type sentOnce struct {
+	mu    sync.Mutex
+	v4    map[uint64]struct{}
+	other map[table.PathDestLocalKey]struct{}
+}
 
-// id0 is what a sentID0 reads as. Never written.
-var id0 = pathIDSet{0: {}}
-
-// sentIDs is a peer.sentPaths value as a set to read.
-func sentIDs(v any) pathIDSet {
-	if ids, ok := v.(pathIDSet); ok {
-		return ids
+// sentV4Key is an IPv4 unicast prefix's key in sentOnce.v4: length and address.
+func sentV4Key(k table.PathDestLocalKey) (uint64, bool) {
+	if k.Family != bgp.RF_IPv4_UC || k.Prefix != "" {
+		return 0, false
 	}
-	return id0
+	return uint64(k.Bits)<<32 | uint64(binary.BigEndian.Uint32(k.Addr[12:])), true
+}
+
+func (s *sentOnce) add(k table.PathDestLocalKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v4, ok := sentV4Key(k); ok {
+		if s.v4 == nil {
+			s.v4 = make(map[uint64]struct{})
+		}
+		s.v4[v4] = struct{}{}
+		return
+	}
+	if s.other == nil {
+		s.other = make(map[table.PathDestLocalKey]struct{})
+	}
+	s.other[k] = struct{}{}
+}
+
+func (s *sentOnce) remove(k table.PathDestLocalKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v4, ok := sentV4Key(k); ok {
+		delete(s.v4, v4)
+		return
+	}
+	delete(s.other, k)
+}
+
+func (s *sentOnce) has(k table.PathDestLocalKey) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v4, ok := sentV4Key(k); ok {
+		_, found := s.v4[v4]
+		return found
+	}
+	_, found := s.other[k]
+	return found
+}
+
+func (s *sentOnce) clear() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.v4, s.other = nil, nil
 }
 
 type peer struct {
@@ -126,12 +174,15 @@ type peer struct {
 	localRib          *table.TableManager
 	peerInfo          atomic.Pointer[table.PeerInfo]
 	prefixLimitWarned map[bgp.Family]bool // protected by fsm.lock
-	// map[table.PathDestLocalKey]pathIDSet, with inner pathIDSets protected
+	// map[table.PathDestLocalKey]pathIDSet for the families with add-path
+	// send, with inner pathIDSets protected
 	// by the matching server propagation bucket for the route prefix.
 	// All methods that read or mutate a pathIDSet value (updateRoutes,
 	// getRoutesCount, hasPathAlreadyBeenSent) MUST be called under the
 	// bucket lock for that prefix (sharedData.propagateBucket).
 	sentPaths sync.Map
+	// sentOnce records what was sent in the families without add-path send.
+	sentOnce sentOnce
 	// map[table.PathLocalKey]struct{}
 	sendMaxPathFiltered sync.Map
 	llgrEndChs          []chan struct{} // protected by fsm.lock
@@ -256,8 +307,14 @@ func (peer *peer) getAddPathSendMax(family bgp.Family) uint8 {
 
 func (peer *peer) getRoutesCount(family bgp.Family, dstPrefix string) uint8 {
 	destLocalKey := table.NewPathDestLocalKey(family, dstPrefix)
+	if !peer.isAddPathSendEnabled(family) {
+		if peer.sentOnce.has(*destLocalKey) {
+			return 1
+		}
+		return 0
+	}
 	if identifiers, ok := peer.sentPaths.Load(*destLocalKey); ok {
-		count := len(sentIDs(identifiers))
+		count := len(identifiers.(pathIDSet))
 		// the send-max config is uint8, so we need to check for overflow
 		if count > int(^uint8(0)) {
 			return ^uint8(0)
@@ -283,33 +340,30 @@ func (peer *peer) updateRoutes(paths ...*table.Path) {
 			continue
 		}
 		destLocalKey := path.GetDestLocalKey()
+		if !peer.isAddPathSendEnabled(path.GetFamily()) {
+			if path.IsWithdraw {
+				peer.sentOnce.remove(destLocalKey)
+			} else {
+				peer.sentOnce.add(destLocalKey)
+			}
+			continue
+		}
 		pathID := peer.advertisedPathID(path)
 
 		identifiersValue, destExists := peer.sentPaths.Load(destLocalKey)
-		identifiers, isSet := identifiersValue.(pathIDSet)
-		switch {
-		case path.IsWithdraw && destExists && !isSet:
-			if pathID == 0 {
-				peer.sentPaths.Delete(destLocalKey)
-			}
-		case path.IsWithdraw && destExists:
+		if path.IsWithdraw && destExists {
+			identifiers := identifiersValue.(pathIDSet)
 			delete(identifiers, pathID)
 			if len(identifiers) == 0 {
 				peer.sentPaths.Delete(destLocalKey)
 			}
-		case path.IsWithdraw:
-		case isSet:
-			// mutations are in place
-			identifiers[pathID] = struct{}{}
-		case destExists && pathID == 0:
-			// a sentID0 says so already
-		case destExists:
-			// add-path send on for a destination recorded without it
-			peer.sentPaths.Store(destLocalKey, pathIDSet{0: {}, pathID: {}})
-		case pathID == 0 && !peer.isAddPathSendEnabled(path.GetFamily()):
-			peer.sentPaths.Store(destLocalKey, sentID0{})
-		default:
-			peer.sentPaths.Store(destLocalKey, pathIDSet{pathID: {}})
+		} else if !path.IsWithdraw {
+			if destExists {
+				// mutations are in place
+				identifiersValue.(pathIDSet)[pathID] = struct{}{}
+			} else {
+				peer.sentPaths.Store(destLocalKey, pathIDSet{pathID: {}})
+			}
 		}
 	}
 }
@@ -345,16 +399,20 @@ func (peer *peer) hasPathAlreadyBeenSent(path *table.Path) bool {
 		return false
 	}
 	destLocalKey := path.GetDestLocalKey()
+	if !peer.isAddPathSendEnabled(path.GetFamily()) {
+		return peer.sentOnce.has(destLocalKey)
+	}
 	identifiers, dstExist := peer.sentPaths.Load(destLocalKey)
 	if !dstExist {
 		return false
 	}
-	_, pathExist := sentIDs(identifiers)[peer.advertisedPathID(path)]
+	_, pathExist := identifiers.(pathIDSet)[peer.advertisedPathID(path)]
 	return pathExist
 }
 
 func (peer *peer) resetAdvertisedRoutes() {
 	peer.sentPaths.Clear()
+	peer.sentOnce.clear()
 	peer.sendMaxPathFiltered.Clear()
 }
 
