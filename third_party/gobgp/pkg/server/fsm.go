@@ -16,6 +16,7 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -1235,9 +1236,9 @@ func buildopen(gConf *oc.Global, pConf *oc.Neighbor) *bgp.BGPMessage {
 	return msg
 }
 
-func readAll(conn net.Conn, length int) ([]byte, error) {
+func readAll(r io.Reader, length int) ([]byte, error) {
 	buf := make([]byte, length)
-	_, err := io.ReadFull(conn, buf)
+	_, err := io.ReadFull(r, buf)
 	if err != nil {
 		return nil, err
 	}
@@ -1304,7 +1305,7 @@ func (h *fsmHandler) handlingError(m *bgp.BGPMessage, e error, useRevisedError b
 	return handling
 }
 
-func (h *fsmHandler) recvMessageWithError(conn net.Conn, stateReasonCh chan<- fsmStateReason) (*fsmMsg, error) {
+func (h *fsmHandler) recvMessageWithError(conn io.Reader, stateReasonCh chan<- fsmStateReason) (*fsmMsg, error) {
 	headerBuf, err := readAll(conn, bgp.BGP_HEADER_LENGTH)
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		// we set a read deadline when we cancel the FSM handler context,
@@ -1942,11 +1943,18 @@ func (h *fsmHandler) sendMessageloop(ctx context.Context, conn net.Conn, stateRe
 	}
 }
 
+// recvBufferSize is the established session's read buffer: a message was two
+// reads (its header, then its body), two system calls for each of a full table's
+// UPDATEs. Only this loop reads the connection from here until it closes, so
+// nothing it reads ahead is lost.
+const recvBufferSize = 64 << 10
+
 func (h *fsmHandler) recvMessageloop(ctx context.Context, conn net.Conn, holdtimerResetCh chan<- struct{}, stateReasonCh chan<- fsmStateReason, wg *sync.WaitGroup) {
 	defer wg.Done()
 
+	r := bufio.NewReaderSize(conn, recvBufferSize)
 	for ctx.Err() == nil {
-		fmsg, err := h.recvMessageWithError(conn, stateReasonCh)
+		fmsg, err := h.recvMessageWithError(r, stateReasonCh)
 		if fmsg != nil && ctx.Err() == nil {
 			if m, ok := fmsg.MsgData.(*bgp.MessageError); ok {
 				nonblockSendChannel(h.fsm.notification, bgp.NewBGPNotificationMessage(m.TypeCode, m.SubTypeCode, m.Data))
