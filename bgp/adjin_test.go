@@ -19,7 +19,7 @@ import (
 func TestAdjInCounts(t *testing.T) {
 	peer := netip.MustParseAddr("192.0.2.1")
 	s := &Speaker{log: slog.New(slog.NewTextHandler(io.Discard, nil)), done: make(chan struct{}),
-		loads: map[netip.Addr]*Load{peer: {Neighbor: peer}}, adjIn: map[netip.Addr]*adjIn{peer: newAdjIn(0)}, importFilter: newImportFilter(65000)}
+		loads: map[netip.Addr]*Load{peer: {Neighbor: peer}}, adjIn: map[netip.Addr]*adjIn{peer: newAdjIn(0, 0)}, importFilter: newImportFilter(65000)}
 	s.peers = map[netip.Addr]*PeerStatus{peer: {Address: peer, State: "idle"}}
 	s.eors = map[netip.Addr]map[bgp.Family]bool{peer: {}}
 	s.importFilter.set(peer, &ImportRules{})
@@ -51,4 +51,47 @@ func TestAdjInCounts(t *testing.T) {
 	if l := load(); l.Prefixes != [2]uint64{0, 0} {
 		t.Errorf("prefixes %v after the session ended, want none until GoBGP tells again", l.Prefixes)
 	}
+}
+
+// TestHoldingsCountTheConfiguredTable: the memory limit's count of what an upstream
+// holds is at least its configured expected_prefixes, also after a dump that ended
+// small (a session up before its table, which then comes as updates: the fleet
+// lab's), and after the session ended; a mesh peer counts what it holds.
+func TestHoldingsCountTheConfiguredTable(t *testing.T) {
+	up, mesh := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("10.0.0.2")
+	s := &Speaker{log: slog.New(slog.NewTextHandler(io.Discard, nil)), done: make(chan struct{}),
+		loads:        map[netip.Addr]*Load{up: {Neighbor: up, Expected: 1000}, mesh: {Neighbor: mesh}},
+		adjIn:        map[netip.Addr]*adjIn{up: newAdjIn(0, 1000), mesh: newAdjIn(0, 0)},
+		mesh:         map[netip.Addr]bool{mesh: true},
+		events:       make(chan Event, 1),
+		importFilter: newImportFilter(65000)}
+	s.peers = map[netip.Addr]*PeerStatus{up: {Address: up, State: "idle"}, mesh: {Address: mesh, State: "idle"}}
+	s.eors = map[netip.Addr]map[bgp.Family]bool{up: {bgp.RF_IPv4_UC: false}, mesh: {bgp.RF_IPv4_UC: false}}
+	s.importFilter.set(up, &ImportRules{})
+	state := func(st bgp.FSMState) {
+		s.peerState(&apiutil.WatchEventMessage_PeerEvent{Peer: apiutil.Peer{State: apiutil.PeerState{NeighborAddress: up, SessionState: st}}}, time.Now())
+	}
+	want := func(paths int64, when string) {
+		t.Helper()
+		if got, peers := s.Holdings(); got != paths || peers != 1 {
+			t.Errorf("%s: holdings %d paths, %d mesh peers; want %d, 1", when, got, peers, paths)
+		}
+	}
+	want(1000, "before the session")
+	state(bgp.BGP_FSM_ESTABLISHED)
+	s.onAdjIn(up, bgp.RF_IPv4_UC, 4, nil, 4)
+	s.onAdjIn(mesh, bgp.RF_IPv4_UC, 7, nil, 7)
+	s.onEndOfRIB(&apiutil.Path{Family: bgp.RF_IPv4_UC, PeerAddress: up}, time.Now())
+	if l := s.loads[up]; l.Expected != 4 {
+		t.Fatalf("load %+v: the dump of 4 did not end", l)
+	}
+	want(1007, "after a dump of 4 ended")
+	s.onAdjIn(up, bgp.RF_IPv4_UC, 1496, nil, 1500)
+	want(1507, "holding more than configured")
+	state(bgp.BGP_FSM_IDLE)
+	want(1007, "after the session ended")
+	if err := s.SetLimits(up, 0, 2000, 0); err != nil {
+		t.Fatal(err)
+	}
+	want(2007, "with expected_prefixes raised live")
 }

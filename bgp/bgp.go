@@ -297,9 +297,12 @@ type adjIn struct {
 	// import policy).
 	v4, v6  int
 	tripped bool
+	// expected is the configured expected_prefixes (0: none): the memory limit
+	// counts the neighbour at least at it (Holdings), whatever its last dump held.
+	expected int
 }
 
-func newAdjIn(max int) *adjIn { return &adjIn{max: max} }
+func newAdjIn(max, expected int) *adjIn { return &adjIn{max: max, expected: expected} }
 
 // Validate reports every bad field of a config at once, saying what to do.
 func (c Config) Validate() error {
@@ -541,7 +544,7 @@ func (s *Speaker) AddNeighbor(ctx context.Context, n Neighbor) error {
 	for _, f := range families {
 		s.eors[n.Address][map[Family]bgp.Family{IPv4Unicast: bgp.RF_IPv4_UC, IPv6Unicast: bgp.RF_IPv6_UC}[f]] = false
 	}
-	s.adjIn[n.Address] = newAdjIn(int(n.MaxPrefixes))
+	s.adjIn[n.Address] = newAdjIn(int(n.MaxPrefixes), int(n.ExpectedPrefixes))
 	s.adjIn[n.Address].restart = n.MaxPrefixRestart
 	s.mu.Unlock()
 	s.log.Info("added BGP neighbour", "neighbor", n.Address, "asn", n.ASN, "families", families, "max_prefixes", n.MaxPrefixes,
@@ -697,7 +700,7 @@ func (s *Speaker) SetLimits(a netip.Addr, maxPrefixes, expected uint32, restart 
 		s.mu.Unlock()
 		return fmt.Errorf("bgp: %s is not a configured neighbour", a)
 	}
-	in.max, in.tripped, in.restart = int(maxPrefixes), false, restart
+	in.max, in.tripped, in.restart, in.expected = int(maxPrefixes), false, restart, int(expected)
 	over := in.max > 0 && in.v4+in.v6 > in.max
 	if over {
 		in.tripped = true
@@ -755,7 +758,7 @@ func (s *Speaker) peerState(ev *apiutil.WatchEventMessage_PeerEvent, at time.Tim
 	}
 	if a := s.adjIn[st.NeighborAddress]; a != nil && st.SessionState != bgp.BGP_FSM_ESTABLISHED {
 		// GoBGP drops the session's paths: count afresh on the next one.
-		next := newAdjIn(a.max)
+		next := newAdjIn(a.max, a.expected)
 		next.restart = a.restart
 		s.adjIn[st.NeighborAddress] = next
 	}
@@ -890,7 +893,10 @@ func (s *Speaker) Holdings() (paths int64, meshPeers int) {
 	for n, a := range s.adjIn {
 		held := int64(a.v4 + a.v6)
 		if l := s.loads[n]; l != nil && !s.mesh[n] {
-			held = max(held, int64(l.Expected))
+			// The last dump's size, and the configured one: a dump that ended
+			// small (a session up before its table, which follows as updates)
+			// must not set the limit under the table the operator said comes.
+			held = max(held, int64(l.Expected), int64(a.expected))
 		}
 		paths += held
 	}

@@ -133,7 +133,7 @@ func (s *Speaker) AddMeshPeer(ctx context.Context, p MeshPeer) error {
 	s.mesh[p.Address] = true
 	s.peers[p.Address] = &PeerStatus{Address: p.Address, ASN: s.asn, State: "idle", Mesh: true}
 	s.loads[p.Address] = &Load{Neighbor: p.Address}
-	s.adjIn[p.Address] = newAdjIn(0) // what it holds counts for the memory limit (Holdings)
+	s.adjIn[p.Address] = newAdjIn(0, 0) // what it holds counts for the memory limit (Holdings)
 	s.eors[p.Address] = map[bgp.Family]bool{bgp.RF_IPv4_UC: false, bgp.RF_IPv6_UC: false}
 	s.mu.Unlock()
 	s.log.Info("mesh peer added", "neighbor", p.Address)

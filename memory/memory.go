@@ -176,8 +176,10 @@ type Formula struct {
 // global table and its lookups' garbage: one upstream's live heap at the load's end
 // is about 500 MB, and 400 bytes a path leaves the collector 1.7 times it (one
 // round each, 2026-12-06: peak RSS 1,015 MB at 440, 994 MB at 400, in no more
-// time; docs/BENCHMARKS.md).
-var DefaultFormula = Formula{Base: 384 << 20, PerPath: 400, PerMeshPeer: 224 << 20}
+// time; docs/BENCHMARKS.md). PerMeshPeer was 224 MiB until GoBGP patch 27 made the
+// record of what a peer was sent 28 bytes a prefix (33 MB for a full table, 179 MB
+// before); the rest is room for the peer's queued updates while it reads the dump.
+var DefaultFormula = Formula{Base: 384 << 20, PerPath: 400, PerMeshPeer: 64 << 20}
 
 // For returns the formula's limit for the holdings, without the live heap's floor.
 func (f Formula) For(h Holdings) int64 {
