@@ -30,8 +30,8 @@ type FleetLoadOptions struct {
 	// Attrs, when set, gives the routes real AS paths and communities.
 	Attrs *table.Model
 	// ProfileDir, when set, gets n1's and n2's CPU profiles of the load's first
-	// minute (n1-cpu.pprof, n2-cpu.pprof) and n1's heap at the load's end
-	// (n1-heap.pprof, after a collection).
+	// minute (n1-cpu.pprof, n2-cpu.pprof), n1's heap at 80% of its load
+	// (n1-heap-load.pprof) and at its end (n1-heap.pprof, after a collection).
 	ProfileDir string
 }
 
@@ -71,9 +71,20 @@ func MeasureFleetLoad(o FleetLoadOptions) (r FleetLoad, err error) {
 	}
 	want := float64(len(routes) + routes4)
 	r.Loaded = make([]time.Duration, len(fl.Nodes))
+	heapMid := false
 	for deadline, left := start.Add(20*time.Minute), len(fl.Nodes); left > 0; time.Sleep(200 * time.Millisecond) {
 		for i, n := range fl.Nodes {
-			if m, err := n.Metrics(); err == nil && r.Loaded[i] == 0 && m[`fibfleet_fib_routes{family="ipv4"}`] == want {
+			m, err := n.Metrics()
+			if err != nil {
+				continue
+			}
+			if got := m[`fibfleet_fib_routes{family="ipv4"}`]; i == 0 && !heapMid && o.ProfileDir != "" && got >= 0.8*want {
+				// n1's heap at 80% of its load, when its mesh peers' queues hold
+				// what they have not yet read (the load's end has none).
+				heapMid = true
+				go fleetProfile(n1, o.ProfileDir, "n1-heap-load", 0)
+			}
+			if r.Loaded[i] == 0 && m[`fibfleet_fib_routes{family="ipv4"}`] == want {
 				r.Loaded[i] = time.Since(start)
 				left--
 			}

@@ -51,8 +51,8 @@ func main() {
 	frames := flag.Int("frames", 1_000_000, "frames per forwarding measurement (with -pps)")
 	conv := flag.Bool("convergence", false, "measure full-table BGP convergence of the node against BIRD 2 instead")
 	attrs := flag.Bool("attrs", true, "with -convergence: the table's routes carry real AS paths and communities (table.Attrs2014); false: one AS path for all")
-	before := flag.String("before", "", "with -convergence: also run this node binary (a build before a change), interleaved with the current one, run by run; with -upstreams, one or more such binaries, comma-separated")
-	profDir := flag.String("profile", "", "with -convergence: save the node's CPU profile of the load and its heap profile at its end into this directory, run by run; with -upstreams: its heap profile at each load's end; with -mesh: n1's and n2's CPU profiles of the load's first minute and n1's heap at its end")
+	before := flag.String("before", "", "with -convergence: also run this node binary (a build before a change), interleaved with the current one, run by run; with -upstreams, one or more such binaries, comma-separated; with -mesh, one, whose fleet runs in every round too")
+	profDir := flag.String("profile", "", "with -convergence: save the node's CPU profile of the load and its heap profile at its end into this directory, run by run; with -upstreams: its heap profile at each load's end; with -mesh: n1's and n2's CPU profiles of the load's first minute and n1's heap at 80% of its load and at its end")
 	v6 := flag.Bool("v6", false, "compare the IPv6 FIB candidates on the 2026 IPv6 table instead")
 	v6len := flag.Int("v6-trace-len", 0, "with -v6: draw trace destinations only from prefixes of this length (0: all), to see the cost per trie level")
 	v6layout := flag.Int("v6-layout", 0, "stride layout of the IPv6 tries: 0 (16,8,8,...), 1 (24,8,...) or 2 (16,16,8,...)")
@@ -90,7 +90,7 @@ func main() {
 	} else if *upstreams {
 		err = runUpstreams(*runs, *upstreamsN, *upstreamsCounts, *attrs, *profDir, *before)
 	} else if *mesh {
-		err = runMesh(*runs, *upstreamsN, *attrs, *profDir)
+		err = runMesh(*runs, *upstreamsN, *attrs, *profDir, *before)
 	} else if *restart {
 		err = runRestart(*tries)
 	} else if *bfdLoad {
@@ -1048,7 +1048,9 @@ func runUpstreams(runs, n int, countList string, attrs bool, profDir, before str
 // iBGP peers: fibfleet's fleet of three (n1 the router, n2 and n3 its mesh peers)
 // against BIRD 2 and FRR 8.4 (into the kernel) with two BIRDs as iBGP peers, every
 // round running each once in a rotating order, and prints the medians.
-func runMesh(runs, n int, attrs bool, profDir string) error {
+// With before (a node binary built before a change), its fleet runs in every round
+// too.
+func runMesh(runs, n int, attrs bool, profDir, before string) error {
 	routes, dir, node, cleanup, err := fullTableLab()
 	if err != nil {
 		return err
@@ -1070,9 +1072,17 @@ func runMesh(runs, n int, attrs bool, profDir string) error {
 		return err
 	}
 	routers := []string{"fleet", "bird", "frr"}
-	type figures struct{ own, all, rss, cpu []float64 }
+	binaries := map[string]string{"fleet": node}
+	if before != "" {
+		routers = []string{"fleet", "fleet-before", "bird", "frr"}
+		binaries["fleet-before"] = before
+	}
+	type figures struct {
+		own, all, rss, cpu []float64
+		// the fleet's nodes
+		nodeRSS, nodeCPU [3][]float64
+	}
 	got := map[string]*figures{}
-	var fleetRSS, fleetCPU [3][]float64
 	for _, r := range routers {
 		got[r] = &figures{}
 	}
@@ -1084,10 +1094,10 @@ func runMesh(runs, n int, attrs bool, profDir string) error {
 				return err
 			}
 			f := got[router]
-			if router == "fleet" {
-				o := bench.FleetLoadOptions{NodeBinary: node, EtcdBinary: etcd, Dir: rdir, Routes: routes, Attrs: model}
+			if bin, ok := binaries[router]; ok {
+				o := bench.FleetLoadOptions{NodeBinary: bin, EtcdBinary: etcd, Dir: rdir, Routes: routes, Attrs: model}
 				if profDir != "" {
-					o.ProfileDir = filepath.Join(profDir, fmt.Sprintf("round%d", i+1))
+					o.ProfileDir = filepath.Join(profDir, fmt.Sprintf("round%d", i+1), router)
 					if err := os.MkdirAll(o.ProfileDir, 0o755); err != nil {
 						return err
 					}
@@ -1097,14 +1107,14 @@ func runMesh(runs, n int, attrs bool, profDir string) error {
 					return fmt.Errorf("the fleet: %w", err)
 				}
 				last := slices.Max(r.Loaded)
-				fmt.Fprintf(os.Stderr, "round %d: fleet: loaded in %v/%v/%v, peak RSS %d/%d/%d MB, CPU %.1f/%.1f/%.1f s\n", i+1,
+				fmt.Fprintf(os.Stderr, "round %d: %s: loaded in %v/%v/%v, peak RSS %d/%d/%d MB, CPU %.1f/%.1f/%.1f s\n", i+1, router,
 					r.Loaded[0].Round(100*time.Millisecond), r.Loaded[1].Round(100*time.Millisecond), r.Loaded[2].Round(100*time.Millisecond),
 					r.PeakRSS[0]>>20, r.PeakRSS[1]>>20, r.PeakRSS[2]>>20, r.CPU[0].Seconds(), r.CPU[1].Seconds(), r.CPU[2].Seconds())
 				f.own, f.all = append(f.own, r.Loaded[0].Seconds()), append(f.all, last.Seconds())
 				f.rss, f.cpu = append(f.rss, float64(r.PeakRSS[0]>>20)), append(f.cpu, r.CPU[0].Seconds())
 				for k := range 3 {
-					fleetRSS[k] = append(fleetRSS[k], float64(r.PeakRSS[k]>>20))
-					fleetCPU[k] = append(fleetCPU[k], r.CPU[k].Seconds())
+					f.nodeRSS[k] = append(f.nodeRSS[k], float64(r.PeakRSS[k]>>20))
+					f.nodeCPU[k] = append(f.nodeCPU[k], r.CPU[k].Seconds())
 				}
 			} else {
 				r, err := bench.MeasureUpstreamsLoad(bench.UpstreamsLoadOptions{NodeBinary: node, Dir: rdir, Prefixes: all, Attrs: model, Router: router, Upstreams: 1, IBGP: 2})
@@ -1122,19 +1132,29 @@ func runMesh(runs, n int, attrs bool, profDir string) error {
 	fmt.Printf("\n%d prefixes (2026 table less the lab's), real attributes: %v; one upstream, two iBGP peers; medians of %d rounds\n\n", len(all), attrs, runs)
 	fmt.Println("| router | to its own forwarding table complete | to both peers holding it too | / BIRD | peak RSS | CPU-seconds |")
 	fmt.Println("|---|---|---|---|---|---|")
-	f := got["fleet"]
-	fmt.Printf("| fibfleet (n1 of a fleet of three) | %.1f s | %.1f s | %.2fx | %.0f MB | %.1f |\n", bench.Median(f.own), bench.Median(f.all),
-		bench.Median(f.all)/bench.Median(got["bird"].all), bench.Median(f.rss), bench.Median(f.cpu))
+	fleets := []string{"fleet"}
+	if before != "" {
+		fleets = append(fleets, "fleet-before")
+	}
+	name := map[string]string{"fleet": "fibfleet (n1 of a fleet of three)", "fleet-before": "fibfleet before (n1)"}
+	for _, r := range fleets {
+		f := got[r]
+		fmt.Printf("| %s | %.1f s | %.1f s | %.2fx | %.0f MB | %.1f |\n", name[r], bench.Median(f.own), bench.Median(f.all),
+			bench.Median(f.all)/bench.Median(got["bird"].all), bench.Median(f.rss), bench.Median(f.cpu))
+	}
 	for _, r := range []string{"bird", "frr"} {
 		f := got[r]
 		fmt.Printf("| %s | | %.1f s | %.2fx | %.0f MB | %.1f |\n", map[string]string{"bird": "BIRD 2 + kernel", "frr": "FRR 8.4 + kernel"}[r],
 			bench.Median(f.all), bench.Median(f.all)/bench.Median(got["bird"].all), bench.Median(f.rss), bench.Median(f.cpu))
 	}
 	fmt.Println("\nThe fleet's nodes (CPU during the load; the node's peak RSS since its start):")
-	fmt.Println("\n| node | peak RSS | CPU-seconds |")
-	fmt.Println("|---|---|---|")
-	for k := range 3 {
-		fmt.Printf("| n%d | %.0f MB | %.1f |\n", k+1, bench.Median(fleetRSS[k]), bench.Median(fleetCPU[k]))
+	fmt.Println("\n| build | node | peak RSS | CPU-seconds |")
+	fmt.Println("|---|---|---|---|")
+	for _, r := range fleets {
+		for k := range 3 {
+			fmt.Printf("| %s | n%d | %.0f MB | %.1f |\n", map[string]string{"fleet": "this", "fleet-before": "before"}[r], k+1,
+				bench.Median(got[r].nodeRSS[k]), bench.Median(got[r].nodeCPU[k]))
+		}
 	}
 	return nil
 }
