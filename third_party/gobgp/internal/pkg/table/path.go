@@ -17,6 +17,7 @@ package table
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -26,7 +27,6 @@ import (
 	"net"
 	"net/netip"
 	"slices"
-	"sort"
 	"sync/atomic"
 	"time"
 
@@ -551,41 +551,55 @@ func (a PathAttrs) Less(i, j int) bool {
 
 func (path *Path) GetPathAttrs() []bgp.PathAttributeInterface {
 	var deleted attrTypes
-	var modified map[uint]bgp.PathAttributeInterface // made when a clone set one
+	// The attributes clones set, nearest first: a clone sets a few (an iBGP
+	// neighbour's copy of a path its LOCAL_PREF), so a small list on the stack,
+	// not a map made for every call (the packing of every UPDATE lists each
+	// path's attributes twice or three times).
+	var modifiedBuf [8]bgp.PathAttributeInterface
+	modified := modifiedBuf[:0]
+	find := func(typ bgp.BGPAttrType) int {
+		for i, m := range modified {
+			if m != nil && m.GetType() == typ {
+				return i
+			}
+		}
+		return -1
+	}
 	p := path
 	for {
 		deleted.addAll(p.dels)
 		if p.parent == nil {
-			list := PathAttrs(make([]bgp.PathAttributeInterface, 0, len(p.pathAttrs)))
+			list := PathAttrs(make([]bgp.PathAttributeInterface, 0, len(p.pathAttrs)+len(modified)))
 			// we assume that the original pathAttrs are
 			// in order, that is, other bgp speakers send
 			// attributes in order.
+			left := len(modified)
 			for _, a := range p.pathAttrs {
-				typ := uint(a.GetType())
-				if m, ok := modified[typ]; ok {
-					list = append(list, m)
-					delete(modified, typ)
-				} else if !deleted.has(bgp.BGPAttrType(typ)) {
+				typ := a.GetType()
+				if i := find(typ); i >= 0 {
+					list = append(list, modified[i])
+					modified[i] = nil
+					left--
+				} else if !deleted.has(typ) {
 					list = append(list, a)
 				}
 			}
-			if len(modified) > 0 {
+			if left > 0 {
 				// Huh, some attributes were newly
 				// added. So we need to sort...
 				for _, m := range modified {
-					list = append(list, m)
+					if m != nil {
+						list = append(list, m)
+					}
 				}
-				sort.Sort(list)
+				slices.SortFunc(list, func(a, b bgp.PathAttributeInterface) int { return cmp.Compare(a.GetType(), b.GetType()) })
 			}
 			return list
 		} else {
 			for _, a := range p.pathAttrs {
-				typ := uint(a.GetType())
-				if _, ok := modified[typ]; !deleted.has(bgp.BGPAttrType(typ)) && !ok {
-					if modified == nil {
-						modified = make(map[uint]bgp.PathAttributeInterface)
-					}
-					modified[typ] = a
+				typ := a.GetType()
+				if !deleted.has(typ) && find(typ) < 0 {
+					modified = append(modified, a)
 				}
 			}
 		}
