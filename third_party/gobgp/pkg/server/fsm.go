@@ -1822,6 +1822,27 @@ func (h *fsmHandler) sendMessageloop(ctx context.Context, conn net.Conn, stateRe
 	defer wg.Done()
 	fsm := h.fsm
 	ticker := keepaliveTicker(fsm)
+	// Messages are written through a buffer, flushed when the queue is written
+	// out and after a KEEPALIVE: a write (one system call, one TCP segment at
+	// the peer) for each of a full table's UPDATEs was a tenth of a busy
+	// sender's CPU. Every write to the connection holds whole messages, since
+	// the FSM's goroutine may write a NOTIFICATION on it meanwhile.
+	w := bufio.NewWriterSize(conn, sendBufferSize)
+	writeFailed := func(err error) error {
+		fsm.logger.Warn("failed to send",
+			slog.String("State", fsm.state.String()),
+			slog.Any("Data", err))
+
+		nonblockSendChannel(stateReasonCh, *newfsmStateReason(fsmWriteFailed, nil, nil))
+		conn.Close()
+		return fmt.Errorf("closed")
+	}
+	flush := func() error {
+		if err := w.Flush(); err != nil {
+			return writeFailed(err)
+		}
+		return nil
+	}
 	send := func(m *bgp.BGPMessage) error {
 		if fsm.twoByteAsTrans && m.Header.Type == bgp.BGP_MSG_UPDATE {
 			fsm.logger.Debug("update for 2byte AS peer",
@@ -1842,15 +1863,15 @@ func (h *fsmHandler) sendMessageloop(ctx context.Context, conn net.Conn, stateRe
 			fsm.bgpMessageStateUpdate(0, false)
 			return nil
 		}
-		_, err = conn.Write(b)
-		if err != nil {
-			fsm.logger.Warn("failed to send",
-				slog.String("State", fsm.state.String()),
-				slog.Any("Data", err))
-
-			nonblockSendChannel(stateReasonCh, *newfsmStateReason(fsmWriteFailed, nil, nil))
-			conn.Close()
-			return fmt.Errorf("closed")
+		if len(b) > w.Available() && w.Buffered() > 0 {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		// Whole into the buffer, or (larger than it, the buffer empty) straight
+		// to the connection.
+		if _, err = w.Write(b); err != nil {
+			return writeFailed(err)
 		}
 		fsm.bgpMessageStateUpdate(m.Header.Type, false)
 
@@ -1928,9 +1949,15 @@ func (h *fsmHandler) sendMessageloop(ctx context.Context, conn net.Conn, stateRe
 							if err := send(bgp.NewBGPKeepAliveMessage()); err != nil {
 								return nil
 							}
+							if err := flush(); err != nil {
+								return nil
+							}
 						default:
 						}
 					}
+				}
+				if err := flush(); err != nil {
+					return nil
 				}
 			default:
 				return nil
@@ -1939,9 +1966,15 @@ func (h *fsmHandler) sendMessageloop(ctx context.Context, conn net.Conn, stateRe
 			if err := send(bgp.NewBGPKeepAliveMessage()); err != nil {
 				return nil
 			}
+			if err := flush(); err != nil {
+				return nil
+			}
 		}
 	}
 }
+
+// sendBufferSize is the established session's write buffer (see sendMessageloop).
+const sendBufferSize = 64 << 10
 
 // recvBufferSize is the established session's read buffer: a message was two
 // reads (its header, then its body), two system calls for each of a full table's

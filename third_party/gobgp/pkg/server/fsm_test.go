@@ -17,6 +17,7 @@ package server
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -158,9 +159,21 @@ func (m *MockConnection) PushBgpMessage(msg *bgp.BGPMessage) {
 func (m *MockConnection) GetSentMessages() [][]byte {
 	m.lock.Lock()
 	defer m.lock.Unlock()
-	// Return collected messages
-	result := make([][]byte, len(m.allMessages))
-	copy(result, m.allMessages)
+	// The messages in what was read: a write may carry several (an established
+	// session writes through a buffer) and a read may end inside one.
+	var stream []byte
+	for _, b := range m.allMessages {
+		stream = append(stream, b...)
+	}
+	var result [][]byte
+	for len(stream) >= bgp.BGP_HEADER_LENGTH {
+		n := int(binary.BigEndian.Uint16(stream[16:18]))
+		if n < bgp.BGP_HEADER_LENGTH || n > len(stream) {
+			break
+		}
+		result = append(result, stream[:n:n])
+		stream = stream[n:]
+	}
 	return result
 }
 
