@@ -539,6 +539,7 @@ func newPackerMP(f bgp.Family) *packerMP {
 
 type packerV4 struct {
 	packer
+	scratch     []byte // add's serialized attributes, reused
 	hashmap     map[uint64][]*cage
 	mpPaths     []*Path
 	withdrawals []*Path
@@ -563,27 +564,46 @@ func (p *packerV4) add(path *Path) {
 		return
 	}
 
-	key := path.GetHash()
-	attrsB := bytes.NewBuffer(make([]byte, 0))
+	// The attributes serialized once, into a buffer kept from path to path: the
+	// batching key (the path's hash, computed here from the same bytes as
+	// updateHash would when the path has none yet, as every clone made for a
+	// peer) and the bytes that tell paths with equal keys apart. They were
+	// serialized twice a path and peer, each time into a new buffer.
+	b := p.scratch[:0]
+	var mpReach bgp.PathAttributeInterface
 	for _, v := range path.GetPathAttrs() {
-		b, _ := v.Serialize()
-		attrsB.Write(b)
+		if v.GetType() == bgp.BGP_ATTR_TYPE_MP_REACH_NLRI {
+			mpReach = v
+			continue
+		}
+		s, _ := v.Serialize()
+		b = append(b, s...)
 	}
+	key := path.attrsHash.Load()
+	if key == 0 {
+		key = hashAttrs(b)
+		path.attrsHash.Store(key)
+	}
+	if mpReach != nil {
+		s, _ := mpReach.Serialize()
+		b = append(b, s...)
+	}
+	p.scratch = b
 
 	if cages, y := p.hashmap[key]; y {
 		added := false
 		for _, c := range cages {
-			if bytes.Equal(c.attrsBytes, attrsB.Bytes()) {
+			if bytes.Equal(c.attrsBytes, b) {
 				c.paths = append(c.paths, path)
 				added = true
 				break
 			}
 		}
 		if !added {
-			p.hashmap[key] = append(p.hashmap[key], newCage(attrsB.Bytes(), path))
+			p.hashmap[key] = append(p.hashmap[key], newCage(bytes.Clone(b), path))
 		}
 	} else {
-		p.hashmap[key] = []*cage{newCage(attrsB.Bytes(), path)}
+		p.hashmap[key] = []*cage{newCage(bytes.Clone(b), path)}
 	}
 }
 

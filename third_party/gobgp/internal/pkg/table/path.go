@@ -1461,7 +1461,13 @@ func (p *Path) updateHash() {
 		d, _ := a.Serialize()
 		total.Write(d)
 	}
-	p.attrsHash.Store(farm.Hash64(total.Bytes()))
+	p.attrsHash.Store(hashAttrs(total.Bytes()))
+}
+
+// hashAttrs is a path's attribute hash from its attributes serialized in order,
+// MP_REACH_NLRI left out (updateHash; packerV4.add hashes the bytes it packs).
+func hashAttrs(serialized []byte) uint64 {
+	return farm.Hash64(serialized)
 }
 
 func (p *Path) SetHash(v uint64) {
