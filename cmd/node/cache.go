@@ -21,6 +21,10 @@ const (
 	calibrationRounds = 5
 	recalibrateShare  = 0.25
 	recalibrateEvery  = 30 * time.Second
+	// settledShare: the table counts as settled when its size moves by less than
+	// this share a second. A full table's load moves it by about 1% a second; an
+	// Internet table's churn leaves its size within a few routes.
+	settledShare = 0.001
 )
 
 // cacheLoop runs the destination cache: its sizer ticks every interval, and the cost
@@ -41,6 +45,8 @@ type cacheLoop struct {
 	costs        [2]cache.Costs
 	calibratedAt [2]int // routes at the last calibration (-1: never)
 	calibratedOn [2]time.Time
+	seen         [2]int // routes at the last tick
+	seenOn       time.Time
 
 	resizes     [2]atomic.Uint64
 	regimes     sync.Map // "family/regime" -> *atomic.Uint64
@@ -106,20 +112,46 @@ func (l *cacheLoop) regime(f dcache.Family, r cache.Regime) *atomic.Uint64 {
 	return c.(*atomic.Uint64)
 }
 
-// calibrate measures each family's costs when due: forced (a table just loaded), never
-// measured, or the table's size moved by a quarter (and not within the last 30s).
+// calibrationDue says whether to measure a family's costs: forced (a table just
+// loaded), or, once the table has settled, never measured or its size moved by a
+// quarter (and not within the last 30s). Not while a table loads: each run is about
+// a second of CPU, and a load's CPU is what the node is short of; the costs
+// measured half way through a load are not the loaded table's anyway.
+func calibrationDue(force bool, routes, at int, on time.Time, prev int, prevOn, now time.Time) bool {
+	if routes == 0 {
+		return false
+	}
+	if force {
+		return true
+	}
+	if prevOn.IsZero() || !now.After(prevOn) {
+		return false // no rate yet
+	}
+	rate := float64(abs(routes-prev)) / now.Sub(prevOn).Seconds()
+	if rate > settledShare*float64(routes) {
+		return false
+	}
+	moved := at < 0 || float64(abs(routes-at)) > recalibrateShare*float64(max(at, 1))
+	return moved && now.Sub(on) > recalibrateEvery
+}
+
+// calibrate measures each family's costs when due (calibrationDue).
 func (l *cacheLoop) calibrate(force bool) {
 	if !l.supported {
 		return
 	}
 	st := l.fib.Stats()
 	routes := [2]int{st.RoutesV4, st.RoutesV6}
+	now := time.Now()
+	l.mu.Lock()
+	prev, prevOn := l.seen, l.seenOn
+	l.seen, l.seenOn = routes, now
+	l.mu.Unlock()
 	for f := range 2 {
 		l.mu.Lock()
 		at, on := l.calibratedAt[f], l.calibratedOn[f]
 		l.mu.Unlock()
-		moved := at < 0 || float64(abs(routes[f]-at)) > recalibrateShare*float64(max(at, 1))
-		if routes[f] == 0 || !force && !(moved && time.Since(on) > recalibrateEvery) {
+		if !calibrationDue(force, routes[f], at, on, prev[f], prevOn, now) {
 			continue
 		}
 		fam := dcache.Family(f)
