@@ -418,12 +418,24 @@ type fsm struct {
 	extendedMessage atomic.Bool
 
 	// safe for concurrent access
-	state                    fsmState
-	familyMap                atomic.Value // map[bgp.Family]bgp.BGPAddPathMode
-	rtcEORWait               atomic.Bool
-	logger                   *slog.Logger
-	gracefulRestartTimer     *time.Timer
-	outgoingCh               *channels.InfiniteChannel
+	state                fsmState
+	familyMap            atomic.Value // map[bgp.Family]bgp.BGPAddPathMode
+	rtcEORWait           atomic.Bool
+	logger               *slog.Logger
+	gracefulRestartTimer *time.Timer
+	outgoingCh           *channels.InfiniteChannel
+	// outgoingPaths are the paths queued for the peer, in order, that the send
+	// loop has not taken yet, and outgoingWoken says a wake-up (an empty
+	// fsmOutgoingMsg) for them is on outgoingCh. The server wakes the loop at
+	// the end of an UPDATE's paths (or at outgoingWakeAt queued), so the loop
+	// packs a received UPDATE's paths together as its sender did. A message
+	// on outgoingCh for every path (its pump goroutine, two channel
+	// operations and an allocation each) was a fleet node's largest
+	// scheduling cost while it sent a full table, and the loop, keeping up
+	// with the server, packed a path or two at a time.
+	outgoingMu               sync.Mutex
+	outgoingPaths            []*table.Path
+	outgoingWoken            bool
 	notification             chan *bgp.BGPMessage
 	deconfiguredNotification chan *bgp.BGPMessage
 	connCh                   chan net.Conn
@@ -1929,6 +1941,8 @@ func (h *fsmHandler) sendMessageloop(ctx context.Context, conn net.Conn, stateRe
 					break
 				}
 
+				paths = append(paths, fsm.takeOutgoingPaths()...)
+
 				options := &bgp.MarshallingOption{
 					AddPath:         fsm.familyMap.Load().(map[bgp.Family]bgp.BGPAddPathMode),
 					ExtendedMessage: fsm.extendedMessage.Load(),
@@ -1971,6 +1985,34 @@ func (h *fsmHandler) sendMessageloop(ctx context.Context, conn net.Conn, stateRe
 			}
 		}
 	}
+}
+
+// outgoingWakeAt is the queue's length at which it wakes the send loop before the
+// end of an UPDATE's paths (a soft reset's or a restart's single pass over a table).
+const outgoingWakeAt = 2048
+
+// queueOutgoingPaths queues paths for the peer; with wake, or at outgoingWakeAt
+// queued, the send loop is woken to take them unless it is already.
+func (fsm *fsm) queueOutgoingPaths(paths []*table.Path, wake bool) {
+	fsm.outgoingMu.Lock()
+	fsm.outgoingPaths = append(fsm.outgoingPaths, paths...)
+	wake = (wake || len(fsm.outgoingPaths) >= outgoingWakeAt) && len(fsm.outgoingPaths) > 0 && !fsm.outgoingWoken
+	if wake {
+		fsm.outgoingWoken = true
+	}
+	fsm.outgoingMu.Unlock()
+	if wake {
+		fsm.outgoingCh.In() <- &fsmOutgoingMsg{}
+	}
+}
+
+// takeOutgoingPaths takes the paths queued for the peer.
+func (fsm *fsm) takeOutgoingPaths() []*table.Path {
+	fsm.outgoingMu.Lock()
+	defer fsm.outgoingMu.Unlock()
+	paths := fsm.outgoingPaths
+	fsm.outgoingPaths, fsm.outgoingWoken = nil, false
+	return paths
 }
 
 // sendBufferSize is the established session's write buffer (see sendMessageloop).
@@ -2340,6 +2382,7 @@ func (h *fsmHandler) loop(ctx context.Context, wg *sync.WaitGroup) {
 	}
 	close(fsm.connCh)
 	cleanInfiniteChannel(fsm.outgoingCh)
+	fsm.takeOutgoingPaths()
 }
 
 func (h *fsmHandler) changeadminState(s adminState) error {

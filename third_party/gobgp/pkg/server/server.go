@@ -568,9 +568,13 @@ func (s *BgpServer) matchLongestDynamicNeighborPrefix(a string) *peerGroup {
 }
 
 func sendfsmOutgoingMsg(peer *peer, paths []*table.Path) {
-	peer.fsm.outgoingCh.In() <- &fsmOutgoingMsg{
-		Paths: paths,
-	}
+	peer.fsm.queueOutgoingPaths(paths, true)
+}
+
+// queuefsmOutgoingPaths queues paths for the peer without waking its send loop:
+// propagateUpdate wakes it when it has handled all its paths.
+func queuefsmOutgoingPaths(peer *peer, paths []*table.Path) {
+	peer.fsm.queueOutgoingPaths(paths, false)
 }
 
 func isASLoop(peer *peer, path *table.Path) bool {
@@ -1599,6 +1603,11 @@ func (s *BgpServer) propagateUpdate(peer *peer, pathList []*table.Path) {
 			}
 		}(path)
 	}
+	// The paths queued for each peer are sent together: those of one UPDATE
+	// share its attributes and are packed into as few UPDATEs.
+	for _, targetPeer := range s.neighborMap {
+		targetPeer.fsm.queueOutgoingPaths(nil, true)
+	}
 }
 
 // processRTCMembership handles a single RTC NLRI path (announce or withdraw) received
@@ -1837,14 +1846,14 @@ func (s *BgpServer) propagateUpdateToNeighbors(rib *table.TableManager, source *
 				}
 				if needToAdvertise(targetPeer) && len(bestList) > 0 {
 					// targetPeer.updateRoutes was already called while constructing bestList above.
-					sendfsmOutgoingMsg(targetPeer, bestList)
+					queuefsmOutgoingPaths(targetPeer, bestList)
 				}
 			} else {
 				if targetPeer.isRouteServerClient() {
 					if targetPeer.isSecondaryRouteEnabled() {
 						if paths, _ := s.sendSecondaryRoutes(targetPeer, newPath, dsts); len(paths) > 0 {
 							targetPeer.updateRoutes(paths...)
-							sendfsmOutgoingMsg(targetPeer, paths)
+							queuefsmOutgoingPaths(targetPeer, paths)
 						}
 						return
 					}
@@ -1858,7 +1867,7 @@ func (s *BgpServer) propagateUpdateToNeighbors(rib *table.TableManager, source *
 				}
 				if paths := s.processOutgoingPaths(targetPeer, bestList, oldList); len(paths) > 0 {
 					targetPeer.updateRoutes(paths...)
-					sendfsmOutgoingMsg(targetPeer, paths)
+					queuefsmOutgoingPaths(targetPeer, paths)
 				}
 			}
 		}()
@@ -2060,6 +2069,7 @@ func (s *BgpServer) handleFSMMessage(peer *peer, e *fsmMsg) {
 		}
 
 		drainChannel(peer.fsm.outgoingCh.Out())
+		peer.fsm.takeOutgoingPaths()
 
 		if nextState == bgp.BGP_FSM_ESTABLISHED {
 			conf := peer.fsm.pConf.ReadOnly()

@@ -92,7 +92,7 @@ func TestEstablishedPeerGetsUpdatesAfterInitialDump(t *testing.T) {
 	for len(sent) < 2 {
 		select {
 		case o := <-p.fsm.outgoingCh.Out():
-			msg, ok := o.(*fsmOutgoingMsg)
+			msg, ok := takeOutgoing(p.fsm, o)
 			require.True(t, ok)
 			for _, path := range msg.Paths {
 				if path != nil && !path.IsEOR() && !path.IsWithdraw {

@@ -267,7 +267,7 @@ func TestSoftResetOutRefreshesExportPolicyFilteredRoutes(t *testing.T) {
 		t.Helper()
 		select {
 		case o := <-p.fsm.outgoingCh.Out():
-			msg, ok := o.(*fsmOutgoingMsg)
+			msg, ok := takeOutgoing(p.fsm, o)
 			require.True(t, ok)
 			paths := make([]*table.Path, 0, len(msg.Paths))
 			for _, path := range msg.Paths {
@@ -449,7 +449,7 @@ func TestSoftResetOutSecondaryRouteWithdrawsAdvertisedFallback(t *testing.T) {
 		t.Helper()
 		select {
 		case o := <-target.fsm.outgoingCh.Out():
-			msg, ok := o.(*fsmOutgoingMsg)
+			msg, ok := takeOutgoing(target.fsm, o)
 			require.True(t, ok)
 			paths := make([]*table.Path, 0, len(msg.Paths))
 			for _, path := range msg.Paths {
@@ -566,7 +566,7 @@ func TestSoftResetOutVRFWithdrawsExportPolicyFilteredRoutes(t *testing.T) {
 		t.Helper()
 		select {
 		case o := <-p.fsm.outgoingCh.Out():
-			msg, ok := o.(*fsmOutgoingMsg)
+			msg, ok := takeOutgoing(p.fsm, o)
 			require.True(t, ok)
 			paths := make([]*table.Path, 0, len(msg.Paths))
 			for _, path := range msg.Paths {
@@ -706,7 +706,7 @@ func TestSoftResetOutAddPathWithdrawsOnlyAdvertisedFilteredRoutes(t *testing.T) 
 		t.Helper()
 		select {
 		case o := <-p.fsm.outgoingCh.Out():
-			msg, ok := o.(*fsmOutgoingMsg)
+			msg, ok := takeOutgoing(p.fsm, o)
 			require.True(t, ok)
 			paths := make([]*table.Path, 0, len(msg.Paths))
 			for _, path := range msg.Paths {
