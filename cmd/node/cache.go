@@ -45,12 +45,15 @@ type cacheLoop struct {
 	costs        [2]cache.Costs
 	calibratedAt [2]int // routes at the last calibration (-1: never)
 	calibratedOn [2]time.Time
-	seen         [2]int // routes at the last tick
-	seenOn       time.Time
 
 	resizes     [2]atomic.Uint64
 	regimes     sync.Map // "family/regime" -> *atomic.Uint64
 	calibrateOK [2]atomic.Bool
+
+	// routes at the last calibrate call, for the table's rate of change: only
+	// run's goroutine touches them.
+	seen   [2]int
+	seenOn time.Time
 }
 
 // newCacheLoop starts with the cache off; the fleet's agent applies the policy.
@@ -143,10 +146,8 @@ func (l *cacheLoop) calibrate(force bool) {
 	st := l.fib.Stats()
 	routes := [2]int{st.RoutesV4, st.RoutesV6}
 	now := time.Now()
-	l.mu.Lock()
 	prev, prevOn := l.seen, l.seenOn
 	l.seen, l.seenOn = routes, now
-	l.mu.Unlock()
 	for f := range 2 {
 		l.mu.Lock()
 		at, on := l.calibratedAt[f], l.calibratedOn[f]

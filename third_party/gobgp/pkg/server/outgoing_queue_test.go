@@ -46,10 +46,9 @@ func TestOutgoingPathsOneWakeup(t *testing.T) {
 			[]bgp.PathAttributeInterface{bgp.NewPathAttributeOrigin(0), bgp.NewPathAttributeAsPath(nil), nh,
 				bgp.NewPathAttributeMultiExitDisc(uint32(i))}, time.Now(), false)}
 	}
-	messages := func() int {
-		time.Sleep(50 * time.Millisecond) // the channel's pump moves what was sent into its buffer
-		return p.fsm.outgoingCh.Len()
-	}
+	// Exact at once: a send returns when the channel's pump has the message, and
+	// the pump answers Len after it buffers it.
+	messages := p.fsm.outgoingCh.Len
 
 	// An UPDATE's paths as propagateUpdate queues them: no wake-up until its end.
 	const update = 100

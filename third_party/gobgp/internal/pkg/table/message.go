@@ -22,6 +22,7 @@ import (
 	"net/netip"
 	"reflect"
 
+	"github.com/dgryski/go-farm"
 	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
 	"github.com/segmentio/fasthash/fnv1a"
 )
@@ -569,19 +570,10 @@ func (p *packerV4) add(path *Path) {
 	// updateHash would when the path has none yet, as every clone made for a
 	// peer) and the bytes that tell paths with equal keys apart. They were
 	// serialized twice a path and peer, each time into a new buffer.
-	b := p.scratch[:0]
-	var mpReach bgp.PathAttributeInterface
-	for _, v := range path.GetPathAttrs() {
-		if v.GetType() == bgp.BGP_ATTR_TYPE_MP_REACH_NLRI {
-			mpReach = v
-			continue
-		}
-		s, _ := v.Serialize()
-		b = append(b, s...)
-	}
+	b, mpReach := appendHashedAttrs(p.scratch[:0], path.GetPathAttrs())
 	key := path.attrsHash.Load()
 	if key == 0 {
-		key = hashAttrs(b)
+		key = farm.Hash64(b)
 		path.attrsHash.Store(key)
 	}
 	if mpReach != nil {

@@ -1453,21 +1453,24 @@ func (p *Path) ToLocal() *Path {
 // as the UPDATE batching key (see CreateUpdateMsgFromPaths); Equal
 // compares the nexthop and the NLRI explicitly instead.
 func (p *Path) updateHash() {
-	total := bytes.NewBuffer(make([]byte, 0))
-	for _, a := range p.GetPathAttrs() {
+	b, _ := appendHashedAttrs(nil, p.GetPathAttrs())
+	p.attrsHash.Store(farm.Hash64(b))
+}
+
+// appendHashedAttrs appends the attributes the hash covers, serialized in order
+// (all but MP_REACH_NLRI), and returns MP_REACH_NLRI apart: updateHash hashes
+// them, and packerV4.add hashes and compares the same bytes.
+func appendHashedAttrs(b []byte, attrs []bgp.PathAttributeInterface) ([]byte, bgp.PathAttributeInterface) {
+	var mpReach bgp.PathAttributeInterface
+	for _, a := range attrs {
 		if a.GetType() == bgp.BGP_ATTR_TYPE_MP_REACH_NLRI {
+			mpReach = a
 			continue
 		}
 		d, _ := a.Serialize()
-		total.Write(d)
+		b = append(b, d...)
 	}
-	p.attrsHash.Store(hashAttrs(total.Bytes()))
-}
-
-// hashAttrs is a path's attribute hash from its attributes serialized in order,
-// MP_REACH_NLRI left out (updateHash; packerV4.add hashes the bytes it packs).
-func hashAttrs(serialized []byte) uint64 {
-	return farm.Hash64(serialized)
+	return b, mpReach
 }
 
 func (p *Path) SetHash(v uint64) {
