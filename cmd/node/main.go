@@ -324,6 +324,7 @@ func consume(ctx context.Context, speaker *bgp.Speaker, table *fib.FIB, m *metri
 	tick := time.NewTicker(5 * time.Second)
 	defer tick.Stop()
 	var b batcher
+	g := gatherer{events: speaker.Events(), hold: applyHold, after: time.After}
 	for {
 		select {
 		case <-ctx.Done():
@@ -334,22 +335,15 @@ func consume(ctx context.Context, speaker *bgp.Speaker, table *fib.FIB, m *metri
 		case <-speaker.Done():
 			return errors.New("BGP speaker stopped")
 		case ev := <-speaker.Events():
-			// The events already waiting are handled in this pass, their changes
-			// applied in as few FIB batches as their order allows: with a real
-			// table's attributes an UPDATE carries three prefixes on average, and
-			// every batch's commit (its map writes, the compressed level) costs the
-			// same however small the batch.
-			b.evs = append(b.evs[:0], ev)
-			n := len(ev.Changes)
-		gather:
-			for n < maxApplyBatch {
-				select {
-				case more := <-speaker.Events():
-					b.evs = append(b.evs, more)
-					n += len(more.Changes)
-				default:
-					break gather
-				}
+			// The events already waiting (and, while changes trickle in, those of
+			// the next few milliseconds: gatherer) are handled in this pass, their
+			// changes applied in as few FIB batches as their order allows: with a
+			// real table's attributes an UPDATE carries three prefixes on average,
+			// and every batch's commit costs the same however small the batch.
+			var ok bool
+			if b.evs, ok = g.gather(ctx, ev, b.evs[:0]); !ok {
+				log.Info("shutting down")
+				return nil
 			}
 			handleEvents(&b, speaker, table, m, dcache, orig, zones, log)
 			clear(b.evs) // the events' changes are the speaker's garbage now
@@ -365,9 +359,6 @@ func holdings(s *bgp.Speaker) memory.Holdings {
 	paths, mesh := s.Holdings()
 	return memory.Holdings{Paths: paths, MeshPeers: mesh, LiveHeap: memory.LiveHeap()}
 }
-
-// maxApplyBatch is how many waiting changes one pass of consume gathers.
-const maxApplyBatch = 8192
 
 // batcher holds consume's buffers, reused pass after pass: a full-table load makes
 // over a million changes, and fresh slices of them for every pass (the events, the
@@ -451,6 +442,7 @@ func apply(table *fib.FIB, m *metrics, changes []bgp.Change, zones *linkZones, l
 			m.announcements.Inc()
 		}
 	}
+	m.batches.Inc()
 	if err := table.Apply(updates); err != nil {
 		log.Warn("some routes were not installed in XDP; packets to them pass to the kernel", "err", err)
 	}

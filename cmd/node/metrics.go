@@ -37,7 +37,9 @@ type metrics struct {
 
 	// announcements and withdrawals count best-path changes received from BGP.
 	announcements prometheus.Counter
-	withdrawals   prometheus.Counter
+	// batches counts the FIB batches applied (their changes are the two above).
+	batches     prometheus.Counter
+	withdrawals prometheus.Counter
 
 	xdpPackets, xdpBytes        *prometheus.Desc
 	xdpAttached, xdpDriverErrs  *prometheus.Desc
@@ -85,6 +87,7 @@ func newMetrics(dp *dataplane.Dataplane, f *fib.FIB, s *bgp.Speaker, k *fib.Kern
 	}
 	return &metrics{
 		dp: dp, fib: f, speaker: s, ksync: k, load: newLoadProgress(), cache: c, fleet: fl, ports: p, reload: rl,
+		batches:        prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Subsystem: "fib", Name: "batches_total", Help: "FIB batches applied; best-path changes over batches is their average size."}),
 		announcements:  prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Subsystem: "bgp", Name: "best_path_announcements_total", Help: "Best-path announcements (new or changed) received from BGP."}),
 		withdrawals:    prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Subsystem: "bgp", Name: "best_path_withdrawals_total", Help: "Best-path withdrawals received from BGP."}),
 		xdpPackets:     d("xdp", "packets_total", "Frames seen by the XDP program, by action and reason (pass reasons say why the kernel got the frame).", "action", "reason"),
@@ -165,11 +168,13 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	m.announcements.Describe(ch)
+	m.batches.Describe(ch)
 	m.withdrawals.Describe(ch)
 }
 
 func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	m.announcements.Collect(ch)
+	m.batches.Collect(ch)
 	m.withdrawals.Collect(ch)
 	ch <- prometheus.MustNewConstMetric(m.buildOK, prometheus.GaugeValue, 1, version)
 	if m.mem != nil {

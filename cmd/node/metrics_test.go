@@ -34,9 +34,9 @@ func TestMetricsDescribed(t *testing.T) {
 		}
 		sent++
 	}
-	// The two counters describe themselves beside the declared descriptions.
-	if sent != declared+2 {
-		t.Errorf("Describe sent %d descriptions, want the %d declared and the 2 counters'", sent, declared)
+	// The three counters describe themselves beside the declared descriptions.
+	if sent != declared+3 {
+		t.Errorf("Describe sent %d descriptions, want the %d declared and the 3 counters'", sent, declared)
 	}
 	if err := prometheus.NewRegistry().Register(m); err != nil {
 		t.Errorf("register: %v", err)
