@@ -21,6 +21,9 @@ type FleetLoad struct {
 	// load) of n1, n2 and n3.
 	PeakRSS []int64
 	CPU     []time.Duration
+	// Batches is how many FIB batches each node applied since its start (-1 where
+	// the build does not count them): the load's changes over it are their size.
+	Batches []float64
 }
 
 // FleetLoadOptions say what MeasureFleetLoad loads.
@@ -29,9 +32,11 @@ type FleetLoadOptions struct {
 	Routes                      []table.Route
 	// Attrs, when set, gives the routes real AS paths and communities.
 	Attrs *table.Model
-	// ProfileDir, when set, gets n1's and n2's CPU profiles of the load's first
-	// minute (n1-cpu.pprof, n2-cpu.pprof), n1's heap at 80% of its load
-	// (n1-heap-load.pprof) and at its end (n1-heap.pprof, after a collection).
+	// ProfileDir, when set, gets n1's CPU profile of the load's first minute
+	// (n1-cpu.pprof), n2's of its first 150 s (n2-cpu.pprof: about the whole
+	// load, where a receiver's cost that grows with the load's length shows),
+	// n1's heap at 80% of its load (n1-heap-load.pprof) and at its end
+	// (n1-heap.pprof, after a collection).
 	ProfileDir string
 }
 
@@ -65,9 +70,15 @@ func MeasureFleetLoad(o FleetLoadOptions) (r FleetLoad, err error) {
 		return r, fmt.Errorf("bench: announce the table: %w: %s", err, out)
 	}
 	n1 := fl.Nodes[0]
+	profiled := make(chan struct{})
 	if o.ProfileDir != "" {
 		go fleetProfile(n1, o.ProfileDir, "n1-cpu", 60)
-		go fleetProfile(fl.Nodes[1], o.ProfileDir, "n2-cpu", 60)
+		go func() {
+			defer close(profiled)
+			fleetProfile(fl.Nodes[1], o.ProfileDir, "n2-cpu", 150)
+		}()
+	} else {
+		close(profiled)
 	}
 	want := float64(len(routes) + routes4)
 	r.Loaded = make([]time.Duration, len(fl.Nodes))
@@ -99,6 +110,13 @@ func MeasureFleetLoad(o FleetLoadOptions) (r FleetLoad, err error) {
 		return r, err
 	}
 	for i, n := range fl.Nodes {
+		batches := -1.0
+		if m, err := n.Metrics(); err == nil {
+			if b, ok := m["fibfleet_fib_batches_total"]; ok {
+				batches = b
+			}
+		}
+		r.Batches = append(r.Batches, batches)
 		pid := n.Cmd.Process.Pid
 		r.PeakRSS = append(r.PeakRSS, peakRSSBytes(pid))
 		r.CPU = append(r.CPU, cpuTime(pid)-cpu0[i])
@@ -106,6 +124,7 @@ func MeasureFleetLoad(o FleetLoadOptions) (r FleetLoad, err error) {
 	if o.ProfileDir != "" {
 		fleetProfile(n1, o.ProfileDir, "n1-heap", 0)
 	}
+	<-profiled // n2's profile may outlast the load: the fleet stays until it ends
 	return r, nil
 }
 

@@ -52,7 +52,7 @@ func main() {
 	conv := flag.Bool("convergence", false, "measure full-table BGP convergence of the node against BIRD 2 instead")
 	attrs := flag.Bool("attrs", true, "with -convergence: the table's routes carry real AS paths and communities (table.Attrs2014); false: one AS path for all")
 	before := flag.String("before", "", "with -convergence: also run this node binary (a build before a change), interleaved with the current one, run by run; with -upstreams, one or more such binaries, comma-separated; with -mesh, one, whose fleet runs in every round too")
-	profDir := flag.String("profile", "", "with -convergence: save the node's CPU profile of the load and its heap profile at its end into this directory, run by run; with -upstreams: its heap profile at each load's end; with -mesh: n1's and n2's CPU profiles of the load's first minute and n1's heap at 80% of its load and at its end")
+	profDir := flag.String("profile", "", "with -convergence: save the node's CPU profile of the load and its heap profile at its end into this directory, run by run; with -upstreams: its heap profile at each load's end; with -mesh: n1's CPU profile of the load's first minute, n2's of its first 150 s, and n1's heap at 80% of its load and at its end")
 	v6 := flag.Bool("v6", false, "compare the IPv6 FIB candidates on the 2026 IPv6 table instead")
 	v6len := flag.Int("v6-trace-len", 0, "with -v6: draw trace destinations only from prefixes of this length (0: all), to see the cost per trie level")
 	v6layout := flag.Int("v6-layout", 0, "stride layout of the IPv6 tries: 0 (16,8,8,...), 1 (24,8,...) or 2 (16,16,8,...)")
@@ -1107,9 +1107,10 @@ func runMesh(runs, n int, attrs bool, profDir, before string) error {
 					return fmt.Errorf("the fleet: %w", err)
 				}
 				last := slices.Max(r.Loaded)
-				fmt.Fprintf(os.Stderr, "round %d: %s: loaded in %v/%v/%v, peak RSS %d/%d/%d MB, CPU %.1f/%.1f/%.1f s\n", i+1, router,
+				fmt.Fprintf(os.Stderr, "round %d: %s: loaded in %v/%v/%v, peak RSS %d/%d/%d MB, CPU %.1f/%.1f/%.1f s, FIB batches %.0f/%.0f/%.0f\n", i+1, router,
 					r.Loaded[0].Round(100*time.Millisecond), r.Loaded[1].Round(100*time.Millisecond), r.Loaded[2].Round(100*time.Millisecond),
-					r.PeakRSS[0]>>20, r.PeakRSS[1]>>20, r.PeakRSS[2]>>20, r.CPU[0].Seconds(), r.CPU[1].Seconds(), r.CPU[2].Seconds())
+					r.PeakRSS[0]>>20, r.PeakRSS[1]>>20, r.PeakRSS[2]>>20, r.CPU[0].Seconds(), r.CPU[1].Seconds(), r.CPU[2].Seconds(),
+					r.Batches[0], r.Batches[1], r.Batches[2])
 				f.own, f.all = append(f.own, r.Loaded[0].Seconds()), append(f.all, last.Seconds())
 				f.rss, f.cpu = append(f.rss, float64(r.PeakRSS[0]>>20)), append(f.cpu, r.CPU[0].Seconds())
 				for k := range 3 {
