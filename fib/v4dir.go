@@ -21,8 +21,12 @@ import (
 // new. An old node's lines are reused only after the grace period. When the pool has
 // no room the block's Dir entry sends lookups to Tbl24 (FIB4Tbl24): slower, never wrong.
 type v4Dir struct {
-	t     dataplane.V4Tables
-	dirty map[uint32]struct{}
+	t dataplane.V4Tables
+	// dirty lists the blocks touched since the last commit, once each (marked in
+	// dirtyBits): a set that a commit walks at its size, not at the largest it
+	// ever was as a map's would be.
+	dirty     []uint32
+	dirtyBits [blocks / 64]uint64
 
 	// free holds freed nodes by size in lines; next is the first never-used line.
 	free    [maxNodeLines + 1][]uint32
@@ -39,25 +43,33 @@ type retiredNode struct {
 
 const (
 	blockLen     = 256 // /24s per block: a /16
-	lineLen      = 16  // u32 per 64-byte line
-	nodeHeader   = 9   // leafvec (8 u32) and the per-word counts (1)
+	blocks       = 1 << 16
+	lineLen      = 16 // u32 per 64-byte line
+	nodeHeader   = 9  // leafvec (8 u32) and the per-word counts (1)
 	maxNodeLines = (nodeHeader + blockLen + lineLen - 1) / lineLen
 )
 
 func newV4Dir(t dataplane.V4Tables) *v4Dir {
-	return &v4Dir{t: t, dirty: map[uint32]struct{}{}}
+	return &v4Dir{t: t}
 }
 
 // touch marks the block holding tbl24 slot i for the next commit.
-func (d *v4Dir) touch(i uint32) { d.dirty[i/blockLen] = struct{}{} }
+func (d *v4Dir) touch(i uint32) {
+	b := i / blockLen
+	if d.dirtyBits[b/64]&(1<<(b%64)) == 0 {
+		d.dirtyBits[b/64] |= 1 << (b % 64)
+		d.dirty = append(d.dirty, b)
+	}
+}
 
 // commit rebuilds every touched block and reclaims what the grace period released.
 func (d *v4Dir) commit(now time.Time, grace time.Duration) {
 	d.reclaim(now, grace)
-	for b := range d.dirty {
+	for _, b := range d.dirty {
 		d.rebuild(b, now)
+		d.dirtyBits[b/64] &^= 1 << (b % 64)
 	}
-	clear(d.dirty)
+	d.dirty = d.dirty[:0]
 }
 
 func (d *v4Dir) rebuild(b uint32, now time.Time) {

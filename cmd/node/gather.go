@@ -41,34 +41,35 @@ func (g *gatherer) gather(ctx context.Context, first bgp.Event, evs []bgp.Event)
 	evs = append(evs, first)
 	n := len(first.Changes)
 	urgent := !onlyChanges(first)
+	var timeout <-chan time.Time
+gather:
 	for n < maxApplyBatch {
+		var more bgp.Event
 		select {
-		case more := <-g.events:
-			evs = append(evs, more)
-			n += len(more.Changes)
-			urgent = urgent || !onlyChanges(more)
-			continue
+		case more = <-g.events:
 		default:
-		}
-		break
-	}
-	if wait := g.hold - time.Since(g.lastStart); wait > 0 && !urgent && n < maxApplyBatch {
-		timeout := g.after(wait)
-	hold:
-		for n < maxApplyBatch {
-			select {
-			case more := <-g.events:
-				evs = append(evs, more)
-				n += len(more.Changes)
-				if !onlyChanges(more) {
-					break hold
+			// Nothing waiting: the batch is whole unless a hold runs.
+			if urgent {
+				break gather
+			}
+			if timeout == nil {
+				wait := g.hold - time.Since(g.lastStart)
+				if wait <= 0 {
+					break gather
 				}
+				timeout = g.after(wait)
+			}
+			select {
+			case more = <-g.events:
 			case <-timeout:
-				break hold
+				break gather
 			case <-ctx.Done():
 				return evs, false
 			}
 		}
+		evs = append(evs, more)
+		n += len(more.Changes)
+		urgent = urgent || !onlyChanges(more)
 	}
 	g.lastStart = time.Now()
 	return evs, true
