@@ -379,7 +379,7 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 	// (AddPeer, which hands the neighbour to GoBGP's loop, comes after).
 	var sp *Speaker
 	opts := []server.ServerOption{server.LoggerOption(log.With("component", "gobgp"), nil), server.ImportFilterOption(imf.accept), server.OriginValidatorOption(imf.originState),
-		server.ExportFilterOption(scope.exportable),
+		server.ExportFilterOption(scope.exportable), server.UpdateGroupOption(scope.updateGroup),
 		server.AdjRibInHookOption(func(peer netip.Addr, family bgp.Family, announced int, withdrawn []bgp.NLRI, held int) {
 			sp.onAdjIn(peer, family, announced, withdrawn, held)
 		})}

@@ -70,6 +70,17 @@ func (m *meshScope) exportable(peer netip.Addr, _ uint32, family bgp.Family, _ b
 	return mesh != nil && (*mesh)[peer]
 }
 
+// updateGroup is GoBGP's update group (third_party patch 33): the mesh peers are
+// one, sent each path computed, packed and serialized once for all of them, since
+// exportable answers alike for them (GoBGP checks that their sessions and the
+// export policy do too). Upstreams have each their own export.
+func (m *meshScope) updateGroup(peer netip.Addr) string {
+	if mesh := m.peers.Load(); mesh != nil && (*mesh)[peer] {
+		return "mesh"
+	}
+	return ""
+}
+
 // Export is what a neighbour is sent of the prefixes this node originates.
 type Export struct {
 	// Prefixes are the originated prefixes the neighbour gets (each one announced

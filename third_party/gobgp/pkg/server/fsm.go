@@ -433,9 +433,15 @@ type fsm struct {
 	// operations and an allocation each) was a fleet node's largest
 	// scheduling cost while it sent a full table, and the loop, keeping up
 	// with the server, packed a path or two at a time.
-	outgoingMu               sync.Mutex
-	outgoingPaths            []*table.Path
-	outgoingWoken            bool
+	outgoingMu    sync.Mutex
+	outgoingPaths []*table.Path
+	outgoingWoken bool
+	// outgoingShared are the update groups' shared updates queued, each at its
+	// place among outgoingPaths; outgoingSeq moves on whenever the queue changes
+	// (something queued, taken or cleared): a shared update may take more paths
+	// only while it is the last thing queued (sharedUpdate.extend).
+	outgoingShared           []sharedAt
+	outgoingSeq              uint64
 	notification             chan *bgp.BGPMessage
 	deconfiguredNotification chan *bgp.BGPMessage
 	connCh                   chan net.Conn
@@ -1855,6 +1861,7 @@ func (h *fsmHandler) sendMessageloop(ctx context.Context, conn net.Conn, stateRe
 		}
 		return nil
 	}
+	var write func(m *bgp.BGPMessage, b []byte) error
 	send := func(m *bgp.BGPMessage) error {
 		if fsm.twoByteAsTrans && m.Header.Type == bgp.BGP_MSG_UPDATE {
 			fsm.logger.Debug("update for 2byte AS peer",
@@ -1875,6 +1882,11 @@ func (h *fsmHandler) sendMessageloop(ctx context.Context, conn net.Conn, stateRe
 			fsm.bgpMessageStateUpdate(0, false)
 			return nil
 		}
+		return write(m, b)
+	}
+	// write writes m, serialized as b.
+	write = func(m *bgp.BGPMessage, b []byte) error {
+		var err error
 		if len(b) > w.Available() && w.Buffered() > 0 {
 			if err := flush(); err != nil {
 				return err
@@ -1941,34 +1953,64 @@ func (h *fsmHandler) sendMessageloop(ctx context.Context, conn net.Conn, stateRe
 					break
 				}
 
-				paths = append(paths, fsm.takeOutgoingPaths()...)
+				base := len(paths)
+				queued, shared := fsm.takeOutgoing()
+				paths = append(paths, queued...)
 
 				options := &bgp.MarshallingOption{
 					AddPath:         fsm.familyMap.Load().(map[bgp.Family]bgp.BGPAddPathMode),
 					ExtendedMessage: fsm.extendedMessage.Load(),
 				}
-				// Built in chunks, with a KEEPALIVE that fell due sent between two
-				// UPDATEs: a full table's UPDATEs (a new peer's initial dump) take
-				// longer than a hold time to build and write on a busy machine or
-				// to a peer that reads slowly, and the peer must hear from this
-				// speaker meanwhile.
-				for start := 0; start < len(paths); start += sendChunkPaths {
-					chunk := paths[start:min(start+sendChunkPaths, len(paths))]
-					for _, msg := range table.CreateUpdateMsgFromPaths(chunk, options) {
-						if err := send(msg); err != nil {
-							return nil
+				// A KEEPALIVE that fell due goes out between two UPDATEs: a full
+				// table's UPDATEs (a new peer's initial dump) take longer than a
+				// hold time to build and write on a busy machine or to a peer that
+				// reads slowly, and the peer must hear from this speaker meanwhile.
+				keepalive := func() error {
+					select {
+					case <-ticker.C:
+						if err := send(bgp.NewBGPKeepAliveMessage()); err != nil {
+							return err
 						}
-						select {
-						case <-ticker.C:
-							if err := send(bgp.NewBGPKeepAliveMessage()); err != nil {
-								return nil
+						return flush()
+					default:
+						return nil
+					}
+				}
+				// Built in chunks, for the same reason.
+				sendPaths := func(paths []*table.Path) error {
+					for start := 0; start < len(paths); start += sendChunkPaths {
+						chunk := paths[start:min(start+sendChunkPaths, len(paths))]
+						for _, msg := range table.CreateUpdateMsgFromPaths(chunk, options) {
+							if err := send(msg); err != nil {
+								return err
 							}
-							if err := flush(); err != nil {
-								return nil
+							if err := keepalive(); err != nil {
+								return err
 							}
-						default:
 						}
 					}
+					return nil
+				}
+				// The update groups' shared updates in their places: packed once
+				// for every member of the group.
+				done := 0
+				for _, sh := range shared {
+					if err := sendPaths(paths[done : base+sh.at]); err != nil {
+						return nil
+					}
+					done = base + sh.at
+					msgs, wire := sh.u.messages(options)
+					for i, msg := range msgs {
+						if err := write(msg, wire[i]); err != nil {
+							return nil
+						}
+						if err := keepalive(); err != nil {
+							return nil
+						}
+					}
+				}
+				if err := sendPaths(paths[done:]); err != nil {
+					return nil
 				}
 				if err := flush(); err != nil {
 					return nil
@@ -1995,8 +2037,29 @@ const outgoingWakeAt = 2048
 // queued, the send loop is woken to take them unless it is already.
 func (fsm *fsm) queueOutgoingPaths(paths []*table.Path, wake bool) {
 	fsm.outgoingMu.Lock()
-	fsm.outgoingPaths = append(fsm.outgoingPaths, paths...)
-	wake = (wake || len(fsm.outgoingPaths) >= outgoingWakeAt) && len(fsm.outgoingPaths) > 0 && !fsm.outgoingWoken
+	if len(paths) > 0 {
+		fsm.outgoingPaths = append(fsm.outgoingPaths, paths...)
+		fsm.outgoingSeq++
+	}
+	fsm.wakeLocked(wake)
+}
+
+// queueShared queues a shared update for the peer, waking its send loop with wake;
+// it returns the queue's sequence number after it.
+func (fsm *fsm) queueShared(u *sharedUpdate, wake bool) uint64 {
+	fsm.outgoingMu.Lock()
+	fsm.outgoingShared = append(fsm.outgoingShared, sharedAt{at: len(fsm.outgoingPaths), u: u})
+	fsm.outgoingSeq++
+	seq := fsm.outgoingSeq
+	fsm.wakeLocked(wake)
+	return seq
+}
+
+// wakeLocked wakes the send loop, when asked to or at outgoingWakeAt queued, if
+// something is queued and it is not woken yet; it unlocks outgoingMu.
+func (fsm *fsm) wakeLocked(wake bool) {
+	queued := len(fsm.outgoingPaths) + len(fsm.outgoingShared)
+	wake = (wake || queued >= outgoingWakeAt) && queued > 0 && !fsm.outgoingWoken
 	if wake {
 		fsm.outgoingWoken = true
 	}
@@ -2006,13 +2069,22 @@ func (fsm *fsm) queueOutgoingPaths(paths []*table.Path, wake bool) {
 	}
 }
 
-// takeOutgoingPaths takes the paths queued for the peer.
+// takeOutgoingPaths takes the paths queued for the peer, and drops the shared
+// updates queued.
 func (fsm *fsm) takeOutgoingPaths() []*table.Path {
+	paths, _ := fsm.takeOutgoing()
+	return paths
+}
+
+// takeOutgoing takes what is queued for the peer: the paths, and the shared
+// updates at their places among them.
+func (fsm *fsm) takeOutgoing() ([]*table.Path, []sharedAt) {
 	fsm.outgoingMu.Lock()
 	defer fsm.outgoingMu.Unlock()
-	paths := fsm.outgoingPaths
-	fsm.outgoingPaths, fsm.outgoingWoken = nil, false
-	return paths
+	paths, shared := fsm.outgoingPaths, fsm.outgoingShared
+	fsm.outgoingPaths, fsm.outgoingShared, fsm.outgoingWoken = nil, nil, false
+	fsm.outgoingSeq++
+	return paths, shared
 }
 
 // sendBufferSize is the established session's write buffer (see sendMessageloop).

@@ -193,6 +193,8 @@ type peer struct {
 	routeRefreshInProgress sync.RWMutex
 	// eventNeighbor is the neighbour its update events carry (updateEventNeighbor).
 	eventNeighbor atomic.Pointer[eventNeighbor]
+	// view is how the export policy saw the peer at a generation (exportView).
+	view atomic.Pointer[peerView]
 }
 
 func newPeer(g *oc.Global, conf *oc.Neighbor, state bgp.FSMState, loc *table.TableManager, policy *table.RoutingPolicy, logger *slog.Logger) *peer {

@@ -87,6 +87,7 @@ type options struct {
 	exportFilter ExportFilter
 	adjRibInHook AdjRibInHook
 	originState  OriginValidator
+	updateGroup  UpdateGroup
 }
 
 // OriginValidator says a path's RPKI origin validation state, for an embedder that
@@ -244,6 +245,7 @@ type BgpServer struct {
 	importFilter ImportFilter
 	exportFilter ExportFilter
 	adjRibInHook AdjRibInHook
+	updateGroup  UpdateGroup
 	// validate answers paths' origin validation: the ROA table's, or the
 	// embedder's OriginValidator.
 	validate func(*table.Path) *table.Validation
@@ -289,6 +291,7 @@ func NewBgpServer(opt ...ServerOption) *BgpServer {
 		timingHook:   opts.timingHook,
 		importFilter: opts.importFilter,
 		exportFilter: opts.exportFilter,
+		updateGroup:  opts.updateGroup,
 		adjRibInHook: opts.adjRibInHook,
 		validate:     roaTable.Validate,
 		shutdownWG:   &sync.WaitGroup{},
@@ -1536,6 +1539,10 @@ func (s *BgpServer) propagateUpdate(peer *peer, pathList []*table.Path) {
 		tableId = peer.TableID()
 		rib = s.rsRib
 	}
+	var groups *updateGroups
+	if s.updateGroup != nil && !rs {
+		groups = &updateGroups{}
+	}
 
 	for _, path := range pathList {
 		if vrf {
@@ -1599,7 +1606,7 @@ func (s *BgpServer) propagateUpdate(peer *peer, pathList []*table.Path) {
 			}
 
 			if dsts := rib.Update(path); len(dsts) > 0 {
-				s.propagateUpdateToNeighbors(rib, peer, path, dsts, true)
+				s.propagateUpdateToNeighbors(rib, peer, path, dsts, true, groups)
 			}
 		}(path)
 	}
@@ -1720,7 +1727,9 @@ func dstsToPaths(id string, as uint32, dsts []*table.Update) ([]*table.Path, []*
 	return bestList, oldList, mpathList, multipathUpdate, multipathWithdraw
 }
 
-func (s *BgpServer) propagateUpdateToNeighbors(rib *table.TableManager, source *peer, newPath *table.Path, dsts []*table.Update, needOld bool) {
+// propagateUpdateToNeighbors sends the neighbours what dsts changed; groups, when
+// not nil, are the update groups of the propagateUpdate call (UpdateGroup).
+func (s *BgpServer) propagateUpdateToNeighbors(rib *table.TableManager, source *peer, newPath *table.Path, dsts []*table.Update, needOld bool, groups *updateGroups) {
 	if table.SelectionOptions.DisableBestPathSelection {
 		return
 	}
@@ -1733,6 +1742,13 @@ func (s *BgpServer) propagateUpdateToNeighbors(rib *table.TableManager, source *
 		s.notifyForwardingWatcher(dsts)
 	}
 	family := newPath.GetFamily()
+	if groups != nil {
+		olds := gOldList
+		if !needOld {
+			olds = nil
+		}
+		groups.begin(s, family, gBestList, olds)
+	}
 	for _, targetPeer := range s.neighborMap {
 		if source == nil && targetPeer.isRouteServerClient() || source != nil && source.isRouteServerClient() != targetPeer.isRouteServerClient() {
 			continue
@@ -1864,6 +1880,16 @@ func (s *BgpServer) propagateUpdateToNeighbors(rib *table.TableManager, source *
 				}
 				if !needOld {
 					oldList = nil
+				}
+				if grp := groups.of(targetPeer); grp != nil {
+					// The group's first member computes and queues the paths
+					// for all; each records them as sent.
+					if !grp.computed {
+						grp.paths, grp.computed = s.processOutgoingPaths(targetPeer, bestList, oldList), true
+						grp.send(grp.paths)
+					}
+					targetPeer.updateRoutes(grp.paths...)
+					return
 				}
 				if paths := s.processOutgoingPaths(targetPeer, bestList, oldList); len(paths) > 0 {
 					targetPeer.updateRoutes(paths...)

@@ -30,6 +30,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gaissmai/bart"
 	"github.com/osrg/gobgp/v4/api"
@@ -2099,7 +2100,14 @@ func (c *NeighborCondition) Evaluate(path *Path, options *PolicyOptions) bool {
 	if options != nil && options.Info != nil && options.Info.Address.IsValid() {
 		neighbor = options.Info.Address
 	}
+	return c.matches(neighbor)
+}
 
+// matches evaluates the condition for a neighbour's address.
+func (c *NeighborCondition) matches(neighbor netip.Addr) bool {
+	if len(c.set.list) == 0 {
+		return true
+	}
 	if !neighbor.IsValid() {
 		return false
 	}
@@ -3973,6 +3981,44 @@ type RoutingPolicy struct {
 	assignmentMap map[string]*Assignment
 	mu            sync.RWMutex
 	logger        *slog.Logger
+	// gen counts the changes, for those who keep what they read of the policy
+	// (a neighbour's view, NeighborView).
+	gen atomic.Uint64
+}
+
+// Generation changes whenever the policy does.
+func (r *RoutingPolicy) Generation() uint64 { return r.gen.Load() }
+
+// NeighborView is how the policies assigned to id in direction dir see the
+// neighbour at addr: a byte per neighbour condition of their statements, whether
+// it matches addr. Two neighbours with one view get the same result from the
+// policies for every path, but where a statement sets the next hop to the
+// neighbour's own address: then ok is false. (Their local addresses, AS numbers
+// and peer types are the caller's to compare: actions read those from
+// PolicyOptions.Info too.)
+func (r *RoutingPolicy) NeighborView(id string, dir PolicyDirection, addr netip.Addr) (view string, ok bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var b []byte
+	for _, p := range r.getPolicy(id, dir) {
+		for _, st := range p.Statements {
+			for _, c := range st.Conditions {
+				if n, isNeighbor := c.(*NeighborCondition); isNeighbor {
+					if n.matches(addr) {
+						b = append(b, 1)
+					} else {
+						b = append(b, 0)
+					}
+				}
+			}
+			for _, a := range st.ModActions {
+				if n, isNexthop := a.(*NexthopAction); isNexthop && n.peerAddress {
+					return "", false
+				}
+			}
+		}
+	}
+	return string(b), true
 }
 
 func (r *RoutingPolicy) ApplyPolicy(id string, dir PolicyDirection, before *Path, options *PolicyOptions) *Path {
@@ -4363,6 +4409,7 @@ func (r *RoutingPolicy) GetDefinedSet(typ DefinedType, name string) (*oc.Defined
 func (r *RoutingPolicy) AddDefinedSet(s DefinedSet, replace bool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.gen.Add(1)
 
 	if m, ok := r.definedSetMap[s.Type()]; !ok {
 		return fmt.Errorf("invalid defined-set type: %d", s.Type())
@@ -4381,6 +4428,7 @@ func (r *RoutingPolicy) AddDefinedSet(s DefinedSet, replace bool) error {
 func (r *RoutingPolicy) DeleteDefinedSet(a DefinedSet, all bool) (err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.gen.Add(1)
 
 	if m, ok := r.definedSetMap[a.Type()]; !ok {
 		err = fmt.Errorf("invalid defined-set type: %d", a.Type())
@@ -4419,6 +4467,7 @@ func (r *RoutingPolicy) GetStatement(name string) []*oc.Statement {
 func (r *RoutingPolicy) AddStatement(st *Statement) (err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.gen.Add(1)
 
 	for _, c := range st.Conditions {
 		if err = r.validateCondition(c); err != nil {
@@ -4439,6 +4488,7 @@ func (r *RoutingPolicy) AddStatement(st *Statement) (err error) {
 func (r *RoutingPolicy) DeleteStatement(st *Statement, all bool) (err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.gen.Add(1)
 
 	m := r.statementMap
 	name := st.Name
@@ -4485,6 +4535,7 @@ func (r *RoutingPolicy) GetPolicy(name string) []*oc.PolicyDefinition {
 func (r *RoutingPolicy) AddPolicy(x *Policy, refer bool) (err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.gen.Add(1)
 
 	for _, st := range x.Statements {
 		for _, c := range st.Conditions {
@@ -4521,6 +4572,7 @@ func (r *RoutingPolicy) AddPolicy(x *Policy, refer bool) (err error) {
 func (r *RoutingPolicy) DeletePolicy(x *Policy, all, preserve bool, activeId []string) (err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.gen.Add(1)
 
 	pMap := r.policyMap
 	sMap := r.statementMap
@@ -4581,6 +4633,7 @@ func (r *RoutingPolicy) GetPolicyAssignment(id string, dir PolicyDirection) (Rou
 func (r *RoutingPolicy) AddPolicyAssignment(id string, dir PolicyDirection, policies []*oc.PolicyDefinition, def RouteType) (err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.gen.Add(1)
 
 	ps := make([]*Policy, 0, len(policies))
 	seen := make(map[string]bool)
@@ -4621,6 +4674,7 @@ func (r *RoutingPolicy) AddPolicyAssignment(id string, dir PolicyDirection, poli
 func (r *RoutingPolicy) DeletePolicyAssignment(id string, dir PolicyDirection, policies []*oc.PolicyDefinition, all bool) (err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.gen.Add(1)
 
 	ps := make([]*Policy, 0, len(policies))
 	seen := make(map[string]bool)
@@ -4669,6 +4723,7 @@ func (r *RoutingPolicy) DeletePolicyAssignment(id string, dir PolicyDirection, p
 func (r *RoutingPolicy) SetPolicyAssignment(id string, dir PolicyDirection, policies []*oc.PolicyDefinition, def RouteType) (err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.gen.Add(1)
 
 	ps := make([]*Policy, 0, len(policies))
 	seen := make(map[string]bool)
@@ -4696,6 +4751,7 @@ func (r *RoutingPolicy) SetPolicyAssignment(id string, dir PolicyDirection, poli
 func (r *RoutingPolicy) Initialize() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.gen.Add(1)
 
 	if err := r.reload(oc.RoutingPolicy{}); err != nil {
 		r.logger.Error("failed to create routing policy",
@@ -4724,6 +4780,7 @@ func (r *RoutingPolicy) setPeerPolicy(id string, c oc.ApplyPolicy) {
 func (r *RoutingPolicy) SetPeerPolicy(peerId string, c oc.ApplyPolicy) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.gen.Add(1)
 
 	r.setPeerPolicy(peerId, c)
 	return nil
@@ -4736,6 +4793,7 @@ func (r *RoutingPolicy) Reset(rp *oc.RoutingPolicy, ap map[string]oc.ApplyPolicy
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.gen.Add(1)
 
 	if err := r.reload(*rp); err != nil {
 		r.logger.Error("failed to create routing policy",

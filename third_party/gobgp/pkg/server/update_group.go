@@ -1,0 +1,304 @@
+package server
+
+import (
+	"net/netip"
+	"sync"
+	"sync/atomic"
+
+	"github.com/osrg/gobgp/v4/internal/pkg/table"
+	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
+)
+
+// UpdateGroup names a neighbour's update group, "" for none. Neighbours of one
+// named group whose sessions make their updates alike (sameUpdates: peer type,
+// AS numbers, local address, negotiated capabilities, how the export policy sees
+// them) are sent each update computed once: the export pass (filterpath) runs for
+// one of them, and the UPDATEs are packed and serialized once for all (FRR's
+// update groups, BIRD's shared export of one channel's routes). An iBGP mesh
+// node sending a full table to every other node did both once per peer. Naming
+// two neighbours into one group is the embedder's promise that its ExportFilter
+// answers alike for them; the server checks the rest. Called on the goroutines
+// that propagate paths, concurrently; it must be fast and must not call the
+// BgpServer.
+type UpdateGroup func(peer netip.Addr) string
+
+// UpdateGroupOption sets the server's UpdateGroup.
+func UpdateGroupOption(f UpdateGroup) ServerOption {
+	return func(o *options) {
+		o.updateGroup = f
+	}
+}
+
+// sharedUpdate is paths computed once for an update group, queued to each member
+// at the same place, packed and serialized by the first member's send loop to
+// reach it and written as they are by the others.
+type sharedUpdate struct {
+	mu sync.Mutex
+	// paths grow while no member has taken them (extend).
+	paths []*table.Path
+	// members are the FSMs it was queued to, with the queue's sequence number
+	// just after it: a member whose number moved on was queued something else
+	// since (or its queue was taken or cleared).
+	members []sharedMember
+	taken   bool
+	// packed: msgs and wire hold the UPDATEs, serialized for extendedMessage.
+	packed          bool
+	extendedMessage bool
+	msgs            []*bgp.BGPMessage
+	wire            [][]byte
+}
+
+type sharedMember struct {
+	fsm *fsm
+	seq uint64
+}
+
+// sharedAt is a sharedUpdate's place in a member's queue: before the queued
+// path at index at.
+type sharedAt struct {
+	at int
+	u  *sharedUpdate
+}
+
+// sharedPackings counts the shared updates packed, and sharedReuses those written
+// as another member packed them (for tests).
+var sharedPackings, sharedReuses atomic.Int64
+
+// extend adds paths to u when every member still has it last in its queue,
+// untaken: then they go out with it, in order. It says whether it did.
+func (u *sharedUpdate) extend(members []*peer, paths []*table.Path) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.taken || len(members) != len(u.members) || len(u.paths)+len(paths) > outgoingWakeAt {
+		return false
+	}
+	for i, m := range u.members {
+		if members[i].fsm != m.fsm {
+			return false
+		}
+		m.fsm.outgoingMu.Lock()
+		last := m.fsm.outgoingSeq == m.seq
+		m.fsm.outgoingMu.Unlock()
+		if !last {
+			return false
+		}
+	}
+	u.paths = append(u.paths, paths...)
+	return true
+}
+
+// queueTo queues u to the members, each after what it holds, waking their send
+// loops with wake.
+func (u *sharedUpdate) queueTo(members []*peer, wake bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, m := range members {
+		u.members = append(u.members, sharedMember{fsm: m.fsm, seq: m.fsm.queueShared(u, wake)})
+	}
+}
+
+func (u *sharedUpdate) full() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return len(u.paths) >= outgoingWakeAt
+}
+
+// messages returns u's UPDATEs serialized with option, packing them when no
+// member did yet; from then on no path joins u.
+func (u *sharedUpdate) messages(option *bgp.MarshallingOption) ([]*bgp.BGPMessage, [][]byte) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.taken = true
+	if u.packed && u.extendedMessage == option.ExtendedMessage {
+		sharedReuses.Add(1)
+		return u.msgs, u.wire
+	}
+	msgs := table.CreateUpdateMsgFromPaths(u.paths, option)
+	wire := make([][]byte, 0, len(msgs))
+	kept := msgs[:0]
+	for _, m := range msgs {
+		b, err := m.Serialize(option)
+		if err != nil {
+			continue // as the send loop does: a message that does not serialize is skipped
+		}
+		kept = append(kept, m)
+		wire = append(wire, b)
+	}
+	sharedPackings.Add(1)
+	if !u.packed {
+		u.packed, u.extendedMessage, u.msgs, u.wire = true, option.ExtendedMessage, kept, wire
+	}
+	return kept, wire
+}
+
+// updateGroups are the update groups of one propagateUpdate call, formed at its
+// first path of each family from the neighbours then established.
+type updateGroups struct {
+	family bgp.Family
+	formed bool
+	groups []*updateGroup
+}
+
+type updateGroup struct {
+	members []*peer
+	// For the path being propagated (begin): the members not its source, whether
+	// one of them computed the paths to send, and those paths.
+	active   []*peer
+	computed bool
+	paths    []*table.Path
+	// open is the shared update last queued to the active members: the next
+	// paths join it while it is the last thing each of them holds.
+	open *sharedUpdate
+}
+
+// begin prepares the groups for one path's propagation: formed again when the
+// family changes, each with its members that are not the source of bests or olds
+// (filterpath treats a path's source apart).
+func (g *updateGroups) begin(s *BgpServer, family bgp.Family, bests, olds []*table.Path) {
+	if !g.formed || g.family != family {
+		g.groups, g.family, g.formed = s.formUpdateGroups(family), family, true
+	}
+	for _, grp := range g.groups {
+		grp.active, grp.computed, grp.paths = grp.active[:0], false, nil
+		for _, m := range grp.members {
+			if !sources(m, bests) && !sources(m, olds) {
+				grp.active = append(grp.active, m)
+			}
+		}
+	}
+}
+
+// of returns the group the peer is an active member of for this path, nil when
+// it is sent the path its own way.
+func (g *updateGroups) of(p *peer) *updateGroup {
+	if g == nil {
+		return nil
+	}
+	for _, grp := range g.groups {
+		if len(grp.active) < 2 {
+			continue
+		}
+		for _, m := range grp.active {
+			if m == p {
+				return grp
+			}
+		}
+	}
+	return nil
+}
+
+// send has the group's members sent paths (the group's first member computed
+// them): they join the open shared update or make a new one.
+func (grp *updateGroup) send(paths []*table.Path) {
+	if len(paths) == 0 {
+		return
+	}
+	if grp.open != nil && grp.open.extend(grp.active, paths) {
+		return
+	}
+	// A shared update that is full (a long pass: a neighbour's table withdrawn)
+	// has its members' send loops woken as it closes, as outgoingWakeAt paths
+	// queued do.
+	wake := grp.open != nil && grp.open.full()
+	grp.open = &sharedUpdate{paths: paths}
+	grp.open.queueTo(grp.active, wake)
+}
+
+func sources(p *peer, paths []*table.Path) bool {
+	addr := p.fsm.pConf.ReadOnly().State.NeighborAddress
+	for _, path := range paths {
+		if path != nil && path.GetSource() != nil && path.GetSource().Address == addr {
+			return true
+		}
+	}
+	return false
+}
+
+// formUpdateGroups groups the established neighbours the UpdateGroup names whose
+// updates in family are alike.
+func (s *BgpServer) formUpdateGroups(family bgp.Family) []*updateGroup {
+	type named struct {
+		name string
+		grp  *updateGroup
+	}
+	var all []named
+	for _, p := range s.neighborMap {
+		if !groupable(p, family) {
+			continue
+		}
+		name := s.updateGroup(p.fsm.pConf.ReadOnly().State.NeighborAddress)
+		if name == "" {
+			continue
+		}
+		joined := false
+		for _, n := range all {
+			if n.name == name && sameUpdates(n.grp.members[0], p, family) {
+				n.grp.members = append(n.grp.members, p)
+				joined = true
+				break
+			}
+		}
+		if !joined {
+			all = append(all, named{name: name, grp: &updateGroup{members: []*peer{p}}})
+		}
+	}
+	var groups []*updateGroup
+	for _, n := range all {
+		if len(n.grp.members) > 1 {
+			groups = append(groups, n.grp)
+		}
+	}
+	return groups
+}
+
+// groupable says whether a peer's updates in family could be another's: what
+// makes them its own (add-path, route reflection and route servers, VRFs, AS
+// rewriting, route target constraint, a 2-octet-AS peer) keeps it out.
+func groupable(p *peer, family bgp.Family) bool {
+	if !needToAdvertise(p) || p.peerInfo.Load() == nil || p.isRouteServerClient() || p.isRouteReflectorClient() ||
+		!p.IsFamilyEnabled(family) || p.isAddPathSendEnabled(family) || p.IsFamilyEnabled(bgp.RF_RTC_UC) {
+		return false
+	}
+	conf := p.fsm.pConf.ReadOnly()
+	if conf.Config.Vrf != "" || conf.AsPathOptions.State.ReplacePeerAs {
+		return false
+	}
+	p.fsm.lock.Lock()
+	twoByte := p.fsm.twoByteAsTrans
+	p.fsm.lock.Unlock()
+	_, ok := p.exportView()
+	return !twoByte && ok
+}
+
+// sameUpdates says whether two groupable peers are sent the same updates in family,
+// byte for byte, for paths neither is the source of.
+func sameUpdates(a, b *peer, family bgp.Family) bool {
+	ia, ib := *a.peerInfo.Load(), *b.peerInfo.Load()
+	ia.ID, ia.Address, ia.PeerGroup = netip.Addr{}, netip.Addr{}, ""
+	ib.ID, ib.Address, ib.PeerGroup = netip.Addr{}, netip.Addr{}, ""
+	if ia != ib || a.isLLGREnabledFamily(family) != b.isLLGREnabledFamily(family) ||
+		a.fsm.extendedMessage.Load() != b.fsm.extendedMessage.Load() || a.policy != b.policy {
+		return false
+	}
+	va, _ := a.exportView()
+	vb, _ := b.exportView()
+	return va == vb
+}
+
+// exportView is how the export policy sees the peer (RoutingPolicy.NeighborView),
+// read again when the policy changed.
+func (p *peer) exportView() (string, bool) {
+	gen := p.policy.Generation()
+	if v := p.view.Load(); v != nil && v.gen == gen {
+		return v.view, v.ok
+	}
+	view, ok := p.policy.NeighborView(p.TableID(), table.POLICY_DIRECTION_EXPORT, p.fsm.pConf.ReadOnly().State.NeighborAddress)
+	p.view.Store(&peerView{gen: gen, view: view, ok: ok})
+	return view, ok
+}
+
+type peerView struct {
+	gen  uint64
+	view string
+	ok   bool
+}
