@@ -1747,7 +1747,7 @@ func (s *BgpServer) propagateUpdateToNeighbors(rib *table.TableManager, source *
 		if !needOld {
 			olds = nil
 		}
-		groups.begin(s, family, gBestList, olds)
+		groups.begin(s, source, family, gBestList, olds)
 	}
 	for _, targetPeer := range s.neighborMap {
 		if source == nil && targetPeer.isRouteServerClient() || source != nil && source.isRouteServerClient() != targetPeer.isRouteServerClient() {

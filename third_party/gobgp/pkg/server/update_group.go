@@ -154,9 +154,9 @@ type updateGroup struct {
 // begin prepares the groups for one path's propagation: formed again when the
 // family changes, each with its members that are not the source of bests or olds
 // (filterpath treats a path's source apart).
-func (g *updateGroups) begin(s *BgpServer, family bgp.Family, bests, olds []*table.Path) {
+func (g *updateGroups) begin(s *BgpServer, source *peer, family bgp.Family, bests, olds []*table.Path) {
 	if !g.formed || g.family != family {
-		g.groups, g.family, g.formed = s.formUpdateGroups(family), family, true
+		g.groups, g.family, g.formed = s.formUpdateGroups(source, family), family, true
 	}
 	for _, grp := range g.groups {
 		grp.active, grp.computed, grp.paths = grp.active[:0], false, nil
@@ -215,37 +215,44 @@ func sources(p *peer, paths []*table.Path) bool {
 }
 
 // formUpdateGroups groups the established neighbours the UpdateGroup names whose
-// updates in family are alike.
-func (s *BgpServer) formUpdateGroups(family bgp.Family) []*updateGroup {
-	type named struct {
+// updates in family are alike, but the source of the paths propagated (sent them
+// its own way). It allocates nothing when fewer than two are named: a mesh node
+// taking a table from one mesh peer forms no group for each of its UPDATEs.
+func (s *BgpServer) formUpdateGroups(source *peer, family bgp.Family) []*updateGroup {
+	type candidate struct {
+		p    *peer
 		name string
-		grp  *updateGroup
 	}
-	var all []named
+	var buf [8]candidate
+	cands := buf[:0]
 	for _, p := range s.neighborMap {
-		if !groupable(p, family) {
+		if p == source || !groupable(p, family) {
 			continue
 		}
-		name := s.updateGroup(p.fsm.pConf.ReadOnly().State.NeighborAddress)
-		if name == "" {
-			continue
+		if name := s.updateGroup(p.fsm.pConf.ReadOnly().State.NeighborAddress); name != "" {
+			cands = append(cands, candidate{p: p, name: name})
 		}
-		joined := false
-		for _, n := range all {
-			if n.name == name && sameUpdates(n.grp.members[0], p, family) {
-				n.grp.members = append(n.grp.members, p)
-				joined = true
-				break
-			}
-		}
-		if !joined {
-			all = append(all, named{name: name, grp: &updateGroup{members: []*peer{p}}})
-		}
+	}
+	if len(cands) < 2 {
+		return nil
 	}
 	var groups []*updateGroup
-	for _, n := range all {
-		if len(n.grp.members) > 1 {
-			groups = append(groups, n.grp)
+	for i, c := range cands {
+		if c.p == nil {
+			continue // in an earlier group
+		}
+		var grp *updateGroup
+		for j := i + 1; j < len(cands); j++ {
+			if o := cands[j]; o.p != nil && o.name == c.name && sameUpdates(c.p, o.p, family) {
+				if grp == nil {
+					grp = &updateGroup{members: []*peer{c.p}}
+				}
+				grp.members = append(grp.members, o.p)
+				cands[j].p = nil
+			}
+		}
+		if grp != nil {
+			groups = append(groups, grp)
 		}
 	}
 	return groups

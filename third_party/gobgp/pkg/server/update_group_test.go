@@ -114,3 +114,33 @@ func TestUpdateGroup(t *testing.T) {
 	require.Equal(t, before, updates(ns[0]), "the other member was sent UPDATEs when its group's other member came back")
 	require.Equal(t, routes, held(ns[0]))
 }
+
+// TestFormUpdateGroupsAlone: a speaker with one named neighbour besides the source
+// of the paths (a mesh node taking a table from its other mesh peer) forms no group
+// for each UPDATE, and allocates nothing for it; with two, it forms one.
+func TestFormUpdateGroupsAlone(t *testing.T) {
+	s := NewBgpServer(UpdateGroupOption(func(netip.Addr) string { return "mesh" }))
+	go s.Serve()
+	require.NoError(t, s.StartBgp(context.Background(), &api.StartBgpRequest{Global: &api.Global{Asn: 65001, RouterId: "192.0.2.1", ListenPort: -1}}))
+	t.Cleanup(s.Stop)
+	source := newPeerandInfo(t, 65001, 65001, "192.0.2.2", s.globalRib)
+	other := newPeerandInfo(t, 65001, 65001, "192.0.2.3", s.globalRib)
+	third := newPeerandInfo(t, 65001, 65001, "192.0.2.4", s.globalRib)
+	for _, p := range []*peer{source, other, third} {
+		t.Cleanup(func() { cleanInfiniteChannel(p.fsm.outgoingCh) })
+		p.fsm.state.Store(bgp.BGP_FSM_ESTABLISHED)
+		p.fsm.familyMap.Store(map[bgp.Family]bgp.BGPAddPathMode{bgp.RF_IPv4_UC: bgp.BGP_ADD_PATH_NONE}) // negotiated
+		p.policy = s.policy
+	}
+	s.neighborMap = map[netip.Addr]*peer{netip.MustParseAddr("192.0.2.2"): source, netip.MustParseAddr("192.0.2.3"): other}
+	t.Cleanup(func() { s.neighborMap = map[netip.Addr]*peer{} }) // before the server stops: no FSM runs
+	var groups []*updateGroup
+	allocs := testing.AllocsPerRun(100, func() { groups = s.formUpdateGroups(source, bgp.RF_IPv4_UC) })
+	require.Empty(t, groups)
+	require.Zero(t, allocs, "allocations to form no group")
+
+	s.neighborMap[netip.MustParseAddr("192.0.2.4")] = third
+	groups = s.formUpdateGroups(source, bgp.RF_IPv4_UC)
+	require.Len(t, groups, 1)
+	require.ElementsMatch(t, []*peer{other, third}, groups[0].members)
+}
