@@ -35,8 +35,9 @@ type FleetLoadOptions struct {
 	// ProfileDir, when set, gets n1's CPU profile of the load's first minute
 	// (n1-cpu.pprof), n2's of its first 150 s (n2-cpu.pprof: about the whole
 	// load, where a receiver's cost that grows with the load's length shows),
-	// n1's heap at 80% of its load (n1-heap-load.pprof) and at its end
-	// (n1-heap.pprof, after a collection).
+	// n1's heap at 80% of its load (n1-heap-load.pprof), and n1's and n2's at
+	// its end (n1-heap.pprof, n2-heap.pprof, after a collection: with what the
+	// whole load allocated).
 	ProfileDir string
 }
 
@@ -123,6 +124,7 @@ func MeasureFleetLoad(o FleetLoadOptions) (r FleetLoad, err error) {
 	}
 	if o.ProfileDir != "" {
 		fleetProfile(n1, o.ProfileDir, "n1-heap", 0)
+		fleetProfile(fl.Nodes[1], o.ProfileDir, "n2-heap", 0)
 	}
 	<-profiled // n2's profile may outlast the load: the fleet stays until it ends
 	return r, nil
