@@ -2041,23 +2041,24 @@ func (fsm *fsm) queueOutgoingPaths(paths []*table.Path, wake bool) {
 		fsm.outgoingPaths = append(fsm.outgoingPaths, paths...)
 		fsm.outgoingSeq++
 	}
-	fsm.wakeLocked(wake)
+	fsm.unlockAndWake(wake)
 }
 
-// queueShared queues a shared update for the peer, waking its send loop with wake;
-// it returns the queue's sequence number after it.
-func (fsm *fsm) queueShared(u *sharedUpdate, wake bool) uint64 {
+// queueShared queues a shared update for the peer, waking its send loop only at
+// outgoingWakeAt queued; it returns the queue's sequence number after it.
+func (fsm *fsm) queueShared(u *sharedUpdate) uint64 {
 	fsm.outgoingMu.Lock()
 	fsm.outgoingShared = append(fsm.outgoingShared, sharedAt{at: len(fsm.outgoingPaths), u: u})
 	fsm.outgoingSeq++
 	seq := fsm.outgoingSeq
-	fsm.wakeLocked(wake)
+	fsm.unlockAndWake(false)
 	return seq
 }
 
-// wakeLocked wakes the send loop, when asked to or at outgoingWakeAt queued, if
-// something is queued and it is not woken yet; it unlocks outgoingMu.
-func (fsm *fsm) wakeLocked(wake bool) {
+// unlockAndWake unlocks outgoingMu (held by the caller) and wakes the send loop,
+// when asked to or at outgoingWakeAt queued, if something is queued and it is not
+// woken yet.
+func (fsm *fsm) unlockAndWake(wake bool) {
 	queued := len(fsm.outgoingPaths) + len(fsm.outgoingShared)
 	wake = (wake || queued >= outgoingWakeAt) && queued > 0 && !fsm.outgoingWoken
 	if wake {

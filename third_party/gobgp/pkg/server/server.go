@@ -1748,8 +1748,14 @@ func (s *BgpServer) propagateUpdateToNeighbors(rib *table.TableManager, source *
 			olds = nil
 		}
 		groups.begin(s, source, family, gBestList, olds)
+		for _, grp := range groups.groups {
+			grp.send(s, family, gBestList, olds)
+		}
 	}
 	for _, targetPeer := range s.neighborMap {
+		if groups.handled(targetPeer) {
+			continue // sent with its update group
+		}
 		if source == nil && targetPeer.isRouteServerClient() || source != nil && source.isRouteServerClient() != targetPeer.isRouteServerClient() {
 			continue
 		}
@@ -1880,16 +1886,6 @@ func (s *BgpServer) propagateUpdateToNeighbors(rib *table.TableManager, source *
 				}
 				if !needOld {
 					oldList = nil
-				}
-				if grp := groups.of(targetPeer); grp != nil {
-					// The group's first member computes and queues the paths
-					// for all; each records them as sent.
-					if !grp.computed {
-						grp.paths, grp.computed = s.processOutgoingPaths(targetPeer, bestList, oldList), true
-						grp.send(grp.paths)
-					}
-					targetPeer.updateRoutes(grp.paths...)
-					return
 				}
 				if paths := s.processOutgoingPaths(targetPeer, bestList, oldList); len(paths) > 0 {
 					targetPeer.updateRoutes(paths...)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -44,6 +45,7 @@ type sharedUpdate struct {
 	// packed: msgs and wire hold the UPDATEs, serialized for extendedMessage.
 	packed          bool
 	extendedMessage bool
+	addPath         bgp.BGPAddPathMode
 	msgs            []*bgp.BGPMessage
 	wire            [][]byte
 }
@@ -87,13 +89,13 @@ func (u *sharedUpdate) extend(members []*peer, paths []*table.Path) bool {
 	return true
 }
 
-// queueTo queues u to the members, each after what it holds, waking their send
-// loops with wake.
-func (u *sharedUpdate) queueTo(members []*peer, wake bool) {
+// queueTo queues u to the members, each after what it holds (their send loops
+// are woken at the end of the propagateUpdate call, as for other paths).
+func (u *sharedUpdate) queueTo(members []*peer) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	for _, m := range members {
-		u.members = append(u.members, sharedMember{fsm: m.fsm, seq: m.fsm.queueShared(u, wake)})
+		u.members = append(u.members, sharedMember{fsm: m.fsm, seq: m.fsm.queueShared(u)})
 	}
 }
 
@@ -104,12 +106,16 @@ func (u *sharedUpdate) full() bool {
 }
 
 // messages returns u's UPDATEs serialized with option, packing them when no
-// member did yet; from then on no path joins u.
+// member did yet (or did with other options); from then on no path joins u.
 func (u *sharedUpdate) messages(option *bgp.MarshallingOption) ([]*bgp.BGPMessage, [][]byte) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.taken = true
-	if u.packed && u.extendedMessage == option.ExtendedMessage {
+	var addPath bgp.BGPAddPathMode
+	if len(u.paths) > 0 {
+		addPath = option.AddPath[u.paths[0].GetFamily()] // one family: a group is formed per family
+	}
+	if u.packed && u.extendedMessage == option.ExtendedMessage && u.addPath == addPath {
 		sharedReuses.Add(1)
 		return u.msgs, u.wire
 	}
@@ -126,7 +132,7 @@ func (u *sharedUpdate) messages(option *bgp.MarshallingOption) ([]*bgp.BGPMessag
 	}
 	sharedPackings.Add(1)
 	if !u.packed {
-		u.packed, u.extendedMessage, u.msgs, u.wire = true, option.ExtendedMessage, kept, wire
+		u.packed, u.extendedMessage, u.addPath, u.msgs, u.wire = true, option.ExtendedMessage, addPath, kept, wire
 	}
 	return kept, wire
 }
@@ -140,13 +146,14 @@ type updateGroups struct {
 }
 
 type updateGroup struct {
+	// members are in their addresses' order (the order their locks are taken
+	// in), each with the peer information of its session when the group formed.
 	members []*peer
-	// For the path being propagated (begin): the members not its source, whether
-	// one of them computed the paths to send, and those paths.
-	active   []*peer
-	computed bool
-	paths    []*table.Path
-	// open is the shared update last queued to the active members: the next
+	infos   []*table.PeerInfo
+	// For the path being propagated (begin): the members not its source, and
+	// those of them handled together (send).
+	active, handled []*peer
+	// open is the shared update last queued to the handled members: the next
 	// paths join it while it is the last thing each of them holds.
 	open *sharedUpdate
 }
@@ -159,7 +166,7 @@ func (g *updateGroups) begin(s *BgpServer, source *peer, family bgp.Family, best
 		g.groups, g.family, g.formed = s.formUpdateGroups(source, family), family, true
 	}
 	for _, grp := range g.groups {
-		grp.active, grp.computed, grp.paths = grp.active[:0], false, nil
+		grp.active, grp.handled = grp.active[:0], grp.handled[:0]
 		for _, m := range grp.members {
 			if !sources(m, bests) && !sources(m, olds) {
 				grp.active = append(grp.active, m)
@@ -168,46 +175,77 @@ func (g *updateGroups) begin(s *BgpServer, source *peer, family bgp.Family, best
 	}
 }
 
-// of returns the group the peer is an active member of for this path, nil when
-// it is sent the path its own way.
-func (g *updateGroups) of(p *peer) *updateGroup {
+// handled says whether the peer was sent the path with its group.
+func (g *updateGroups) handled(p *peer) bool {
 	if g == nil {
-		return nil
+		return false
 	}
 	for _, grp := range g.groups {
-		if len(grp.active) < 2 {
-			continue
-		}
-		for _, m := range grp.active {
-			if m == p {
-				return grp
-			}
+		if slices.Contains(grp.handled, p) {
+			return true
 		}
 	}
-	return nil
+	return false
 }
 
-// send has the group's members sent paths (the group's first member computed
-// them): they join the open shared update or make a new one.
-func (grp *updateGroup) send(paths []*table.Path) {
+// send sends a path to the group's active members together: with every member's
+// routeRefreshInProgress read-locked (in address order: a route refresh or an
+// initial dump, which holds one member's lock, is not overtaken), those still as
+// the group formed them (the same session, advertising) have the export pass run
+// once for them all, record its paths as sent, and get them in a shared update.
+// The others are sent the path their own way (handled is left without them).
+func (grp *updateGroup) send(s *BgpServer, family bgp.Family, bests, olds []*table.Path) {
+	if len(grp.active) < 2 {
+		return
+	}
+	for _, m := range grp.active {
+		m.routeRefreshInProgress.RLock()
+	}
+	defer func() {
+		for _, m := range grp.active {
+			m.routeRefreshInProgress.RUnlock()
+		}
+	}()
+	for _, m := range grp.active {
+		i := slices.Index(grp.members, m)
+		if needToAdvertise(m) && m.peerInfo.Load() == grp.infos[i] && m.IsFamilyEnabled(family) && !m.isAddPathSendEnabled(family) {
+			grp.handled = append(grp.handled, m)
+		}
+	}
+	if len(grp.handled) < 2 {
+		grp.handled = grp.handled[:0]
+		return
+	}
+	paths := s.processOutgoingPaths(grp.handled[0], bests, olds)
+	for _, m := range grp.handled {
+		m.updateRoutes(paths...)
+	}
 	if len(paths) == 0 {
 		return
 	}
-	if grp.open != nil && grp.open.extend(grp.active, paths) {
+	if grp.open != nil && grp.open.extend(grp.handled, paths) {
 		return
 	}
-	// A shared update that is full (a long pass: a neighbour's table withdrawn)
-	// has its members' send loops woken as it closes, as outgoingWakeAt paths
-	// queued do.
-	wake := grp.open != nil && grp.open.full()
+	if grp.open != nil && grp.open.full() {
+		// A long pass (a neighbour's table withdrawn): the members' send loops
+		// take the full one now, as outgoingWakeAt paths queued wake them.
+		for _, m := range grp.handled {
+			m.fsm.queueOutgoingPaths(nil, true)
+		}
+	}
 	grp.open = &sharedUpdate{paths: paths}
-	grp.open.queueTo(grp.active, wake)
+	grp.open.queueTo(grp.handled)
 }
 
+// sources says whether the peer is the source of one of the paths, by its address
+// or its router ID (filterPathFromSourcePeer tells sources by ID).
 func sources(p *peer, paths []*table.Path) bool {
-	addr := p.fsm.pConf.ReadOnly().State.NeighborAddress
+	addr, id := p.fsm.pConf.ReadOnly().State.NeighborAddress, p.routerID()
 	for _, path := range paths {
-		if path != nil && path.GetSource() != nil && path.GetSource().Address == addr {
+		if path == nil {
+			continue
+		}
+		if src := path.GetSource(); src != nil && (src.Address == addr || id.IsValid() && src.ID == id) {
 			return true
 		}
 	}
@@ -252,6 +290,12 @@ func (s *BgpServer) formUpdateGroups(source *peer, family bgp.Family) []*updateG
 			}
 		}
 		if grp != nil {
+			slices.SortFunc(grp.members, func(a, b *peer) int {
+				return a.fsm.pConf.ReadOnly().State.NeighborAddress.Compare(b.fsm.pConf.ReadOnly().State.NeighborAddress)
+			})
+			for _, m := range grp.members {
+				grp.infos = append(grp.infos, m.peerInfo.Load())
+			}
 			groups = append(groups, grp)
 		}
 	}
@@ -284,7 +328,8 @@ func sameUpdates(a, b *peer, family bgp.Family) bool {
 	ia.ID, ia.Address, ia.PeerGroup = netip.Addr{}, netip.Addr{}, ""
 	ib.ID, ib.Address, ib.PeerGroup = netip.Addr{}, netip.Addr{}, ""
 	if ia != ib || a.isLLGREnabledFamily(family) != b.isLLGREnabledFamily(family) ||
-		a.fsm.extendedMessage.Load() != b.fsm.extendedMessage.Load() || a.policy != b.policy {
+		a.fsm.extendedMessage.Load() != b.fsm.extendedMessage.Load() || a.policy != b.policy ||
+		a.allowAsPathLoopLocal() != b.allowAsPathLoopLocal() {
 		return false
 	}
 	va, _ := a.exportView()

@@ -79,24 +79,82 @@ func TestUpdateGroup(t *testing.T) {
 
 	// Routes added one by one, each its own UPDATE (its own MED).
 	packings, reuses := sharedPackings.Load(), sharedReuses.Load()
-	const routes = 300
 	nh, _ := bgp.NewPathAttributeNextHop(netip.MustParseAddr("192.0.2.254"))
-	for i := range routes {
+	path := func(i int, withdraw bool) *apiutil.Path {
 		prefix, _ := bgp.NewIPAddrPrefix(netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 1, byte(i >> 8), byte(i)}), 32))
-		path, _ := apiutil.NewPath(bgp.RF_IPv4_UC, prefix, false, []bgp.PathAttributeInterface{
+		p, _ := apiutil.NewPath(bgp.RF_IPv4_UC, prefix, withdraw, []bgp.PathAttributeInterface{
 			bgp.NewPathAttributeOrigin(0), nh, bgp.NewPathAttributeMultiExitDisc(uint32(i))}, time.Now())
-		_, err := s.AddPath(apiutil.AddPathRequest{Paths: []*apiutil.Path{mustApi2apiutilPath(path)}})
+		return mustApi2apiutilPath(p)
+	}
+	routes := 300
+	for i := range routes {
+		_, err := s.AddPath(apiutil.AddPathRequest{Paths: []*apiutil.Path{path(i, false)}})
 		require.NoError(t, err)
 	}
-	for _, n := range ns {
-		require.Eventually(t, func() bool { return held(n) == routes }, 10*time.Second, 20*time.Millisecond,
-			"%s holds %d of the %d routes", n.addr, held(n), routes)
+	holdAll := func() {
+		t.Helper()
+		for _, n := range ns {
+			require.Eventually(t, func() bool { return held(n) == routes }, 10*time.Second, 20*time.Millisecond,
+				"%s does not hold the %d routes", n.addr, routes)
+		}
 	}
+	holdAll()
 	packed, reused := sharedPackings.Load()-packings, sharedReuses.Load()-reuses
 	t.Logf("shared updates packed %d, written as the other member packed them %d", packed, reused)
 	require.Positive(t, packed, "no shared update for the group")
 	require.Equal(t, packed, reused, "every shared update packed once and written as it was to the other member")
 	require.Equal(t, updates(ns[0]), updates(ns[1]), "the members were sent different UPDATEs")
+
+	// 200 routes in one call, then 100 of them withdrawn and 50 of those
+	// announced again in one call: the paths of a call join one shared update,
+	// and each member ends with what the speaker holds.
+	var more, gone []*apiutil.Path
+	for i := routes; i < routes+200; i++ {
+		more = append(more, path(i, false))
+	}
+	_, err := s.AddPath(apiutil.AddPathRequest{Paths: more})
+	require.NoError(t, err)
+	routes += 200
+	holdAll()
+	for i := routes - 100; i < routes; i++ {
+		gone = append(gone, path(i, false))
+	}
+	require.NoError(t, s.DeletePath(apiutil.DeletePathRequest{Paths: gone}))
+	_, err = s.AddPath(apiutil.AddPathRequest{Paths: gone[:50]})
+	require.NoError(t, err)
+	routes -= 50
+	holdAll()
+	time.Sleep(300 * time.Millisecond) // nothing more arrives
+	holdAll()
+	packed, reused = sharedPackings.Load()-packings, sharedReuses.Load()-reuses
+	require.Equal(t, packed, reused, "every shared update packed once and written as it was to the other member")
+	require.Equal(t, updates(ns[0]), updates(ns[1]), "the members were sent different UPDATEs")
+
+	// A member's route refresh (or initial dump: its routeRefreshInProgress held)
+	// is not overtaken: nothing is queued to it until it ends.
+	var member *peer
+	require.NoError(t, s.mgmtOperation(func() error {
+		member = s.neighborMap[netip.MustParseAddr(ns[1].addr)]
+		return nil
+	}, false))
+	queued := func() int {
+		member.fsm.outgoingMu.Lock()
+		defer member.fsm.outgoingMu.Unlock()
+		return len(member.fsm.outgoingPaths) + len(member.fsm.outgoingShared)
+	}
+	member.routeRefreshInProgress.Lock()
+	added := make(chan error, 1)
+	go func() {
+		_, err := s.AddPath(apiutil.AddPathRequest{Paths: []*apiutil.Path{path(routes+1000, false)}})
+		added <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	during := queued()
+	member.routeRefreshInProgress.Unlock()
+	require.NoError(t, <-added)
+	require.Zero(t, during, "queued to a member while its route refresh ran")
+	routes++
+	holdAll()
 
 	// A member's session reset: it gets every route again, the other nothing.
 	before := updates(ns[0])
