@@ -1864,9 +1864,11 @@ func (h *fsmHandler) sendMessageloop(ctx context.Context, conn net.Conn, stateRe
 	var write func(m *bgp.BGPMessage, b []byte) error
 	send := func(m *bgp.BGPMessage) error {
 		if fsm.twoByteAsTrans && m.Header.Type == bgp.BGP_MSG_UPDATE {
-			fsm.logger.Debug("update for 2byte AS peer",
-				slog.String("State", fsm.state.String()),
-				slog.Any("Data", m))
+			if debugOn(fsm.logger) {
+				fsm.logger.Debug("update for 2byte AS peer",
+					slog.String("State", fsm.state.String()),
+					slog.Any("Data", m))
+			}
 			table.UpdatePathAttrs2ByteAs(m.Body.(*bgp.BGPUpdate))
 			table.UpdatePathAggregator2ByteAs(m.Body.(*bgp.BGPUpdate))
 		}
@@ -1901,12 +1903,7 @@ func (h *fsmHandler) sendMessageloop(ctx context.Context, conn net.Conn, stateRe
 
 		switch m.Header.Type {
 		case bgp.BGP_MSG_UPDATE:
-			update := m.Body.(*bgp.BGPUpdate)
-			fsm.logger.Debug("sent update",
-				slog.String("State", fsm.state.String()),
-				slog.Any("nlri", update.NLRI),
-				slog.Any("withdrawals", update.WithdrawnRoutes),
-				slog.Any("attributes", update.PathAttributes))
+			logSentUpdate(fsm.logger, fsm.state.Load(), m.Body.(*bgp.BGPUpdate))
 		case bgp.BGP_MSG_KEEPALIVE:
 			// nothing to do
 		default:

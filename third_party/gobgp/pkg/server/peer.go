@@ -752,10 +752,7 @@ func (peer *peer) handleUpdate(e *fsmMsg) ([]*table.Path, []bgp.Family, bool) {
 
 	treatAsWithdraw := e.handling == bgp.ERROR_HANDLING_TREAT_AS_WITHDRAW
 
-	peer.fsm.logger.Debug("received update",
-		slog.Any("nlri", update.NLRI),
-		slog.Any("withdrawals", update.WithdrawnRoutes),
-		slog.Any("path_attributes", update.PathAttributes))
+	logReceivedUpdate(peer.fsm.logger, update)
 
 	// The time of the last UPDATE is the fsm's timerStats (set as the message is
 	// read, and what toConfig reports): the configuration is not copied for it
