@@ -922,7 +922,7 @@ func (s *BgpServer) notifyForwardingWatcher(dsts []*table.Update) {
 	if n == 0 {
 		return
 	}
-	var list []apiutil.Forwarding
+	ev := newForwardingEvent(len(dsts))
 	for _, u := range dsts {
 		now, before, changed := u.GetForwardingChange()
 		if !changed {
@@ -932,14 +932,80 @@ func (s *BgpServer) notifyForwardingWatcher(dsts []*table.Update) {
 			// No usable path left: the last best path says which destination.
 			f := toForwarding(table.Forwarding{Best: before.Best})
 			f.Withdrawn = true
-			list = append(list, f)
+			ev.List = append(ev.List, f)
 			continue
 		}
-		list = append(list, toForwarding(now))
+		ev.List = append(ev.List, toForwarding(now))
 	}
-	if len(list) > 0 {
-		s.notifyWatcher(watchEventTypeForwarding, &watchEventForwarding{List: list, Timestamp: time.Now()})
+	if len(ev.List) == 0 {
+		putForwardingEvent(ev)
+		return
 	}
+	ev.Timestamp = time.Now()
+	s.watcherMu.RLock()
+	defer s.watcherMu.RUnlock()
+	ws := s.watcherMap[watchEventTypeForwarding]
+	// Counted before the first watcher can hand it back.
+	ev.refs.Store(int32(len(ws)))
+	for _, w := range ws {
+		if f := w.filters[watchEventTypeForwarding]; f != nil && !f(ev) {
+			ev.release()
+			continue
+		}
+		w.notify(ev)
+	}
+}
+
+// forwardingEvents are the forwarding events handed back by the watchers that took
+// them (release), for the next: a full table's load makes one for each UPDATE, a
+// million destinations' lists, 230 MB of garbage when each was new. A free list
+// of its own, not a sync.Pool: what it keeps is bounded (256 lists of at most
+// maxPooledForwarding, 12 MB at worst; an UPDATE's few destinations, mostly),
+// and kept across collections. Room for as many as may wait in a watcher's queue
+// as its reader falls behind and catches up.
+var forwardingEvents = make(chan *watchEventForwarding, 256)
+
+// maxPooledForwarding is the longest list kept for reuse (a real table's
+// UPDATEs hold a few prefixes each): one as long as a table's (a peer's
+// withdrawal) would be kept for nothing.
+const maxPooledForwarding = 256
+
+// newForwardingEvent returns an event, its list empty with room for n: a
+// released one when there is one.
+func newForwardingEvent(n int) *watchEventForwarding {
+	var ev *watchEventForwarding
+	select {
+	case ev = <-forwardingEvents:
+	default:
+		ev = new(watchEventForwarding)
+	}
+	if cap(ev.List) < n {
+		ev.List = make([]apiutil.Forwarding, 0, n)
+	}
+	return ev
+}
+
+// putForwardingEvent keeps an event for reuse, unless enough are kept.
+func putForwardingEvent(ev *watchEventForwarding) {
+	if cap(ev.List) > maxPooledForwarding {
+		return
+	}
+	clear(ev.List) // no reference to the RIB's NLRIs and attributes kept
+	ev.List = ev.List[:0]
+	select {
+	case forwardingEvents <- ev:
+	default:
+	}
+}
+
+// release hands the event back once every watcher it was sent to is done with it
+// (after its OnForwarding returned); an event not from the pool (refs 0: a
+// watcher's first, the RIB's current state) is left to the collector.
+func (ev *watchEventForwarding) release() {
+	if ev.refs.Add(-1) != 0 {
+		return
+	}
+	putForwardingEvent(ev)
 }
 
 // toForwarding reads a destination's forwarding paths for a watcher, here in the
@@ -5079,7 +5145,10 @@ type WatchEventMessageCallbacks struct {
 	OnPathUpdate func([]*apiutil.Path, time.Time)
 	OnBestPath   func([]*apiutil.Path, time.Time)
 	// OnForwarding receives the destinations whose forwarding paths changed
-	// (WatchForwarding), in the order of the other events.
+	// (WatchForwarding), in the order of the other events. The list is the
+	// server's until OnForwarding returns: it is reused for later events, so
+	// what is kept of it must be copied (what its entries point to, the RIB's
+	// NLRIs and attributes, stays read only as before).
 	OnForwarding func([]apiutil.Forwarding, time.Time)
 	OnPathEor    func(*apiutil.Path, time.Time)
 	OnPeerUpdate func(*apiutil.WatchEventMessage_PeerEvent, time.Time)
@@ -5126,6 +5195,7 @@ func (s *BgpServer) WatchEvent(ctx context.Context, callbacks WatchEventMessageC
 					if callbacks.OnForwarding != nil {
 						callbacks.OnForwarding(msg.List, msg.Timestamp)
 					}
+					msg.release()
 
 				case *watchEventEor:
 					if callbacks.OnPathEor != nil {
@@ -5326,6 +5396,9 @@ type watchEventMessage struct {
 type watchEventForwarding struct {
 	List      []apiutil.Forwarding
 	Timestamp time.Time
+	// refs counts the watchers yet to release the event; 0 when it is not the
+	// pool's.
+	refs atomic.Int32
 }
 
 type watchEventEor struct {
