@@ -23,13 +23,18 @@ func ValidateUpdateMsg(m *BGPUpdate, rfs map[Family]BGPAddPathMode, isEBGP bool,
 	}
 
 	seen := make(map[BGPAttrType]PathAttributeInterface)
-	newAttrs := make([]PathAttributeInterface, 0, len(seen))
+	// newAttrs is the list less the duplicates dropped, made at the first: an
+	// UPDATE without one (all but a malformed few) keeps its own, where a copy of
+	// it, grown an attribute at a time, was most of what validation allocated.
+	var newAttrs []PathAttributeInterface
 	// check path attribute
-	for _, a := range m.PathAttributes {
+	for i, a := range m.PathAttributes {
 		// check duplication
 		if _, ok := seen[a.GetType()]; !ok {
 			seen[a.GetType()] = a
-			newAttrs = append(newAttrs, a)
+			if newAttrs != nil {
+				newAttrs = append(newAttrs, a)
+			}
 			// check specific path attribute
 			ok, err := ValidateAttribute(a, rfs, isEBGP, isConfed, loopbackNextHopAllowed)
 			if !ok {
@@ -44,6 +49,9 @@ func ValidateUpdateMsg(m *BGPUpdate, rfs map[Family]BGPAddPathMode, isEBGP bool,
 			eMsg := "the path attribute appears twice. Type : " + strconv.Itoa(int(a.GetType()))
 			return false, NewMessageError(eCode, eSubCodeAttrList, nil, eMsg)
 		} else {
+			if newAttrs == nil {
+				newAttrs = slices.Clone(m.PathAttributes[:i]) // each one's first
+			}
 			eMsg := "the path attribute appears twice. Type : " + strconv.Itoa(int(a.GetType()))
 			e := NewMessageErrorWithErrorHandling(eCode, eSubCodeAttrList, nil, ERROR_HANDLING_ATTRIBUTE_DISCARD, nil, eMsg)
 			if e.(*MessageError).Stronger(strongestError) {
@@ -51,7 +59,9 @@ func ValidateUpdateMsg(m *BGPUpdate, rfs map[Family]BGPAddPathMode, isEBGP bool,
 			}
 		}
 	}
-	m.PathAttributes = newAttrs
+	if newAttrs != nil {
+		m.PathAttributes = newAttrs
+	}
 
 	if _, ok := seen[BGP_ATTR_TYPE_MP_REACH_NLRI]; ok || len(m.NLRI) > 0 {
 		// check the existence of well-known mandatory attributes
