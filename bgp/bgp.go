@@ -230,7 +230,10 @@ type Speaker struct {
 	srv    *server.BgpServer
 	log    *slog.Logger
 	events chan Event
-	done   chan struct{} // closed by Stop
+	// changeLists are the events' change lists their reader handed back
+	// (Release), for onForwarding to fill again.
+	changeLists chan []Change
+	done        chan struct{} // closed by Stop
 	cancel context.CancelFunc
 	stop   sync.Once
 
@@ -405,7 +408,7 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 		return nil, fmt.Errorf("bgp: start speaker (is port %d in use, or is the listen address not on this host?): %w", port, err)
 	}
 	wctx, cancel := context.WithCancel(context.Background())
-	s := &Speaker{srv: srv, log: log, events: make(chan Event, eventBuffer), done: make(chan struct{}), cancel: cancel,
+	s := &Speaker{srv: srv, log: log, events: make(chan Event, eventBuffer), changeLists: make(chan []Change, eventBuffer), done: make(chan struct{}), cancel: cancel,
 		peers: map[netip.Addr]*PeerStatus{}, adjIn: map[netip.Addr]*adjIn{}, loads: map[netip.Addr]*Load{},
 		eors: map[netip.Addr]map[bgp.Family]bool{}, asn: cfg.ASN, meshLocal: cfg.MeshAddress,
 		mesh: map[netip.Addr]bool{}, originated: map[netip.Prefix]netip.Addr{}, importFilter: imf, meshScope: scope,
@@ -919,7 +922,7 @@ func (s *Speaker) send(ev Event) {
 // path's, with the next hops of its equal paths and of its backup. A path this node
 // announces or a blackhole is never another route's equal or backup.
 func (s *Speaker) onForwarding(fs []apiutil.Forwarding, at time.Time) {
-	batch := make([]Change, 0, len(fs))
+	batch := s.changeList(len(fs))
 	for i := range fs {
 		f := &fs[i]
 		c, ok := toChange(f.Family, f.Nlri, &f.Best, f.Withdrawn)
@@ -942,6 +945,49 @@ func (s *Speaker) onForwarding(fs []apiutil.Forwarding, at time.Time) {
 	}
 	if len(batch) > 0 {
 		s.send(Event{Changes: batch, At: at})
+		return
+	}
+	s.Release(Event{Changes: batch})
+}
+
+// maxReleasedChanges is the longest change list kept for reuse: a real table's
+// UPDATEs change a few destinations each, and the lists kept (at most eventBuffer
+// of them) stay a few megabytes at worst.
+const maxReleasedChanges = 64
+
+// changeList returns an empty list with room for n changes: a released one when
+// there is one. A full table's load makes an event for each of its UPDATEs, and a
+// new list for each was 200 MB of the node's garbage (each collection's work grows
+// with what was allocated since the last).
+func (s *Speaker) changeList(n int) []Change {
+	select {
+	case l := <-s.changeLists:
+		if cap(l) >= n {
+			return l
+		}
+		s.keep(l) // too short for this one, not for the next
+	default:
+	}
+	return make([]Change, 0, max(n, 4))
+}
+
+// Release hands an event read from Events back, once nothing reads its Changes
+// any more (copied elsewhere, or applied): its list is filled again by a later
+// event. Releasing is optional; an event released must not be read again.
+func (s *Speaker) Release(ev Event) {
+	l := ev.Changes
+	if cap(l) == 0 || cap(l) > maxReleasedChanges {
+		return
+	}
+	clear(l[:cap(l)]) // no next hop list kept alive
+	s.keep(l[:0])
+}
+
+// keep keeps an empty list for reuse, unless eventBuffer are kept.
+func (s *Speaker) keep(l []Change) {
+	select {
+	case s.changeLists <- l:
+	default:
 	}
 }
 

@@ -346,7 +346,10 @@ func consume(ctx context.Context, speaker *bgp.Speaker, table *fib.FIB, m *metri
 				return nil
 			}
 			handleEvents(&b, speaker, table, m, dcache, orig, zones, log)
-			clear(b.evs) // the events' changes are the speaker's garbage now
+			for _, ev := range b.evs {
+				speaker.Release(ev) // their changes are in the FIB now
+			}
+			clear(b.evs)
 		case now := <-tick.C:
 			m.load.sample(speaker.Loads(), now)
 			logLoading(log, m.load.snapshot())
