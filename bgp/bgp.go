@@ -234,8 +234,8 @@ type Speaker struct {
 	// (Release), for onForwarding to fill again.
 	changeLists chan []Change
 	done        chan struct{} // closed by Stop
-	cancel context.CancelFunc
-	stop   sync.Once
+	cancel      context.CancelFunc
+	stop        sync.Once
 
 	restartTime time.Duration
 	longLived   time.Duration
@@ -890,7 +890,7 @@ func (s *Speaker) Loads() []Load {
 // paths (before import policy) every neighbour sent it, each upstream counted at
 // least at its expected dump (configured, or its last one's size: the dump is
 // coming), and how many mesh peers it has (each is sent this node's table).
-func (s *Speaker) Holdings() (paths int64, meshPeers int) {
+func (s *Speaker) Holdings() (paths, prefixes int64, meshPeers int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for n, a := range s.adjIn {
@@ -902,8 +902,9 @@ func (s *Speaker) Holdings() (paths int64, meshPeers int) {
 			held = max(held, int64(l.Expected), int64(a.expected))
 		}
 		paths += held
+		prefixes = max(prefixes, held)
 	}
-	return paths, len(s.mesh)
+	return paths, prefixes, len(s.mesh)
 }
 
 func (s *Speaker) send(ev Event) {
