@@ -890,7 +890,7 @@ func (s *Speaker) Loads() []Load {
 // paths (before import policy) every neighbour sent it, each upstream counted at
 // least at its expected dump (configured, or its last one's size: the dump is
 // coming), and how many mesh peers it has (each is sent this node's table).
-func (s *Speaker) Holdings() (paths, prefixes int64, meshPeers int) {
+func (s *Speaker) Holdings() (paths int64, meshPeers int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for n, a := range s.adjIn {
@@ -902,9 +902,8 @@ func (s *Speaker) Holdings() (paths, prefixes int64, meshPeers int) {
 			held = max(held, int64(l.Expected), int64(a.expected))
 		}
 		paths += held
-		prefixes = max(prefixes, held)
 	}
-	return paths, prefixes, len(s.mesh)
+	return paths, len(s.mesh)
 }
 
 func (s *Speaker) send(ev Event) {

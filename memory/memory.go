@@ -76,11 +76,7 @@ func (s Setting) String() string {
 // which the limit never goes (LiveHeadroom), and whether the collector costs too
 // much CPU (GCMeter), when the limit steps aside.
 type Holdings struct {
-	Paths int64
-	// Prefixes are the destinations the paths are for, at least the most any one
-	// neighbour sent (full tables cover the same prefixes; tables of disjoint
-	// prefixes count less than they hold, and LiveHeadroom covers them).
-	Prefixes  int64
+	Paths     int64
 	MeshPeers int
 	LiveHeap  int64 // bytes (LiveHeap())
 	GCCostly  bool  // GCMeter.Costly()
@@ -167,33 +163,27 @@ func LiveHeap() int64 {
 }
 
 // Formula is the limit for the holdings: a base for the process (the FIB's tables,
-// the dataplane's buffers, GoBGP's own), plus per prefix held (its destination in
-// GoBGP's table, the table's map slot, the FIB's trie), plus per path (the path,
-// its Adj-RIB-In entry, its share of the attributes), plus per mesh peer. The
-// figures are the node's live heap measured on the full table with real
-// attributes (docs/BENCHMARKS.md) with room above it for the collector: a limit
-// at the live heap would collect without end.
+// the dataplane's buffers, GoBGP's own), plus per path held, plus per mesh peer. The
+// figures are the node's live heap measured on the full table with real attributes
+// (docs/BENCHMARKS.md) with room above it for the collector: a limit at the live
+// heap would collect without end.
 type Formula struct {
-	Base, PerPrefix, PerPath, PerMeshPeer int64
+	Base, PerPath, PerMeshPeer int64
 }
 
-// DefaultFormula is calibrated on the 2026 table (1.17M prefixes, real attributes),
-// from heap profiles at the end of loads from one and four upstreams (2026-12-07):
-// 459 MB live with one table, 1,034 MB with four. Live, a prefix costs about 153
-// bytes with its destination, map slot and FIB entries, and each path 164 more
-// (Path 88, Adj-RIB-In entry 33, attributes 31, its slot in the destination 8);
-// about 100 MB are fixed (the FIB's IPv4 table, 84 MB). The limit leaves the
-// collector about 1.75 times what is live with one table and 1.6 times with four:
-// PerPath was 400 bytes for every path, first or further, until then, which left
-// a further table 2.4 times its live cost (the peak grew 430 MB a table for 192
-// MB live). PerMeshPeer was 224 MiB until GoBGP patch 27 made the record of what
-// a peer was sent 28 bytes a prefix (33 MB for a full table, 179 MB before); the
-// rest is room for the peer's queued updates while it reads the dump.
-var DefaultFormula = Formula{Base: 320 << 20, PerPrefix: 160, PerPath: 240, PerMeshPeer: 64 << 20}
+// DefaultFormula is calibrated on the 2026 table (1.17M prefixes, real attributes).
+// PerPath was 480 until GoBGP patches 25 and 26 took 39 bytes a prefix off the
+// global table and its lookups' garbage: one upstream's live heap at the load's end
+// is about 500 MB, and 400 bytes a path leaves the collector 1.7 times it (one
+// round each, 2026-12-06: peak RSS 1,015 MB at 440, 994 MB at 400, in no more
+// time; docs/BENCHMARKS.md). PerMeshPeer was 224 MiB until GoBGP patch 27 made the
+// record of what a peer was sent 28 bytes a prefix (33 MB for a full table, 179 MB
+// before); the rest is room for the peer's queued updates while it reads the dump.
+var DefaultFormula = Formula{Base: 384 << 20, PerPath: 400, PerMeshPeer: 64 << 20}
 
 // For returns the formula's limit for the holdings, without the live heap's floor.
 func (f Formula) For(h Holdings) int64 {
-	return f.Base + f.PerPrefix*h.Prefixes + f.PerPath*h.Paths + f.PerMeshPeer*int64(h.MeshPeers)
+	return f.Base + f.PerPath*h.Paths + f.PerMeshPeer*int64(h.MeshPeers)
 }
 
 // CgroupShare is the part of the cgroup's hard limit the soft limit may reach: the

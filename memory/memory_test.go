@@ -29,9 +29,9 @@ func TestParseSetting(t *testing.T) {
 // TestDecide: the configured size, or the formula over what the node holds, lowered
 // to the cgroup's share; off is off unless a cgroup limits the process.
 func TestDecide(t *testing.T) {
-	f := Formula{Base: 100 << 20, PerPrefix: 200, PerPath: 300, PerMeshPeer: 50 << 20}
-	h := Holdings{Paths: 2_000_000, Prefixes: 1_000_000, MeshPeers: 2}
-	formula := int64(100<<20) + 200*1_000_000 + 300*2_000_000 + 2*(50<<20)
+	f := Formula{Base: 100 << 20, PerPath: 500, PerMeshPeer: 50 << 20}
+	h := Holdings{Paths: 1_000_000, MeshPeers: 2}
+	formula := int64(100<<20) + 500*1_000_000 + 2*(50<<20)
 	none := func() (uint64, error) { return 0, errors.New("no cgroup limit") }
 	big := func() (uint64, error) { return 16 << 30, nil }
 	small := func() (uint64, error) { return 512 << 20, nil }
@@ -67,8 +67,8 @@ func TestDecide(t *testing.T) {
 // when what is live outgrows it (a limit under the live heap collects without end);
 // a configured size is taken as configured, and the cgroup's share still wins.
 func TestDecideLiveFloor(t *testing.T) {
-	f := Formula{Base: 100 << 20, PerPrefix: 200, PerPath: 300, PerMeshPeer: 50 << 20}
-	h := Holdings{Paths: 1_000_000, Prefixes: 1_000_000, MeshPeers: 2}
+	f := Formula{Base: 100 << 20, PerPath: 500, PerMeshPeer: 50 << 20}
+	h := Holdings{Paths: 1_000_000, MeshPeers: 2}
 	formula := f.For(h)
 	h.LiveHeap = formula / 2 // well under: the formula stands
 	if d := Decide(Auto, f, h, nil); d != (Decision{formula, "formula"}) {

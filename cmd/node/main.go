@@ -359,8 +359,8 @@ func consume(ctx context.Context, speaker *bgp.Speaker, table *fib.FIB, m *metri
 
 // holdings is what the speaker holds, for the memory limit.
 func holdings(s *bgp.Speaker) memory.Holdings {
-	paths, prefixes, mesh := s.Holdings()
-	return memory.Holdings{Paths: paths, Prefixes: prefixes, MeshPeers: mesh, LiveHeap: memory.LiveHeap()}
+	paths, mesh := s.Holdings()
+	return memory.Holdings{Paths: paths, MeshPeers: mesh, LiveHeap: memory.LiveHeap()}
 }
 
 // batcher holds consume's buffers, reused pass after pass: a full-table load makes

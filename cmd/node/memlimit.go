@@ -42,7 +42,7 @@ func (l *memLimit) update(h memory.Holdings) {
 		if d.Source == "off" {
 			l.log.Info("Go soft memory limit off")
 		} else {
-			l.log.Info("Go soft memory limit", "limit_mib", d.Limit>>20, "source", d.Source, "paths_held", h.Paths, "prefixes_held", h.Prefixes, "mesh_peers", h.MeshPeers, "live_heap_mib", h.LiveHeap>>20, "gc_costly", h.GCCostly)
+			l.log.Info("Go soft memory limit", "limit_mib", d.Limit>>20, "source", d.Source, "paths_held", h.Paths, "mesh_peers", h.MeshPeers, "live_heap_mib", h.LiveHeap>>20, "gc_costly", h.GCCostly)
 		}
 	}
 }
