@@ -539,8 +539,8 @@ func checkDaemonSet(t *testing.T, r rendered, v chartValues) {
 
 	// Memory: from the formula unless the values give it.
 	req, lim := c.Resources.Requests.Memory(), c.Resources.Limits.Memory()
-	wantReq := resource.MustParse(fmt.Sprintf("%dMi", 1024+1280*v.Daemonset.Memory.Tables+1024*v.Daemonset.Memory.MeshPeers))
-	wantLim := resource.MustParse(fmt.Sprintf("%dMi", (1024+1280*v.Daemonset.Memory.Tables+1024*v.Daemonset.Memory.MeshPeers)*3/2))
+	wantReq := resource.MustParse(fmt.Sprintf("%dMi", 768+512*v.Daemonset.Memory.Tables+256*v.Daemonset.Memory.MeshPeers))
+	wantLim := resource.MustParse(fmt.Sprintf("%dMi", (768+512*v.Daemonset.Memory.Tables+256*v.Daemonset.Memory.MeshPeers)*3/2))
 	if q, ok := v.Daemonset.Resources.Requests[corev1.ResourceMemory]; ok {
 		wantReq = q
 	}
@@ -550,11 +550,11 @@ func checkDaemonSet(t *testing.T, r rendered, v chartValues) {
 	if req.Cmp(wantReq) != 0 || lim.Cmp(wantLim) != 0 || req.Cmp(*lim) > 0 {
 		t.Errorf("memory request %v, limit %v; want %v and %v", req, lim, &wantReq, &wantLim)
 	}
-	// The README's figures for the default (3 tables, 2 mesh peers): 6.75 GiB, and
+	// The README's figures for the default (3 tables, 2 mesh peers): 2.75 GiB, and
 	// half as much again.
 	if v.Daemonset.Memory.Tables == 3 && v.Daemonset.Memory.MeshPeers == 2 && v.Daemonset.Resources.Requests.Memory().IsZero() &&
-		(req.String() != "6912Mi" || lim.String() != "10368Mi") {
-		t.Errorf("memory for 3 tables and 2 mesh peers: request %v, limit %v; the README says 6.75 GiB (6912Mi) and 10368Mi", req, lim)
+		(req.String() != "2816Mi" || lim.String() != "4224Mi") {
+		t.Errorf("memory for 3 tables and 2 mesh peers: request %v, limit %v; the README says 2.75 GiB (2816Mi) and 4224Mi", req, lim)
 	}
 
 	// Probes: on the declared metrics port; liveness and startup on /healthz,

@@ -237,7 +237,7 @@ limit is half as much again: the collector's headroom varies from load to load.
 */}}
 {{- define "fibfleet.memoryRequest" -}}
 {{- $m := .Values.daemonset.memory }}
-{{- add 1024 (mul 1280 (int $m.tables)) (mul 1024 (int $m.meshPeers)) }}
+{{- add 768 (mul 512 (int $m.tables)) (mul 256 (int $m.meshPeers)) }}
 {{- end }}
 
 {{/* The setup jobs' pod settings: non-root, where setup.nodeSelector says. */}}
