@@ -119,8 +119,9 @@ type DualConfig struct {
 	// PrependB times): a table whose routes share one AS path is packed hundreds of
 	// prefixes to an UPDATE and flatters the router's memory and time.
 	Attrs *table.Model
-	// OnlyA: B announces nothing (its session up, without a table): one full-table
-	// upstream, to compare with two in the same topology.
+	// OnlyA: B announces nothing (its session up, without a table, and not
+	// configured to: no expected_prefixes): one full-table upstream, to compare
+	// with two in the same topology.
 	OnlyA bool
 	// More adds upstreams C and D (0 to 2 of them) beside A and B, on links of their
 	// own, announcing Prefixes as B does (prepended PrependB times): four full-table
@@ -409,6 +410,12 @@ func (d *Dual) startNode() error {
 		ifaces = append(ifaces, d.If(p.routerRole))
 		more += fmt.Sprintf("    - {address: %s, asn: %d, import: %s, expected_prefixes: %d%s}\n", p.addr, p.asn, LabImport, len(d.cfg.Prefixes), bfd)
 	}
+	// B is expected to send the table unless it sends none (OnlyA): the node sizes
+	// its memory limit by what its neighbours are expected to send.
+	expectedB := len(d.cfg.Prefixes)
+	if d.cfg.OnlyA {
+		expectedB = 0
+	}
 	body := fmt.Sprintf(`node_name: %s
 interfaces: [%s]
 http_address: %s
@@ -423,7 +430,7 @@ bgp:
     - {address: %s, asn: %d, import: %s, expected_prefixes: %d%s}
     - {address: %s, asn: %d, import: %s, expected_prefixes: %d%s}
 %s%s`, d.NodeName, strings.Join(ifaces, ", "), MetricsAddr, filepath.Join(d.Dir, "etcd"), RouterASN, DualRouterA, d.cfg.Multipath,
-		DualAddrA, dualASNA, LabImport, len(d.cfg.Prefixes), bfd, DualAddrB, dualASNB, LabImport, len(d.cfg.Prefixes), bfd, more, d.cfg.NodeExtra)
+		DualAddrA, dualASNA, LabImport, len(d.cfg.Prefixes), bfd, DualAddrB, dualASNB, LabImport, expectedB, bfd, more, d.cfg.NodeExtra)
 	conf := filepath.Join(d.Dir, "node.yaml")
 	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
 		return err
