@@ -228,12 +228,15 @@ them.
 
 {{/*
 The node's memory request and limit (MiB), from what it holds, by the peaks measured
-on a full table with real attributes (docs/BENCHMARKS.md, "The control plane's memory
-and time", 2026-12-06): about 0.9 GB with nothing, 1.2 GB more per full table it
-receives (each full-table upstream's, and each mesh peer's that has an upstream),
-0.9 GB more per mesh peer it sends a full table to; rounded up here to 1 GiB + 1.25
-GiB per table + 1 GiB per mesh peer sent to, about 15% over the measured peaks. The
-limit is half as much again: the collector's headroom varies from load to load.
+on a full table with real attributes (docs/BENCHMARKS.md, "The control plane at
+FRR's memory", 2026-12-07, in MiB): one table about 1,060, each further table
+about 450 more (two 1,430-1,600, four 2,300-2,490), a mesh peer sent the table
+170-200 more (a fleet node with one upstream and two mesh peers 1,380-1,460), a
+node fed by the mesh alone 1,100-1,230; here 768 MiB + 512 MiB per table received
+(each full-table upstream's, and each mesh peer's that has an upstream) + 256 MiB
+per mesh peer sent to, 4-30% over those peaks (the least for a node fed by the
+mesh alone). The limit is half as much again: the collector's headroom varies
+from load to load.
 */}}
 {{- define "fibfleet.memoryRequest" -}}
 {{- $m := .Values.daemonset.memory }}

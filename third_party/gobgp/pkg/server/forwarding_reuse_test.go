@@ -47,6 +47,10 @@ func TestForwardingEventsReused(t *testing.T) {
 		return ch
 	}
 	w1, w2 := watch(), watch()
+	// Lists other tests' events left on the free list would be counted below.
+	for len(forwardingEvents) > 0 {
+		<-forwardingEvents
+	}
 
 	a := newPeerandInfo(t, 65001, 65002, "10.0.0.2", s.globalRib)
 	nh, _ := bgp.NewPathAttributeNextHop(netip.MustParseAddr("10.0.0.2"))
