@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -720,5 +721,47 @@ func TestRecursiveNexthops(t *testing.T) {
 	ks.mu.Unlock()
 	if mirrored {
 		t.Error("a local route's withdrawal was queued for the kernel (it would delete the connected route)")
+	}
+}
+
+// TestV4TableKeepsNoCopyOfTbl24: the compiler's own state beside the dataplane's
+// tables is the depth of each /24 (16 MiB), not a second tbl24 (64 MiB more of the
+// node's heap, which the memory limit counts).
+func TestV4TableKeepsNoCopyOfTbl24(t *testing.T) {
+	dp := newFakeDP(t, 1024)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	v := newV4Table(dp.tables)
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(v)
+	if got, max := after.TotalAlloc-before.TotalAlloc, uint64(20<<20); got > max {
+		t.Fatalf("newV4Table allocated %d MiB for 2^24 /24s, want at most %d", got>>20, max>>20)
+	}
+}
+
+// TestV4StaleTbl24NotInherited: a pinned tbl24 keeps a previous process's entries
+// until routes replace them; a /24 that gets a group (a /25 in it) must not carry
+// such an entry into the group's other half, and a withdrawn /24 reads 0.
+func TestV4StaleTbl24NotInherited(t *testing.T) {
+	dp, res := newFakeDP(t, 8), &fakeRes{}
+	slot := addr32(ip("192.0.2.0")) >> 8
+	dp.tables.Tbl24[slot] = 77 // left by the previous process
+	dp.tables.Tbl24[slot+1] = 77
+	f := newFIB(t, dp, res)
+	if err := f.Apply([]Update{{Prefix: pfx("192.0.2.0/25"), Nexthop: ip("10.0.1.2")}}); err != nil {
+		t.Fatal(err)
+	}
+	if gw, _ := gwOf(f, ip("192.0.2.1")); gw != ip("10.0.1.2") {
+		t.Fatalf("192.0.2.1: %v, want 10.0.1.2", gw)
+	}
+	if id := f.v4.lookup(ip("192.0.2.200")); id != 0 {
+		t.Fatalf("192.0.2.200, outside the /25: entry %#x, want 0 (the stale 77 must not reach the group)", id)
+	}
+	if err := f.Apply([]Update{{Prefix: pfx("192.0.3.0/24"), Nexthop: ip("10.0.1.3")}, {Prefix: pfx("192.0.3.0/24"), Withdraw: true}}); err != nil {
+		t.Fatal(err)
+	}
+	f.v4.commit()
+	if id := f.v4.lookup(ip("192.0.3.1")); id != 0 {
+		t.Fatalf("192.0.3.1 after its /24 was withdrawn: entry %#x, want 0", id)
 	}
 }

@@ -23,11 +23,13 @@ var errGroupsFull = errors.New("fib: no free IPv4 second-level group (raise fib.
 // is reused only after a grace period, long after any lookup that could still hold it.
 type v4Table struct {
 	t dataplane.V4Tables
-	// nh24 and depth24 hold, per /24, the nexthop and length+1 of the longest route of
-	// length <= 24 covering it (0: none). tbl24 holds nh24 unless the /24 has a group
-	// or is in kernel mode.
-	nh24    []uint32
+	// depth24 holds, per /24, length+1 of the longest route of length <= 24 covering
+	// it (0: none); that route's nexthop (nh24) is tbl24's own entry, unless the /24
+	// has a group or is in kernel mode: then it is in under. Not a []uint32 of 2^24
+	// beside tbl24: 64 MiB of the node's heap for what tbl24 already holds but for
+	// the few /24s with longer routes.
 	depth24 []uint8
+	under   map[uint32]uint32
 	// depth8 holds length+1 of the route behind each tbl8 entry.
 	depth8 []uint8
 	free   []uint32
@@ -54,8 +56,8 @@ const groupGrace = time.Second
 func newV4Table(t dataplane.V4Tables) *v4Table {
 	return &v4Table{
 		t:       t,
-		nh24:    make([]uint32, len(t.Tbl24)),
 		depth24: make([]uint8, len(t.Tbl24)),
+		under:   map[uint32]uint32{},
 		depth8:  make([]uint8, len(t.Tbl8)),
 		kernel:  map[uint32]bool{},
 		now:     time.Now,
@@ -89,13 +91,40 @@ func addr32(a netip.Addr) uint32 {
 
 func store(p *uint32, v uint32) { atomic.StoreUint32(p, v) }
 
-// publish24 writes what tbl24 should hold for slot i when it has no group.
-func (v *v4Table) publish24(i uint32) {
-	if v.kernel[i] {
-		v.set24(i, dataplane.FIB4Kernel)
-	} else {
-		v.set24(i, v.nh24[i])
+// nh24 is the nexthop of the longest route of length <= 24 covering slot i (0: none).
+func (v *v4Table) nh24(i uint32) uint32 {
+	if nh, ok := v.under[i]; ok {
+		return nh
 	}
+	if v.depth24[i] == 0 {
+		return 0 // tbl24 may hold what a previous process left in the pinned map
+	}
+	return atomic.LoadUint32(&v.t.Tbl24[i])
+}
+
+// setNH24 makes nh slot i's nexthop of length <= 24: in tbl24 itself unless the
+// slot has a group or is in kernel mode (the caller fills the group).
+func (v *v4Table) setNH24(i, nh uint32) {
+	if _, ok := v.under[i]; ok {
+		v.under[i] = nh
+		return
+	}
+	v.set24(i, nh)
+}
+
+// hide keeps slot i's nexthop aside before tbl24 points at a group or kernel mode.
+func (v *v4Table) hide(i uint32) {
+	if _, ok := v.under[i]; !ok {
+		v.under[i] = v.nh24(i)
+	}
+}
+
+// publish24 writes slot i's own nexthop back into tbl24 once it has no group and
+// is out of kernel mode.
+func (v *v4Table) publish24(i uint32) {
+	nh := v.nh24(i)
+	delete(v.under, i)
+	v.set24(i, nh)
 }
 
 func (v *v4Table) group(i uint32) (uint32, bool) {
@@ -118,11 +147,10 @@ func (v *v4Table) add(p netip.Prefix, nh uint32) error {
 			if v.depth24[i] > d {
 				continue // a longer route owns this /24 (and its group's entries)
 			}
-			v.nh24[i], v.depth24[i] = nh, d
+			v.depth24[i] = d
+			v.setNH24(i, nh)
 			if g, ok := v.group(i); ok {
 				v.fill(g, 0, 256, nh, d, func(old uint8) bool { return old <= d })
-			} else {
-				v.publish24(i)
 			}
 		}
 		return nil
@@ -138,13 +166,15 @@ func (v *v4Table) add(p netip.Prefix, nh uint32) error {
 	}
 	g, ok := v.alloc()
 	if !ok {
+		v.hide(i)
 		v.kernel[i] = true
-		v.publish24(i)
+		v.set24(i, dataplane.FIB4Kernel)
 		return errGroupsFull
 	}
 	// Fill the new group with the /24's route, then the new one, then point at it.
-	v.fill(g, 0, 256, v.nh24[i], v.depth24[i], func(uint8) bool { return true })
+	v.fill(g, 0, 256, v.nh24(i), v.depth24[i], func(uint8) bool { return true })
 	v.fill(g, lo, lo+n, nh, d, func(uint8) bool { return true })
+	v.hide(i)
 	v.set24(i, dataplane.FIB4Group|g)
 	return nil
 }
@@ -177,10 +207,8 @@ func (v *v4Table) del(p netip.Prefix, repl netip.Prefix, replNH uint32, replOK b
 		first, n := a>>8, uint32(1)<<(24-l)
 		for i := first; i < first+n; i++ {
 			if v.depth24[i] == d {
-				v.nh24[i], v.depth24[i] = replNH, rd
-				if _, ok := v.group(i); !ok {
-					v.publish24(i)
-				}
+				v.depth24[i] = rd
+				v.setNH24(i, replNH)
 			}
 			if g, ok := v.group(i); ok {
 				v.fill(g, 0, 256, replNH, rd, owned)
@@ -225,7 +253,7 @@ func (v *v4Table) rebuild(i uint32, routes []longRoute) bool {
 	if !ok {
 		return false
 	}
-	v.fill(g, 0, 256, v.nh24[i], v.depth24[i], func(uint8) bool { return true })
+	v.fill(g, 0, 256, v.nh24(i), v.depth24[i], func(uint8) bool { return true })
 	for _, r := range routes {
 		d, lo := uint8(r.p.Bits()+1), addr32(r.p.Addr())&0xff
 		v.fill(g, lo, lo+uint32(1)<<(32-r.p.Bits()), r.nh, d, func(old uint8) bool { return old <= d })
