@@ -34,7 +34,7 @@ import (
 	"github.com/osrg/gobgp/v4/pkg/server"
 )
 
-// eventBuffer is how many events (an UPDATE's changes, mostly) Events holds for
+// eventBuffer is how many events (a selected path's change, mostly) Events holds for
 // its reader: what it finds waiting it applies in one FIB batch.
 const eventBuffer = 1024
 
@@ -189,6 +189,8 @@ type Event struct {
 	SessionDown, SessionUp netip.Addr
 	// At is when GoBGP emitted the event.
 	At time.Time
+	// list holds Changes for Release to hand back; nil when not to be reused.
+	list *[]Change
 }
 
 // Load is a neighbour's progress through its initial dump in the current session.
@@ -231,8 +233,8 @@ type Speaker struct {
 	log    *slog.Logger
 	events chan Event
 	// changeLists are the events' change lists their reader handed back
-	// (Release), for onForwarding to fill again.
-	changeLists chan []Change
+	// (Release), by class (changeListSizes), for onForwarding to fill again.
+	changeLists [len(changeListSizes)]sync.Pool
 	done        chan struct{} // closed by Stop
 	cancel      context.CancelFunc
 	stop        sync.Once
@@ -408,7 +410,7 @@ func Start(ctx context.Context, cfg Config) (*Speaker, error) {
 		return nil, fmt.Errorf("bgp: start speaker (is port %d in use, or is the listen address not on this host?): %w", port, err)
 	}
 	wctx, cancel := context.WithCancel(context.Background())
-	s := &Speaker{srv: srv, log: log, events: make(chan Event, eventBuffer), changeLists: make(chan []Change, eventBuffer), done: make(chan struct{}), cancel: cancel,
+	s := &Speaker{srv: srv, log: log, events: make(chan Event, eventBuffer), done: make(chan struct{}), cancel: cancel,
 		peers: map[netip.Addr]*PeerStatus{}, adjIn: map[netip.Addr]*adjIn{}, loads: map[netip.Addr]*Load{},
 		eors: map[netip.Addr]map[bgp.Family]bool{}, asn: cfg.ASN, meshLocal: cfg.MeshAddress,
 		mesh: map[netip.Addr]bool{}, originated: map[netip.Prefix]netip.Addr{}, importFilter: imf, meshScope: scope,
@@ -922,7 +924,8 @@ func (s *Speaker) send(ev Event) {
 // path's, with the next hops of its equal paths and of its backup. A path this node
 // announces or a blackhole is never another route's equal or backup.
 func (s *Speaker) onForwarding(fs []apiutil.Forwarding, at time.Time) {
-	batch := s.changeList(len(fs))
+	list := s.changeList(len(fs))
+	batch := (*list)[:0]
 	for i := range fs {
 		f := &fs[i]
 		c, ok := toChange(f.Family, f.Nlri, &f.Best, f.Withdrawn)
@@ -943,52 +946,64 @@ func (s *Speaker) onForwarding(fs []apiutil.Forwarding, at time.Time) {
 		}
 		batch = append(batch, c)
 	}
+	*list = batch
 	if len(batch) > 0 {
-		s.send(Event{Changes: batch, At: at})
+		s.send(Event{Changes: batch, At: at, list: list})
 		return
 	}
-	s.Release(Event{Changes: batch})
+	s.Release(Event{Changes: batch, list: list})
 }
 
-// maxReleasedChanges is the longest change list kept for reuse: a real table's
-// UPDATEs change a few destinations each, and the lists kept (at most eventBuffer
-// of them) are about 12 MB at worst, a few hundred KB mostly.
-const maxReleasedChanges = 64
+// changeListSizes are the capacities of the change lists kept for reuse, a class
+// each: GoBGP's forwarding events hold one destination (one a path it
+// selected), a watcher's first the whole RIB (not kept).
+var changeListSizes = [...]int{4, 32, 256, 2048}
 
-// changeList returns an empty list with room for n changes: a released one when
-// there is one. A full table's load makes an event for each of its UPDATEs, and a
-// new list for each was 200 MB of the node's garbage (each collection's work grows
-// with what was allocated since the last).
-func (s *Speaker) changeList(n int) []Change {
-	select {
-	case l := <-s.changeLists:
-		if cap(l) >= n {
-			return l
+// changeClass is the class of a list for n changes, -1 past the largest.
+func changeClass(n int) int {
+	for c, size := range changeListSizes {
+		if n <= size {
+			return c
 		}
-		s.keep(l) // too short for this one, not for the next
-	default:
 	}
-	return make([]Change, 0, max(n, 4))
+	return -1
+}
+
+// changeList returns an empty list with room for n changes: a released one of
+// n's class when there is one. A full table's load makes an event for each path
+// GoBGP selects, and a new list for each was 1.2 GB of the garbage of a load of
+// four tables (each collection's work grows with what was allocated since the
+// last). As many are in flight as the events' channel and the reader's batch
+// hold, so the pools are not bounded: sync.Pools, whose lists the collector
+// takes back once a load no longer reuses them.
+func (s *Speaker) changeList(n int) *[]Change {
+	c := changeClass(n)
+	if c < 0 {
+		l := make([]Change, 0, n)
+		return &l
+	}
+	if l, ok := s.changeLists[c].Get().(*[]Change); ok {
+		return l
+	}
+	l := make([]Change, 0, changeListSizes[c])
+	return &l
 }
 
 // Release hands an event read from Events back, once nothing reads its Changes
 // any more (copied elsewhere, or applied): its list is filled again by a later
 // event. Releasing is optional; an event released must not be read again.
 func (s *Speaker) Release(ev Event) {
-	l := ev.Changes
-	if cap(l) == 0 || cap(l) > maxReleasedChanges {
+	if ev.list == nil {
+		return
+	}
+	l := *ev.list
+	c := changeClass(cap(l))
+	if c < 0 || cap(l) != changeListSizes[c] {
 		return
 	}
 	clear(l[:cap(l)]) // no next hop list kept alive
-	s.keep(l[:0])
-}
-
-// keep keeps an empty list for reuse, unless eventBuffer are kept.
-func (s *Speaker) keep(l []Change) {
-	select {
-	case s.changeLists <- l:
-	default:
-	}
+	*ev.list = l[:0]
+	s.changeLists[c].Put(ev.list)
 }
 
 // toHop is an equal or backup path's next hop, when it can forward.

@@ -11,10 +11,11 @@ import (
 
 // TestReleasedChangeListsReused: an event's change list handed back (Release) is
 // filled again by a later forwarding event instead of a new one (a full table's
-// load made one for each UPDATE), and every event holds its own changes, the
-// next hops of equal paths included; a list too long to keep is not reused.
+// load made one for each path selected), and every event holds its own changes,
+// the next hops of equal paths included; lists of hundreds of changes too; a list
+// longer than the largest class is not reused.
 func TestReleasedChangeListsReused(t *testing.T) {
-	s := &Speaker{events: make(chan Event, 4), changeLists: make(chan []Change, eventBuffer), done: make(chan struct{})}
+	s := &Speaker{events: make(chan Event, 4), done: make(chan struct{})}
 	fwd := func(prefix, nexthop string, multipath ...string) apiutil.Forwarding {
 		nlri, err := bgp.NewIPAddrPrefix(netip.MustParsePrefix(prefix))
 		if err != nil {
@@ -42,19 +43,41 @@ func TestReleasedChangeListsReused(t *testing.T) {
 		lists[&ev.Changes[:1][0]] = true
 		s.Release(ev)
 	}
-	if len(lists) != 1 {
+	// A collection meanwhile may empty the pool once or twice.
+	if len(lists) > 3 {
 		t.Errorf("100 events released one by one came in %d lists, want one reused", len(lists))
 	}
 
-	// A list longer than maxReleasedChanges is left to the collector.
-	long := make([]apiutil.Forwarding, maxReleasedChanges+1)
-	for i := range long {
-		long[i] = fwd(netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 1, byte(i >> 8), byte(i)}), 32).String(), "192.0.2.1")
+	// Events of 300 changes, and one past the largest class, left to the collector.
+	many := func(n int) []apiutil.Forwarding {
+		fs := make([]apiutil.Forwarding, n)
+		for i := range fs {
+			fs[i] = fwd(netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 1, byte(i >> 8), byte(i)}), 32).String(), "192.0.2.1")
+		}
+		return fs
 	}
-	s.onForwarding(long, time.Now())
-	ev := <-s.events
-	s.Release(ev)
-	if n := len(s.changeLists); n != 1 {
-		t.Errorf("after a long list's release the speaker keeps %d lists, want 1 (the short one)", n)
+	lists = map[*Change]bool{}
+	for range 20 {
+		s.onForwarding(many(300), time.Now())
+		ev := <-s.events
+		if len(ev.Changes) != 300 || ev.Changes[299].Prefix != netip.MustParsePrefix("10.1.1.43/32") {
+			t.Fatalf("an event of 300: %d changes, the last %v", len(ev.Changes), ev.Changes[len(ev.Changes)-1].Prefix)
+		}
+		lists[&ev.Changes[0]] = true
+		s.Release(ev)
+	}
+	if len(lists) > 3 {
+		t.Errorf("20 events of 300 changes released one by one came in %d lists, want one reused", len(lists))
+	}
+	largest := changeListSizes[len(changeListSizes)-1]
+	lists = map[*Change]bool{}
+	for range 2 {
+		s.onForwarding(many(largest+1), time.Now())
+		ev := <-s.events
+		lists[&ev.Changes[0]] = true
+		s.Release(ev)
+	}
+	if len(lists) != 2 {
+		t.Errorf("two events of %d changes, more than the largest class, came in %d lists, want each its own", largest+1, len(lists))
 	}
 }

@@ -112,7 +112,8 @@ func OriginValidatorOption(v OriginValidator) ServerOption {
 // neighbours, and must be fast; it must not call the BgpServer. peer is the
 // neighbour's address and AS; an embedder uses it for checks that are slow or
 // impossible in the policy language (AS ranges rather than regular expressions,
-// counting what it rejects and why).
+// counting what it rejects and why). attrs is the path's own list when it has
+// one (Path.PathAttrsView): read it, never change it.
 type ImportFilter func(peer netip.Addr, peerAS uint32, family bgp.Family, nlri bgp.NLRI, attrs []bgp.PathAttributeInterface) bool
 
 // ImportFilterOption sets the server's ImportFilter. Paths from route-server clients
@@ -956,46 +957,54 @@ func (s *BgpServer) notifyForwardingWatcher(dsts []*table.Update) {
 	}
 }
 
-// forwardingEvents are the forwarding events handed back by the watchers that took
-// them (release), for the next: a full table's load makes one for each UPDATE, a
-// million destinations' lists, 230 MB of garbage when each was new. A free list
-// of its own, not a sync.Pool: what it keeps is bounded (256 lists of at most
-// maxPooledForwarding, 12 MB at worst; an UPDATE's few destinations, mostly),
-// and kept across collections. Room for as many as may wait in a watcher's queue
-// as its reader falls behind and catches up.
-var forwardingEvents = make(chan *watchEventForwarding, 256)
+// forwardingListSizes are the capacities of the lists kept for reuse, a class
+// each: an UPDATE changes from one destination to about a thousand (a 4 KiB
+// UPDATE of /24s, as BIRD packs a full table's prefixes of one origin), and a
+// list is made at its class's size so that it serves any UPDATE of the class.
+var forwardingListSizes = [...]int{8, 32, 128, 512, 2048}
 
-// maxPooledForwarding is the longest list kept for reuse (a real table's
-// UPDATEs hold a few prefixes each): one as long as a table's (a peer's
-// withdrawal) would be kept for nothing.
-const maxPooledForwarding = 256
+// forwardingEvents hold the forwarding events handed back by the watchers that
+// took them (release), by their list's class, for the next: a full table's
+// load makes one for each UPDATE, and a new list for each was 230 MB of a mesh
+// receiver's garbage and 0.4 GB of a node's loading two tables from BIRD
+// (whose UPDATEs hold hundreds of prefixes, longer than a bounded free list
+// kept). As many wait in a watcher's queue as its reader falls behind, so the
+// pools are not bounded: sync.Pools, whose lists the collector takes back once
+// the load no longer reuses them.
+var forwardingEvents [len(forwardingListSizes)]sync.Pool
 
-// newForwardingEvent returns an event, its list empty with room for n: a
-// released one when there is one.
-func newForwardingEvent(n int) *watchEventForwarding {
-	var ev *watchEventForwarding
-	select {
-	case ev = <-forwardingEvents:
-	default:
-		ev = new(watchEventForwarding)
+// forwardingClass is the class of a list for n destinations, -1 past the largest.
+func forwardingClass(n int) int {
+	for c, size := range forwardingListSizes {
+		if n <= size {
+			return c
+		}
 	}
-	if cap(ev.List) < n {
-		ev.List = make([]apiutil.Forwarding, 0, n)
-	}
-	return ev
+	return -1
 }
 
-// putForwardingEvent keeps an event for reuse, unless enough are kept.
+// newForwardingEvent returns an event, its list empty with room for n: a
+// released one of n's class when there is one.
+func newForwardingEvent(n int) *watchEventForwarding {
+	c := forwardingClass(n)
+	if c < 0 {
+		return &watchEventForwarding{List: make([]apiutil.Forwarding, 0, n)}
+	}
+	if ev, ok := forwardingEvents[c].Get().(*watchEventForwarding); ok {
+		return ev
+	}
+	return &watchEventForwarding{List: make([]apiutil.Forwarding, 0, forwardingListSizes[c])}
+}
+
+// putForwardingEvent keeps an event for reuse when its list is of a class.
 func putForwardingEvent(ev *watchEventForwarding) {
-	if cap(ev.List) > maxPooledForwarding {
+	c := forwardingClass(cap(ev.List))
+	if c < 0 || cap(ev.List) != forwardingListSizes[c] {
 		return
 	}
 	clear(ev.List) // no reference to the RIB's NLRIs and attributes kept
 	ev.List = ev.List[:0]
-	select {
-	case forwardingEvents <- ev:
-	default:
-	}
+	forwardingEvents[c].Put(ev)
 }
 
 // release hands the event back once every watcher it was sent to is done with it
@@ -1644,7 +1653,7 @@ func (s *BgpServer) propagateUpdate(peer *peer, pathList []*table.Path) {
 			}
 
 			if s.importFilter != nil && peer != nil && !path.IsWithdraw && !path.IsEOR() &&
-				!s.importFilter(peer.fsm.pConf.ReadOnly().State.NeighborAddress, peer.AS(), path.GetFamily(), path.GetNlri(), path.GetPathAttrs()) {
+				!s.importFilter(peer.fsm.pConf.ReadOnly().State.NeighborAddress, peer.AS(), path.GetFamily(), path.GetNlri(), path.PathAttrsView()) {
 				path = path.Clone(true)
 			} else if p := s.policy.ApplyPolicy(tableId, table.POLICY_DIRECTION_IMPORT, path, policyOptions); p != nil {
 				path = p
@@ -1770,12 +1779,18 @@ func (s *BgpServer) rtcVPNCandidates(peer *peer, isWithdraw bool, rt bgp.Extende
 	fn(nil, s.globalRib.GetBestPathList(peer.TableID(), 0, fs))
 }
 
+// dstsToPaths lists the destinations' best and previous best paths, their
+// multipaths when any, and the multipath changes when multiple paths are in use.
+// It runs for every path selected, mostly with one destination: one allocation
+// holds both lists, and the other three are made only when they have a path
+// (five allocations a path before: 370 MB of the garbage of a load of four full
+// tables).
 func dstsToPaths(id string, as uint32, dsts []*table.Update) ([]*table.Path, []*table.Path, [][]*table.Path, []*table.Path, []*table.Path) {
-	bestList := make([]*table.Path, 0, len(dsts))
-	oldList := make([]*table.Path, 0, len(dsts))
-	mpathList := make([][]*table.Path, 0, len(dsts))
-	multipathUpdate := make([]*table.Path, 0, len(dsts))
-	multipathWithdraw := make([]*table.Path, 0, len(dsts))
+	both := make([]*table.Path, 0, 2*len(dsts))
+	bestList := both[0:0:len(dsts)]
+	oldList := both[len(dsts) : len(dsts) : 2*len(dsts)]
+	var mpathList [][]*table.Path
+	var multipathUpdate, multipathWithdraw []*table.Path
 
 	for _, dst := range dsts {
 		best, old, mpath := dst.GetChanges(id, as, false)
