@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"hash/fnv"
 	"log/slog"
 	"net/netip"
 	"sync"
@@ -244,18 +243,15 @@ func (k *KernelSync) eachRoute(fn func(netip.Prefix, kernelOp)) error {
 // kernelRouteHash identifies a route as the kernel holds it (FNV-1a): the adopted set
 // keeps 8 bytes a route, not the route.
 func kernelRouteHash(p netip.Prefix, op kernelOp) uint64 {
-	h := fnv.New64a()
-	b, _ := p.MarshalBinary()
-	h.Write(b)
-	g, _ := op.gw.MarshalBinary()
-	h.Write(g)
-	var x [9]byte
-	binary.LittleEndian.PutUint64(x[:8], uint64(op.oif))
+	var buf [2*17 + 9 + 32]byte // two addresses and a prefix length; a zone's name, mostly none
+	b, _ := p.AppendBinary(buf[:0])
+	b, _ = op.gw.AppendBinary(b)
+	b = binary.LittleEndian.AppendUint64(b, uint64(op.oif))
+	var bh byte
 	if op.blackhole {
-		x[8] = 1
+		bh = 1
 	}
-	h.Write(x[:])
-	return h.Sum64()
+	return fnv64a(fnvOffset64, append(b, bh))
 }
 
 // SweepKernel removes from the kernel sync's table the BGP routes whose prefix has

@@ -29,9 +29,16 @@ type v4Dir struct {
 	dirtyBits [blocks / 64]uint64
 
 	// free holds freed nodes by size in lines; next is the first never-used line.
-	free    [maxNodeLines + 1][]uint32
-	next    uint32
-	retired []retiredNode
+	free [maxNodeLines + 1][]uint32
+	next uint32
+	// retired are the nodes waiting out their grace period, oldest first, from
+	// retiredHead on. reclaim moves the head, and moves what is left to the front
+	// once the head passes the middle: cut from the front, the slice had no room
+	// left to append to and was reallocated again and again (245 MB of a load of
+	// four tables' garbage). What is moved is never more than what was reclaimed
+	// since the last move: O(1) a node.
+	retired     []retiredNode
+	retiredHead int
 	// nodes, lines and fallback describe what is in use, for Stats.
 	nodes, lines, fallback int
 }
@@ -148,12 +155,16 @@ func (d *v4Dir) alloc(size uint32) (uint32, bool) {
 // order, so it stops at the first that is not due: a commit costs O(freed), not
 // O(retired) (a full-table load retires tens of thousands a second).
 func (d *v4Dir) reclaim(now time.Time, grace time.Duration) {
-	k := 0
+	k := d.retiredHead
 	for ; k < len(d.retired) && now.Sub(d.retired[k].at) >= grace; k++ {
 		r := d.retired[k]
 		d.free[r.size] = append(d.free[r.size], r.line)
 	}
-	d.retired = d.retired[k:]
+	d.retiredHead = k
+	if k > len(d.retired)/2 {
+		d.retired = d.retired[:copy(d.retired, d.retired[k:])]
+		d.retiredHead = 0
+	}
 }
 
 // entry is what a lookup finds for tbl24 slot i through the Dir (fib4_tbl24_entry).

@@ -3,6 +3,7 @@ package fib
 import (
 	"math/rand/v2"
 	"net/netip"
+	"runtime"
 	"testing"
 	"time"
 
@@ -111,5 +112,41 @@ func TestDirGrace(t *testing.T) {
 	apply("10.0.0.4")
 	if n3 := node(); n3 != n1 {
 		t.Errorf("after the grace period: node line %d, want the retired node's line %d", n3, n1)
+	}
+}
+
+// TestDirChurnWithoutAllocation: a /16 rebuilt at every commit, its old node
+// retired and reclaimed after the grace period, costs no allocation once the
+// queues have grown: the retired nodes' queue reuses its room (cut from the
+// front it was reallocated again and again in a full table's load).
+func TestDirChurnWithoutAllocation(t *testing.T) {
+	f := newFIB(t, newFakeDP(t, 16), &fakeRes{})
+	now := time.Unix(1000, 0)
+	f.v4.now = func() time.Time { return now }
+	v, slot := f.v4, addr32(ip("198.51.1.0"))>>8
+	gw := uint32(1)
+	step := func() {
+		// Two /24s of the /16 differ: a node of its own, rebuilt at each commit.
+		gw = gw%200 + 1
+		v.set24(slot, gw)
+		v.set24(slot+1, gw+1)
+		v.commit()
+		now = now.Add(groupGrace / 10) // each node reclaimed ten commits later
+	}
+	for range 100 {
+		step()
+	}
+	// testing.AllocsPerRun rounds down: one allocation in ten commits reads 0.
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range 1000 {
+		step()
+	}
+	runtime.ReadMemStats(&after)
+	if n := after.Mallocs - before.Mallocs; n > 10 {
+		t.Errorf("1000 commits rebuilding one /16: %d allocations, want none (a few of the runtime's at most)", n)
+	}
+	if got := len(v.dir.retired); got > 24 {
+		t.Errorf("the retired queue holds %d entries, want about the last ten commits' (twice that at most)", got)
 	}
 }
