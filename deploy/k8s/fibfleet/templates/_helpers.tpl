@@ -235,7 +235,7 @@ about 450 more (two 1,430-1,600, four 2,300-2,490), a mesh peer sent the table
 node fed by the mesh alone 1,100-1,230; here 768 MiB + 512 MiB per table received
 (each full-table upstream's, and each mesh peer's that has an upstream) + 256 MiB
 per mesh peer sent to, 4-30% over those peaks (the least for a node fed by the
-mesh alone). The limit is half as much again: the collector's headroom varies
+mesh alone), more over the lower peaks measured after that day's garbage cuts. The limit is half as much again: the collector's headroom varies
 from load to load.
 */}}
 {{- define "fibfleet.memoryRequest" -}}
