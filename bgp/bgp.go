@@ -974,8 +974,9 @@ func changeClass(n int) int {
 // GoBGP selects, and a new list for each was 1.2 GB of the garbage of a load of
 // four tables (each collection's work grows with what was allocated since the
 // last). As many are in flight as the events' channel and the reader's batch
-// hold, so the pools are not bounded: sync.Pools, whose lists the collector
-// takes back once a load no longer reuses them.
+// hold (thousands), more than the free list of 1,024 this was: sync.Pools, which
+// hold as many as come back, and whose lists the collector takes back once a
+// load no longer reuses them.
 func (s *Speaker) changeList(n int) *[]Change {
 	c := changeClass(n)
 	if c < 0 {

@@ -741,9 +741,10 @@ func TestV4TableKeepsNoCopyOfTbl24(t *testing.T) {
 	}
 }
 
-// TestV4StaleTbl24NotInherited: a pinned tbl24 keeps a previous process's entries
-// until routes replace them; a /24 that gets a group (a /25 in it) must not carry
-// such an entry into the group's other half, and a withdrawn /24 reads 0.
+// TestV4StaleTbl24NotInherited: the compiler reads a /24's nexthop from tbl24 only
+// where a route of length <= 24 covers it. A tbl24 entry no route wrote (the
+// dataplane loads zeroed maps; this test writes one) reaches neither a new group's
+// other half nor the /24 once the group collapses.
 func TestV4StaleTbl24NotInherited(t *testing.T) {
 	dp, res := newFakeDP(t, 8), &fakeRes{}
 	slot := addr32(ip("192.0.2.0")) >> 8
@@ -759,12 +760,18 @@ func TestV4StaleTbl24NotInherited(t *testing.T) {
 	if id := f.v4.lookup(ip("192.0.2.200")); id != 0 {
 		t.Fatalf("192.0.2.200, outside the /25: entry %#x, want 0 (the stale 77 must not reach the group)", id)
 	}
-	if err := f.Apply([]Update{{Prefix: pfx("192.0.3.0/24"), Nexthop: ip("10.0.1.3")}, {Prefix: pfx("192.0.3.0/24"), Withdraw: true}}); err != nil {
+	// The /25 withdrawn: the group collapses into the /24's own entry, none.
+	if err := f.Apply([]Update{{Prefix: pfx("192.0.2.0/25"), Withdraw: true}}); err != nil {
 		t.Fatal(err)
 	}
 	f.v4.commit()
-	if id := f.v4.lookup(ip("192.0.3.1")); id != 0 {
-		t.Fatalf("192.0.3.1 after its /24 was withdrawn: entry %#x, want 0", id)
+	if _, ok := f.v4.group(slot); ok {
+		t.Fatal("the /24's group did not collapse with its last longer route")
+	}
+	for _, a := range []string{"192.0.2.1", "192.0.2.200"} {
+		if id := f.v4.lookup(ip(a)); id != 0 {
+			t.Fatalf("%s after the /25 was withdrawn: entry %#x, want 0", a, id)
+		}
 	}
 }
 

@@ -97,7 +97,7 @@ func (v *v4Table) nh24(i uint32) uint32 {
 		return nh
 	}
 	if v.depth24[i] == 0 {
-		return 0 // tbl24 may hold what a previous process left in the pinned map
+		return 0 // whatever tbl24 holds: a slot without a route has no nexthop
 	}
 	return atomic.LoadUint32(&v.t.Tbl24[i])
 }

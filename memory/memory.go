@@ -180,7 +180,8 @@ type Formula struct {
 // record of what a peer was sent 28 bytes a prefix (33 MB for a full table, 179 MB
 // before); the rest is room for the peer's queued updates while it reads the dump.
 // Base was 384 MiB until the IPv4 FIB stopped keeping a copy of tbl24 in the heap
-// (64 MiB): the same room for the collector, 64 MiB less peak.
+// (64 MiB, so the live heap above is about 64 MiB less): the same room for the
+// collector, 64 MiB less peak.
 var DefaultFormula = Formula{Base: 320 << 20, PerPath: 400, PerMeshPeer: 64 << 20}
 
 // For returns the formula's limit for the holdings, without the live heap's floor.

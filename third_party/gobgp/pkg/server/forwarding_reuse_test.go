@@ -60,7 +60,7 @@ func TestForwardingEventsReused(t *testing.T) {
 		// An event a path: one UPDATE's events are in the watchers' hands at a
 		// time (the second watcher's wait while the test reads the first's), so
 		// about as many lists as an UPDATE has prefixes, not one an event; a
-		// collection meanwhile may take a few. A free list of 256 made 1,112.
+		// collection meanwhile may take a few. A free list of 256 made about 1,100.
 		if max := size.prefixes + size.prefixes/5 + 4; len(lists) > max {
 			t.Errorf("%d UPDATEs of %d prefixes: their events came in %d lists, want at most %d (their lists reused)", size.updates, size.prefixes, len(lists), max)
 		}

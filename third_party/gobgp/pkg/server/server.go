@@ -958,19 +958,19 @@ func (s *BgpServer) notifyForwardingWatcher(dsts []*table.Update) {
 }
 
 // forwardingListSizes are the capacities of the lists kept for reuse, a class
-// each: an UPDATE changes from one destination to about a thousand (a 4 KiB
-// UPDATE of /24s, as BIRD packs a full table's prefixes of one origin), and a
-// list is made at its class's size so that it serves any UPDATE of the class.
+// each: an event holds one destination (an event a path selected), a watcher's
+// first the whole RIB (not kept), a call with several destinations more; a list
+// is made at its class's size so that it serves any event of the class.
 var forwardingListSizes = [...]int{8, 32, 128, 512, 2048}
 
 // forwardingEvents hold the forwarding events handed back by the watchers that
 // took them (release), by their list's class, for the next: a full table's
-// load makes one for each UPDATE, and a new list for each was 230 MB of a mesh
-// receiver's garbage and 0.4 GB of a node's loading two tables from BIRD
-// (whose UPDATEs hold hundreds of prefixes, longer than a bounded free list
-// kept). As many wait in a watcher's queue as its reader falls behind, so the
-// pools are not bounded: sync.Pools, whose lists the collector takes back once
-// the load no longer reuses them.
+// load makes one for each path selected, and a new event and list for each was
+// 230 MB of a mesh receiver's garbage and 0.56 GB of a node's loading four
+// tables. Thousands wait in a watcher's queue while its reader falls behind
+// (WatchQueueLimit), where a free list of 256 emptied: sync.Pools, which hold
+// as many as come back, and whose lists the collector takes back once the load
+// no longer reuses them.
 var forwardingEvents [len(forwardingListSizes)]sync.Pool
 
 // forwardingClass is the class of a list for n destinations, -1 past the largest.
@@ -1783,7 +1783,7 @@ func (s *BgpServer) rtcVPNCandidates(peer *peer, isWithdraw bool, rt bgp.Extende
 // multipaths when any, and the multipath changes when multiple paths are in use.
 // It runs for every path selected, mostly with one destination: one allocation
 // holds both lists, and the other three are made only when they have a path
-// (five allocations a path before: 370 MB of the garbage of a load of four full
+// (five allocations a path before: 250 MB of the garbage of a load of four full
 // tables).
 func dstsToPaths(id string, as uint32, dsts []*table.Update) ([]*table.Path, []*table.Path, [][]*table.Path, []*table.Path, []*table.Path) {
 	both := make([]*table.Path, 0, 2*len(dsts))

@@ -1227,9 +1227,10 @@ func (lhs *Path) Equal(rhs *Path) bool {
 	return bytes.Equal(lhsNlriBytes, rhsNlriBytes)
 }
 
-// sameIPPrefixBytes says whether two IP prefixes serialize alike (length, then
-// the address's bytes the length covers), without serializing them: an IP
-// prefix has nothing outside its route key.
+// sameIPPrefixBytes says whether two IP prefixes of one family serialize alike
+// (length, then the address's bytes the length covers), without serializing
+// them: an IP prefix has nothing outside its route key. Unlike the serialized
+// bytes, an IPv4 and an IPv6 prefix are never the same.
 func sameIPPrefixBytes(l, r netip.Prefix) bool {
 	if l.Bits() != r.Bits() || l.Addr().Is4() != r.Addr().Is4() {
 		return false
