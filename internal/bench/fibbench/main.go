@@ -67,6 +67,7 @@ func main() {
 	rovLate := flag.Bool("rov-late", false, "measure a validator's 500,000 VRPs arriving after the full table is loaded (sessions do not wait for validators): the set's transfer and the re-check until the invalid routes left the FIB (-runs times), instead")
 	failover := flag.Bool("failover", false, "fail the better of two upstreams (its link's carrier lost; it gone silent, found by BFD 300 ms x 3) under 64 flows at 6,400 datagrams/s, the node against BIRD 2 and FRR 8.4 into the kernel, at 10k, 100k prefixes and the whole table (-runs times each), instead")
 	upstreams := flag.Bool("upstreams", false, "load the whole table with real attributes (-attrs) from each number of upstreams in -upstreams-counts (one and two by default), fibfleet against BIRD 2 and FRR 8.4 into the kernel, interleaved (-runs rounds): from the sessions Established to the forwarding table complete, peak RSS, CPU-seconds, instead")
+	fleetsOnly := flag.Bool("fleets-only", false, "with -mesh: run only the fleets (this build, and -before's), not BIRD 2 and FRR")
 	upstreamsN := flag.Int("upstreams-prefixes", 0, "with -upstreams or -mesh: the first N prefixes of the table (0: all)")
 	upstreamsCounts := flag.String("upstreams-counts", "1,2", "with -upstreams: the numbers of full-table upstreams to load from (1 to 4, comma-separated)")
 	mesh := flag.Bool("mesh", false, "load the whole table with real attributes (-attrs) from one upstream into a router with two iBGP peers: fibfleet's fleet of three (n1's upstream, its two mesh peers) against BIRD 2 and FRR 8.4 sending it to two iBGP peers (BIRDs), interleaved (-runs rounds): time, peak RSS, CPU-seconds per node, instead")
@@ -90,7 +91,7 @@ func main() {
 	} else if *upstreams {
 		err = runUpstreams(*runs, *upstreamsN, *upstreamsCounts, *attrs, *profDir, *before)
 	} else if *mesh {
-		err = runMesh(*runs, *upstreamsN, *attrs, *profDir, *before)
+		err = runMesh(*runs, *upstreamsN, *attrs, *profDir, *before, *fleetsOnly)
 	} else if *restart {
 		err = runRestart(*tries)
 	} else if *bfdLoad {
@@ -1050,7 +1051,7 @@ func runUpstreams(runs, n int, countList string, attrs bool, profDir, before str
 // round running each once in a rotating order, and prints the medians.
 // With before (a node binary built before a change), its fleet runs in every round
 // too.
-func runMesh(runs, n int, attrs bool, profDir, before string) error {
+func runMesh(runs, n int, attrs bool, profDir, before string, fleetsOnly bool) error {
 	routes, dir, node, cleanup, err := fullTableLab()
 	if err != nil {
 		return err
@@ -1071,11 +1072,14 @@ func runMesh(runs, n int, attrs bool, profDir, before string) error {
 	if err := goBuild(etcd, "go.etcd.io/etcd/server/v3"); err != nil {
 		return err
 	}
-	routers := []string{"fleet", "bird", "frr"}
+	routers := []string{"fleet"}
 	binaries := map[string]string{"fleet": node}
 	if before != "" {
-		routers = []string{"fleet", "fleet-before", "bird", "frr"}
+		routers = append(routers, "fleet-before")
 		binaries["fleet-before"] = before
+	}
+	if !fleetsOnly {
+		routers = append(routers, "bird", "frr")
 	}
 	type figures struct {
 		own, all, rss, cpu []float64
@@ -1138,15 +1142,25 @@ func runMesh(runs, n int, attrs bool, profDir, before string) error {
 		fleets = append(fleets, "fleet-before")
 	}
 	name := map[string]string{"fleet": "fibfleet (n1 of a fleet of three)", "fleet-before": "fibfleet before (n1)"}
+	// perBird is a time against BIRD 2's, "-" when BIRD did not run (-fleets-only).
+	perBird := func(s float64) string {
+		if got["bird"] == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.2fx", s/bench.Median(got["bird"].all))
+	}
 	for _, r := range fleets {
 		f := got[r]
-		fmt.Printf("| %s | %.1f s | %.1f s | %.2fx | %.0f MB | %.1f |\n", name[r], bench.Median(f.own), bench.Median(f.all),
-			bench.Median(f.all)/bench.Median(got["bird"].all), bench.Median(f.rss), bench.Median(f.cpu))
+		fmt.Printf("| %s | %.1f s | %.1f s | %s | %.0f MB | %.1f |\n", name[r], bench.Median(f.own), bench.Median(f.all),
+			perBird(bench.Median(f.all)), bench.Median(f.rss), bench.Median(f.cpu))
 	}
 	for _, r := range []string{"bird", "frr"} {
 		f := got[r]
-		fmt.Printf("| %s | | %.1f s | %.2fx | %.0f MB | %.1f |\n", map[string]string{"bird": "BIRD 2 + kernel", "frr": "FRR 8.4 + kernel"}[r],
-			bench.Median(f.all), bench.Median(f.all)/bench.Median(got["bird"].all), bench.Median(f.rss), bench.Median(f.cpu))
+		if f == nil {
+			continue
+		}
+		fmt.Printf("| %s | | %.1f s | %s | %.0f MB | %.1f |\n", map[string]string{"bird": "BIRD 2 + kernel", "frr": "FRR 8.4 + kernel"}[r],
+			bench.Median(f.all), perBird(bench.Median(f.all)), bench.Median(f.rss), bench.Median(f.cpu))
 	}
 	fmt.Println("\nThe fleet's nodes (CPU during the load; the node's peak RSS since its start):")
 	fmt.Println("\n| build | node | peak RSS | CPU-seconds |")

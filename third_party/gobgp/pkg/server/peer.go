@@ -106,31 +106,107 @@ type pathIDSet map[uint32]struct{}
 // sentOnce records the destinations sent to a peer in the families without add-path
 // send, where each has one path id, 0: a set of keys. In peer.sentPaths each was a
 // sync.Map entry, its key boxed (about 150 bytes a prefix: 179 MB for a peer sent a
-// full table). An IPv4 unicast prefix is a 64-bit key here (about 10 bytes a prefix);
-// other NLRI keep their PathDestLocalKey. A family's add-path mode is fixed for a
-// session, and the record is cleared when the session ends.
+// full table). IPv4 unicast prefixes are bits in sentV4 (about 3 bytes a prefix
+// for a full table); other NLRI keep their PathDestLocalKey. A family's add-path
+// mode is fixed for a session, and the record is cleared when the session ends.
 type sentOnce struct {
 	mu    sync.Mutex
-	v4    map[uint64]struct{}
+	v4    sentV4
 	other map[table.PathDestLocalKey]struct{}
 }
 
-// sentV4Key is an IPv4 unicast prefix's key in sentOnce.v4: length and address.
-func sentV4Key(k table.PathDestLocalKey) (uint64, bool) {
-	if k.Family != bgp.RF_IPv4_UC || k.Prefix != "" {
-		return 0, false
+// sentV4Key is an IPv4 unicast prefix's length and address, for sentV4.
+func sentV4Key(k table.PathDestLocalKey) (uint8, uint32, bool) {
+	if k.Family != bgp.RF_IPv4_UC || k.Prefix != "" || k.Bits > 32 {
+		return 0, 0, false
 	}
-	return uint64(k.Bits)<<32 | uint64(binary.BigEndian.Uint32(k.Addr[12:])), true
+	return k.Bits, binary.BigEndian.Uint32(k.Addr[12:]), true
+}
+
+// sentV4MaxBits is the longest IPv4 prefix sentV4 keeps as a bit: a full table's
+// prefixes are /24 or shorter. Longer ones (host routes and the like, few) are
+// keys of a map.
+const sentV4MaxBits = 24
+
+// sentV4Block is how many prefixes of one length a block of bits covers (512
+// bytes). Blocks are made as the first prefix in them is sent, so that a peer sent
+// a few prefixes (an eBGP neighbour sent its own) costs a few blocks, not the 4 MiB
+// of every /24 and shorter prefix.
+const sentV4Block = 4096
+
+// sentV4 is a set of IPv4 prefixes: for each length up to sentV4MaxBits, one bit
+// per prefix of that length in blocks of sentV4Block, and a map for longer
+// prefixes. A map of 64-bit keys cost 24 bytes a prefix (28 MB for a full table,
+// for each peer sent it), and its inserts were a fleet node's largest map work.
+type sentV4 struct {
+	blocks [sentV4MaxBits + 1][]*[sentV4Block / 64]uint64
+	long   map[uint64]struct{}
+}
+
+// bit returns the word and mask of a prefix of at most sentV4MaxBits; with create,
+// its block is made if it is not there yet, else the word is nil.
+func (s *sentV4) bit(bits uint8, addr uint32, create bool) (*uint64, uint64) {
+	i := uint64(addr) >> (32 - uint(bits)) // the prefix's number among its length's
+	dir := s.blocks[bits]
+	if dir == nil {
+		if !create {
+			return nil, 0
+		}
+		dir = newSentV4Dir(bits)
+		s.blocks[bits] = dir
+	}
+	b := dir[i/sentV4Block]
+	if b == nil {
+		if !create {
+			return nil, 0
+		}
+		b = new([sentV4Block / 64]uint64)
+		dir[i/sentV4Block] = b
+	}
+	i %= sentV4Block
+	return &b[i/64], 1 << (i % 64)
+}
+
+func newSentV4Dir(bits uint8) []*[sentV4Block / 64]uint64 {
+	return make([]*[sentV4Block / 64]uint64, max(1, (uint64(1)<<bits)/sentV4Block))
+}
+
+func (s *sentV4) add(bits uint8, addr uint32) {
+	if bits > sentV4MaxBits {
+		if s.long == nil {
+			s.long = make(map[uint64]struct{})
+		}
+		s.long[uint64(bits)<<32|uint64(addr)] = struct{}{}
+		return
+	}
+	w, m := s.bit(bits, addr, true)
+	*w |= m
+}
+
+func (s *sentV4) remove(bits uint8, addr uint32) {
+	if bits > sentV4MaxBits {
+		delete(s.long, uint64(bits)<<32|uint64(addr))
+		return
+	}
+	if w, m := s.bit(bits, addr, false); w != nil {
+		*w &^= m
+	}
+}
+
+func (s *sentV4) has(bits uint8, addr uint32) bool {
+	if bits > sentV4MaxBits {
+		_, found := s.long[uint64(bits)<<32|uint64(addr)]
+		return found
+	}
+	w, m := s.bit(bits, addr, false)
+	return w != nil && *w&m != 0
 }
 
 func (s *sentOnce) add(k table.PathDestLocalKey) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if v4, ok := sentV4Key(k); ok {
-		if s.v4 == nil {
-			s.v4 = make(map[uint64]struct{})
-		}
-		s.v4[v4] = struct{}{}
+	if bits, addr, ok := sentV4Key(k); ok {
+		s.v4.add(bits, addr)
 		return
 	}
 	if s.other == nil {
@@ -142,8 +218,8 @@ func (s *sentOnce) add(k table.PathDestLocalKey) {
 func (s *sentOnce) remove(k table.PathDestLocalKey) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if v4, ok := sentV4Key(k); ok {
-		delete(s.v4, v4)
+	if bits, addr, ok := sentV4Key(k); ok {
+		s.v4.remove(bits, addr)
 		return
 	}
 	delete(s.other, k)
@@ -152,9 +228,8 @@ func (s *sentOnce) remove(k table.PathDestLocalKey) {
 func (s *sentOnce) has(k table.PathDestLocalKey) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if v4, ok := sentV4Key(k); ok {
-		_, found := s.v4[v4]
-		return found
+	if bits, addr, ok := sentV4Key(k); ok {
+		return s.v4.has(bits, addr)
 	}
 	_, found := s.other[k]
 	return found
@@ -163,7 +238,7 @@ func (s *sentOnce) has(k table.PathDestLocalKey) bool {
 func (s *sentOnce) clear() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.v4, s.other = nil, nil
+	s.v4, s.other = sentV4{}, nil
 }
 
 type peer struct {
