@@ -1,8 +1,10 @@
 package bench
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/fibfleet/fibfleet/internal/lab"
@@ -24,6 +26,15 @@ type FleetLoad struct {
 	// Batches is how many FIB batches each node applied since its start (-1 where
 	// the build does not count them): the load's changes over it are their size.
 	Batches []float64
+	// Resets is how many times each node logged a BGP session going down
+	// (GoBGP's "Peer Down") from the table's announcement to the end: n1's
+	// upstream and every mesh session, each counted at both ends.
+	Resets []int
+	// Alarms is the most mesh peers any node had in alarm at once (its prefixes
+	// differing, fibfleet_cluster_mesh_digest_mismatches) while polled, and
+	// Resends the last resorts run (fibfleet_cluster_mesh_resends_total) and
+	// Lost the times a node logged routes lost on the way: all should stay 0.
+	Alarms, Resends, Lost int
 }
 
 // FleetLoadOptions say what MeasureFleetLoad loads.
@@ -32,6 +43,10 @@ type FleetLoadOptions struct {
 	Routes                      []table.Route
 	// Attrs, when set, gives the routes real AS paths and communities.
 	Attrs *table.Model
+	// Hogs is how many busy loops (processes spinning on the CPU) run from the
+	// table's announcement to the load's end: issue 35's condition under load is
+	// two on this 2-core machine.
+	Hogs int
 	// ProfileDir, when set, gets n1's CPU profile of the load's first minute
 	// (n1-cpu.pprof), n2's of its first 150 s (n2-cpu.pprof: about the whole
 	// load, where a receiver's cost that grows with the load's length shows),
@@ -63,9 +78,18 @@ func MeasureFleetLoad(o FleetLoadOptions) (r FleetLoad, err error) {
 		return r, err
 	}
 	cpu0 := make([]time.Duration, len(fl.Nodes))
+	logFrom := make([]int64, len(fl.Nodes))
 	for i, n := range fl.Nodes {
 		cpu0[i] = cpuTime(n.Cmd.Process.Pid)
+		if st, err := os.Stat(n.LogPath); err == nil {
+			logFrom[i] = st.Size()
+		}
 	}
+	stopHogs, err := lab.StartBusyLoops(o.Hogs)
+	if err != nil {
+		return r, err
+	}
+	defer stopHogs()
 	start := time.Now()
 	if out, err := fl.Birdc("enable", lab.FleetTableProtocol); err != nil {
 		return r, fmt.Errorf("bench: announce the table: %w: %s", err, out)
@@ -96,6 +120,7 @@ func MeasureFleetLoad(o FleetLoadOptions) (r FleetLoad, err error) {
 				heapMid = true
 				go fleetProfile(n1, o.ProfileDir, "n1-heap-load", 0)
 			}
+			r.Alarms = max(r.Alarms, int(m["fibfleet_cluster_mesh_digest_mismatches"]))
 			if r.Loaded[i] == 0 && m[`fibfleet_fib_routes{family="ipv4"}`] == want {
 				r.Loaded[i] = time.Since(start)
 				left--
@@ -110,13 +135,23 @@ func MeasureFleetLoad(o FleetLoadOptions) (r FleetLoad, err error) {
 	if err := fl.WaitFormed(2*time.Minute, len(routes)+routes4, routes6); err != nil {
 		return r, err
 	}
+	stopHogs()
 	for i, n := range fl.Nodes {
 		batches := -1.0
 		if m, err := n.Metrics(); err == nil {
 			if b, ok := m["fibfleet_fib_batches_total"]; ok {
 				batches = b
 			}
+			r.Resends += int(m["fibfleet_cluster_mesh_resends_total"])
+			r.Alarms = max(r.Alarms, int(m["fibfleet_cluster_mesh_digest_mismatches"]))
 		}
+		log, err := os.ReadFile(n.LogPath)
+		if err != nil {
+			return r, fmt.Errorf("bench: %s's log: %w", n.Name, err)
+		}
+		log = log[min(logFrom[i], int64(len(log))):]
+		r.Resets = append(r.Resets, bytes.Count(log, []byte("Peer Down")))
+		r.Lost += bytes.Count(log, []byte("routes were lost on the way"))
 		r.Batches = append(r.Batches, batches)
 		pid := n.Cmd.Process.Pid
 		r.PeakRSS = append(r.PeakRSS, peakRSSBytes(pid))

@@ -53,8 +53,12 @@ type RestartTry struct {
 
 // RestartResult is every try, and the load before them.
 type RestartResult struct {
-	Load  time.Duration
-	Tries []RestartTry
+	Load time.Duration
+	// First is the first process's start to the full table (both upstreams'),
+	// FirstRSS its peak resident set then: what a restart is held to.
+	First    time.Duration
+	FirstRSS int64
+	Tries    []RestartTry
 	// MapBytes is the memory of one generation of the node's pinned maps (memlock):
 	// a restart holds two until its swap. 0 for BIRD.
 	MapBytes uint64
@@ -75,6 +79,10 @@ func MeasureRestart(o RestartOptions) (RestartResult, error) {
 	if err != nil {
 		return r, err
 	}
+	if err := waitDualLoaded(d, o.Router, len(o.Prefixes)); err != nil {
+		return r, fmt.Errorf("before the restarts: %w", err)
+	}
+	r.First, r.FirstRSS = time.Since(d.RouterStarted), peakRSSBytes(d.NodePID)
 	flows, err := loadedFlows(d, o.Router, o.Prefixes, o.Flows, o.Rate)
 	if err != nil {
 		return r, fmt.Errorf("before the restarts: %w", err)

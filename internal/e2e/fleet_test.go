@@ -481,16 +481,20 @@ func flushesLogged(n *lab.FleetNode) int {
 	return strings.Count(string(log), "fleet flush applied")
 }
 
-// TestFleetJoinDuringLoad has BIRD send the whole real 2026 IPv4 table to n1, and n2
-// and n3 join when n1 is a third through it: their mesh sessions come up while routes
-// stream in (where GoBGP v4.8 missed sending some, until patch 1 of third_party/), and
-// from then on three nodes load 1.17M routes at once on this 2-core machine. Every
-// node must end with the whole table and the same prefixes, with the mesh's alarm
-// never up and its last resort never run; and once all three are up, with the tuned
+// TestFleetJoinDuringLoad has BIRD send half the real 2026 IPv4 table (584,471
+// routes, real attributes) to n1, and n2 and n3 join when n1 is a third through it:
+// their mesh sessions come up while routes stream in (where GoBGP v4.8 missed sending
+// some, until patch 1 of third_party/), and from then on three nodes load it at once
+// on this 2-core machine beside two busy loops (issue 35's condition under load; the
+// whole table's runs are fibbench -mesh -hogs 2, docs/BENCHMARKS.md). Every node
+// must end with the whole table and the same prefixes, with the mesh's alarm never
+// up and its last resort never run; and once all three are up, with the tuned
 // gossip profile, no live node may be marked dead (polled every 250 ms, and any
-// death in any node's log) and no mesh session may be removed or go down.
+// death in any node's log) and no BGP session may go down (a hold timer that fired:
+// keepalives must never wait behind the load) or a mesh peer be removed.
 func TestFleetJoinDuringLoad(t *testing.T) {
 	routes := fleetTable(t)
+	routes = routes[:len(routes)/2]
 	model, err := table.Attrs2014()
 	if err != nil {
 		t.Fatal(err)
@@ -502,6 +506,11 @@ func TestFleetJoinDuringLoad(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	stopLoops, err := lab.StartBusyLoops(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stopLoops)
 	ctx := context.Background()
 	err = lab.WaitFor(ctx, 5*time.Minute, "n1 a third through the table", func() (bool, error) {
 		m, err := n1.Metrics()
@@ -553,7 +562,8 @@ func TestFleetJoinDuringLoad(t *testing.T) {
 		}
 		t.Fatal(err)
 	}
-	t.Logf("n2 and n3 joined while n1 loaded; every node holds the whole table %v later (n1, n2, n3 complete after %v)", time.Since(start).Round(time.Second), loaded)
+	stopLoops()
+	t.Logf("n2 and n3 joined while n1 loaded, beside two busy loops; every node holds the whole table %v later (n1, n2, n3 complete after %v)", time.Since(start).Round(time.Second), loaded)
 	for _, n := range fl.Nodes {
 		m, err := n.Metrics()
 		if err != nil {
@@ -570,17 +580,13 @@ func TestFleetJoinDuringLoad(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, bad := range []string{"member dead", "mesh peer removed", "routes were lost on the way"} {
+		// "Peer Down": a session that went down, its hold timer fired (sessions
+		// flapped in 2 of 11 runs of 2026-12-04 without busy loops; none since GoBGP
+		// patches 23 and 24 and in fibbench -mesh -hogs 2's whole-table runs).
+		for _, bad := range []string{"member dead", "mesh peer removed", "routes were lost on the way", "Peer Down"} {
 			if c := countSince(string(log), bad, allUp); c > 0 {
 				t.Errorf("%s logged %q %d times after all three were up", n.Name, bad, c)
 			}
-		}
-		// A mesh session that went down (its hold timer, with three full-table nodes
-		// and BIRD on this machine's 2 cores) is reported, not failed: in 2 of 11 runs
-		// here (2026-12-04) sessions flapped, with nothing lost. What must never
-		// happen is above: a route lost (the alarm, a resend) or a false death.
-		if c := countSince(string(log), "Peer Down", allUp); c > 0 {
-			t.Logf("%s: %d mesh session resets after all three were up (nothing lost)", n.Name, c)
 		}
 	}
 }

@@ -42,6 +42,9 @@ type Dual struct {
 	NodePID               int
 	// RouterPIDs are the router's processes: the node, BIRD, or FRR's daemons.
 	RouterPIDs []int
+	// RouterStarted is when the router's process (the node, BIRD) last started: a
+	// load's or a restart's time counts from it.
+	RouterStarted time.Time
 	// BirdA and BirdB are the upstreams' control sockets (Birdc); RouterBird the
 	// router's, when BIRD is the router.
 	BirdA, BirdB, RouterBird string
@@ -333,7 +336,7 @@ func (d *Dual) startBirdRouter() error {
 	}
 	d.RouterBird = sock
 	d.NodeLog, d.NodePID = log, cmd.Process.Pid
-	d.RouterPIDs = []int{d.NodePID}
+	d.RouterPIDs, d.RouterStarted = []int{d.NodePID}, time.Now()
 	return nil
 }
 
@@ -446,7 +449,7 @@ bgp:
 	cmd, err := d.Router.Start(d.NodeLog, d.cfg.NodeBinary, "-config", conf)
 	if err == nil {
 		d.NodePID = cmd.Process.Pid
-		d.RouterPIDs = []int{d.NodePID}
+		d.RouterPIDs, d.RouterStarted = []int{d.NodePID}, time.Now()
 	}
 	return err
 }
@@ -488,7 +491,7 @@ func (d *Dual) RestartRouter(binary string) error {
 		return err
 	}
 	d.NodePID = cmd.Process.Pid
-	d.RouterPIDs = []int{d.NodePID}
+	d.RouterPIDs, d.RouterStarted = []int{d.NodePID}, time.Now()
 	return nil
 }
 

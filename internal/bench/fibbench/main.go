@@ -67,10 +67,11 @@ func main() {
 	rovLate := flag.Bool("rov-late", false, "measure a validator's 500,000 VRPs arriving after the full table is loaded (sessions do not wait for validators): the set's transfer and the re-check until the invalid routes left the FIB (-runs times), instead")
 	failover := flag.Bool("failover", false, "fail the better of two upstreams (its link's carrier lost; it gone silent, found by BFD 300 ms x 3) under 64 flows at 6,400 datagrams/s, the node against BIRD 2 and FRR 8.4 into the kernel, at 10k, 100k prefixes and the whole table (-runs times each), instead")
 	upstreams := flag.Bool("upstreams", false, "load the whole table with real attributes (-attrs) from each number of upstreams in -upstreams-counts (one and two by default), fibfleet against BIRD 2 and FRR 8.4 into the kernel, interleaved (-runs rounds): from the sessions Established to the forwarding table complete, peak RSS, CPU-seconds, instead")
+	hogs := flag.Int("hogs", 0, "with -mesh: this many busy loops (processes spinning on the CPU) beside each fleet load; issue 35's load condition is 2")
 	fleetsOnly := flag.Bool("fleets-only", false, "with -mesh: run only the fleets (this build, and -before's), not BIRD 2 and FRR")
 	upstreamsN := flag.Int("upstreams-prefixes", 0, "with -upstreams or -mesh: the first N prefixes of the table (0: all)")
 	upstreamsCounts := flag.String("upstreams-counts", "1,2", "with -upstreams: the numbers of full-table upstreams to load from (1 to 4, comma-separated)")
-	mesh := flag.Bool("mesh", false, "load the whole table with real attributes (-attrs) from one upstream into a router with two iBGP peers: fibfleet's fleet of three (n1's upstream, its two mesh peers) against BIRD 2 and FRR 8.4 sending it to two iBGP peers (BIRDs), interleaved (-runs rounds): time, peak RSS, CPU-seconds per node, instead")
+	mesh := flag.Bool("mesh", false, "load the whole table with real attributes (-attrs) from one upstream into a router with two iBGP peers: fibfleet's fleet of three (n1's upstream, its two mesh peers) against BIRD 2 and FRR 8.4 sending it to two iBGP peers (BIRDs), and the node alone with the same upstream (what a mesh peer costs n1), interleaved (-runs rounds): time, peak RSS, CPU-seconds per node, instead")
 	restart := flag.Bool("restart", false, "restart the router under 64 flows at 6,400 datagrams/s with the whole table from two upstreams: the node by SIGTERM, SIGKILL and an upgrade to a build with another XDP program, against BIRD 2 restarting gracefully with its kernel routes kept (-tries each): datagrams lost, time to the full table again, peak RSS, instead")
 	tries := flag.Int("tries", 10, "restarts of each kind (with -restart)")
 	bfdLoad := flag.Bool("bfdload", false, "load the whole table from two upstreams at once with BFD at 300, 100 and 50 ms x 3 on both sessions and count the sessions' flaps during the load and 30 s after (-runs times each), instead")
@@ -91,7 +92,7 @@ func main() {
 	} else if *upstreams {
 		err = runUpstreams(*runs, *upstreamsN, *upstreamsCounts, *attrs, *profDir, *before)
 	} else if *mesh {
-		err = runMesh(*runs, *upstreamsN, *attrs, *profDir, *before, *fleetsOnly)
+		err = runMesh(*runs, *upstreamsN, *attrs, *profDir, *before, *fleetsOnly, *hogs)
 	} else if *restart {
 		err = runRestart(*tries)
 	} else if *bfdLoad {
@@ -913,8 +914,8 @@ func runRestart(tries int) error {
 		return fmt.Errorf("go build -tags fibfleet_variant ./cmd/node: %w\n%s", err, out)
 	}
 	fmt.Printf("\nTwo upstreams announce the same %d prefixes (A's paths better); 64 flows at 6,400 datagrams/s through A; the router restarted %d times each way\n\n", len(all), tries)
-	fmt.Println("| router | restart | datagrams lost (total of all tries) | of them dropped by the sinks' sockets | longest gap (max) | start to full table again (median, max) | new process's peak RSS (max) | pinned maps, one generation |")
-	fmt.Println("|---|---|---|---|---|---|---|---|")
+	fmt.Println("| router | restart | datagrams lost (total of all tries) | of them dropped by the sinks' sockets | longest gap (max) | start to full table again (median, max) | new process's peak RSS (max) | first start to full table; its peak RSS | pinned maps, one generation |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|")
 	for _, c := range []struct{ router, kind string }{{"node", "sigterm"}, {"node", "sigkill"}, {"node", "upgrade"}, {"bird", "sigterm"}} {
 		rdir, err := os.MkdirTemp(dir, "run-")
 		if err != nil {
@@ -937,8 +938,8 @@ func runRestart(tries int) error {
 		if r.MapBytes > 0 {
 			maps = fmt.Sprintf("%d MB", r.MapBytes>>20)
 		}
-		fmt.Printf("| %s | %s | %d of %d | %d | %v | %.1f s, %.1f s | %d MB | %s |\n", map[string]string{"node": "fibfleet", "bird": "BIRD 2 + kernel (persist)"}[c.router], c.kind,
-			lost, sent, drops, gap.Round(time.Millisecond), bench.Median(full), slices.Max(full), rss>>20, maps)
+		fmt.Printf("| %s | %s | %d of %d | %d | %v | %.1f s, %.1f s | %d MB | %.1f s; %d MB | %s |\n", map[string]string{"node": "fibfleet", "bird": "BIRD 2 + kernel (persist)"}[c.router], c.kind,
+			lost, sent, drops, gap.Round(time.Millisecond), bench.Median(full), slices.Max(full), rss>>20, r.First.Seconds(), r.FirstRSS>>20, maps)
 		time.Sleep(settle)
 	}
 	return nil
@@ -1051,7 +1052,7 @@ func runUpstreams(runs, n int, countList string, attrs bool, profDir, before str
 // round running each once in a rotating order, and prints the medians.
 // With before (a node binary built before a change), its fleet runs in every round
 // too.
-func runMesh(runs, n int, attrs bool, profDir, before string, fleetsOnly bool) error {
+func runMesh(runs, n int, attrs bool, profDir, before string, fleetsOnly bool, hogs int) error {
 	routes, dir, node, cleanup, err := fullTableLab()
 	if err != nil {
 		return err
@@ -1078,6 +1079,9 @@ func runMesh(runs, n int, attrs bool, profDir, before string, fleetsOnly bool) e
 		routers = append(routers, "fleet-before")
 		binaries["fleet-before"] = before
 	}
+	// "alone": the node with the same upstream and no mesh, the reference for what
+	// a mesh peer costs n1.
+	routers = append(routers, "alone")
 	if !fleetsOnly {
 		routers = append(routers, "bird", "frr")
 	}
@@ -1085,6 +1089,10 @@ func runMesh(runs, n int, attrs bool, profDir, before string, fleetsOnly bool) e
 		own, all, rss, cpu []float64
 		// the fleet's nodes
 		nodeRSS, nodeCPU [3][]float64
+		// sessions down (all nodes' logs) in each round; alarms, resends and losses
+		// over the rounds
+		resets                []int
+		alarms, resends, lost int
 	}
 	got := map[string]*figures{}
 	for _, r := range routers {
@@ -1099,7 +1107,7 @@ func runMesh(runs, n int, attrs bool, profDir, before string, fleetsOnly bool) e
 			}
 			f := got[router]
 			if bin, ok := binaries[router]; ok {
-				o := bench.FleetLoadOptions{NodeBinary: bin, EtcdBinary: etcd, Dir: rdir, Routes: routes, Attrs: model}
+				o := bench.FleetLoadOptions{NodeBinary: bin, EtcdBinary: etcd, Dir: rdir, Routes: routes, Attrs: model, Hogs: hogs}
 				if profDir != "" {
 					o.ProfileDir = filepath.Join(profDir, fmt.Sprintf("round%d", i+1), router)
 					if err := os.MkdirAll(o.ProfileDir, 0o755); err != nil {
@@ -1115,12 +1123,23 @@ func runMesh(runs, n int, attrs bool, profDir, before string, fleetsOnly bool) e
 					r.Loaded[0].Round(100*time.Millisecond), r.Loaded[1].Round(100*time.Millisecond), r.Loaded[2].Round(100*time.Millisecond),
 					r.PeakRSS[0]>>20, r.PeakRSS[1]>>20, r.PeakRSS[2]>>20, r.CPU[0].Seconds(), r.CPU[1].Seconds(), r.CPU[2].Seconds(),
 					r.Batches[0], r.Batches[1], r.Batches[2])
+				fmt.Fprintf(os.Stderr, "round %d: %s: %d busy loops; sessions down (logged, each end) %d/%d/%d, most mesh peers in alarm %d, resends %d, routes lost logged %d\n", i+1, router,
+					hogs, r.Resets[0], r.Resets[1], r.Resets[2], r.Alarms, r.Resends, r.Lost)
+				f.resets = append(f.resets, r.Resets[0]+r.Resets[1]+r.Resets[2])
+				f.alarms, f.resends, f.lost = f.alarms+r.Alarms, f.resends+r.Resends, f.lost+r.Lost
 				f.own, f.all = append(f.own, r.Loaded[0].Seconds()), append(f.all, last.Seconds())
 				f.rss, f.cpu = append(f.rss, float64(r.PeakRSS[0]>>20)), append(f.cpu, r.CPU[0].Seconds())
 				for k := range 3 {
 					f.nodeRSS[k] = append(f.nodeRSS[k], float64(r.PeakRSS[k]>>20))
 					f.nodeCPU[k] = append(f.nodeCPU[k], r.CPU[k].Seconds())
 				}
+			} else if router == "alone" {
+				r, err := bench.MeasureUpstreamsLoad(bench.UpstreamsLoadOptions{NodeBinary: node, Dir: rdir, Prefixes: all, Attrs: model, Router: "node", Upstreams: 1})
+				if err != nil {
+					return fmt.Errorf("the node alone: %w", err)
+				}
+				fmt.Fprintf(os.Stderr, "round %d: the node alone (one upstream, no mesh): loaded in %v, peak RSS %d MB, %.1f CPU-s\n", i+1, r.Load.Round(100*time.Millisecond), r.PeakRSS>>20, r.CPU.Seconds())
+				f.all, f.rss, f.cpu = append(f.all, r.Load.Seconds()), append(f.rss, float64(r.PeakRSS>>20)), append(f.cpu, r.CPU.Seconds())
 			} else {
 				r, err := bench.MeasureUpstreamsLoad(bench.UpstreamsLoadOptions{NodeBinary: node, Dir: rdir, Prefixes: all, Attrs: model, Router: router, Upstreams: 1, IBGP: 2})
 				if err != nil {
@@ -1162,6 +1181,28 @@ func runMesh(runs, n int, attrs bool, profDir, before string, fleetsOnly bool) e
 		fmt.Printf("| %s | | %.1f s | %s | %.0f MB | %.1f |\n", map[string]string{"bird": "BIRD 2 + kernel", "frr": "FRR 8.4 + kernel"}[r],
 			bench.Median(f.all), perBird(bench.Median(f.all)), bench.Median(f.rss), bench.Median(f.cpu))
 	}
+	if hogs > 0 {
+		fmt.Printf("\nBeside %d busy loops: sessions down in each round (both ends logged), mesh peers in alarm, resends and routes lost over all rounds\n\n", hogs)
+		fmt.Println("| build | sessions down, by round | rounds without one | alarms | resends | routes lost |")
+		fmt.Println("|---|---|---|---|---|---|")
+		for _, r := range fleets {
+			f := got[r]
+			clean := 0
+			for _, n := range f.resets {
+				if n == 0 {
+					clean++
+				}
+			}
+			fmt.Printf("| %s | %v | %d of %d | %d | %d | %d |\n", map[string]string{"fleet": "this", "fleet-before": "before"}[r], f.resets, clean, len(f.resets), f.alarms, f.resends, f.lost)
+		}
+	}
+	alone := got["alone"]
+	fmt.Printf("\nThe node alone (the same upstream, no mesh): %.1f s, peak RSS %.0f MB, %.1f CPU-s; n1 costs over it, a mesh peer:", bench.Median(alone.all), bench.Median(alone.rss), bench.Median(alone.cpu))
+	for _, r := range fleets {
+		fmt.Printf(" %s +%.0f MB, +%.1f CPU-s;", map[string]string{"fleet": "this", "fleet-before": "before"}[r],
+			(bench.Median(got[r].rss)-bench.Median(alone.rss))/2, (bench.Median(got[r].cpu)-bench.Median(alone.cpu))/2)
+	}
+	fmt.Println()
 	fmt.Println("\nThe fleet's nodes (CPU during the load; the node's peak RSS since its start):")
 	fmt.Println("\n| build | node | peak RSS | CPU-seconds |")
 	fmt.Println("|---|---|---|---|")
