@@ -40,7 +40,7 @@ deps:
 # test runs every test once, then every benchmark once at a tiny size (so none
 # rots), and closes with a count of passed, failed and skipped tests. Three passes:
 # every package but the end-to-end tests in parallel; the end-to-end tests alone
-# (full-table fleets want the machine's 2 cores to themselves: under contention their
+# (full-table loads and failovers want the 2 cores to themselves: under contention their
 # timing is not what a router sees); the benchmarks (go test runs them one package
 # at a time). It builds as the image does (static, trimmed paths), so the
 # Dockerfile's build test, the end-to-end tests' binaries, the kernel matrix and the

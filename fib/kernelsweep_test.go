@@ -150,11 +150,12 @@ func inNewNetns(t *testing.T, fn func(netns.NsHandle)) {
 // process's.
 func TestAdoptedRoutesCompact(t *testing.T) {
 	const n = 500_000
-	heap := func() uint64 {
+	heap := func() int64 {
+		runtime.GC()
 		runtime.GC()
 		var m runtime.MemStats
 		runtime.ReadMemStats(&m)
-		return m.HeapAlloc
+		return int64(m.HeapAlloc)
 	}
 	before := heap()
 	// As adopt reads them: appended one by one.

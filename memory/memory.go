@@ -93,9 +93,10 @@ const LiveHeadroom = 1.5
 // (GCMeter): GOGC=100's own, so that the limit no longer makes it collect sooner.
 // A soft limit trades CPU for memory; a router whose CPU is short (a fleet node
 // sending a full table to its mesh peers while it loads one, on 2 cores) must not
-// pay for memory with its sessions' keepalives: in TestFleetJoinDuringLoad, with
-// the formula's limit, n1 took the table in 465 s instead of 200 s and a mesh
-// session reset on its hold timer until the test gave up.
+// pay for memory with its sessions' keepalives: in TestFleetJoinDuringLoad (then
+// with the whole table), with the formula's limit, n1 took the table in 465 s
+// instead of 200 s and a mesh session reset on its hold timer until the test gave
+// up.
 const CostlyHeadroom = 2.0
 
 // The collector is costly once it takes more than GCCostlyAbove of the process's

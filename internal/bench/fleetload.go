@@ -27,8 +27,8 @@ type FleetLoad struct {
 	// the build does not count them): the load's changes over it are their size.
 	Batches []float64
 	// Resets is how many times each node logged a BGP session going down
-	// (GoBGP's "Peer Down") from the table's announcement to the end: n1's
-	// upstream and every mesh session, each counted at both ends.
+	// (GoBGP's "Peer Down") from the table's announcement to the end: a mesh
+	// session's at both its ends, n1's upstream's at n1.
 	Resets []int
 	// Alarms is the most mesh peers any node had in alarm at once (its prefixes
 	// differing, fibfleet_cluster_mesh_digest_mismatches) while polled, and

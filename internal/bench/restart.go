@@ -82,6 +82,8 @@ func MeasureRestart(o RestartOptions) (RestartResult, error) {
 	if err := waitDualLoaded(d, o.Router, len(o.Prefixes)); err != nil {
 		return r, fmt.Errorf("before the restarts: %w", err)
 	}
+	// The same point a restart is timed to: both tables in the FIB (loadedFlows
+	// waits for it again, and finds it at once).
 	r.First, r.FirstRSS = time.Since(d.RouterStarted), peakRSSBytes(d.NodePID)
 	flows, err := loadedFlows(d, o.Router, o.Prefixes, o.Flows, o.Rate)
 	if err != nil {

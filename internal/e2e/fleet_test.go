@@ -487,7 +487,7 @@ func flushesLogged(n *lab.FleetNode) int {
 // some, until patch 1 of third_party/), and from then on three nodes load it at once
 // on this 2-core machine beside two busy loops (issue 35's condition under load; the
 // whole table's runs are fibbench -mesh -hogs 2, docs/BENCHMARKS.md). Every node
-// must end with the whole table and the same prefixes, with the mesh's alarm never
+// must end with every route sent and the same prefixes, with the mesh's alarm never
 // up and its last resort never run; and once all three are up, with the tuned
 // gossip profile, no live node may be marked dead (polled every 250 ms, and any
 // death in any node's log) and no BGP session may go down (a hold timer that fired:

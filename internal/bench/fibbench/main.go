@@ -1051,7 +1051,9 @@ func runUpstreams(runs, n int, countList string, attrs bool, profDir, before str
 // against BIRD 2 and FRR 8.4 (into the kernel) with two BIRDs as iBGP peers, every
 // round running each once in a rotating order, and prints the medians.
 // With before (a node binary built before a change), its fleet runs in every round
-// too.
+// too. The node alone (the same upstream, no mesh: what a mesh peer costs n1 is
+// counted over it) runs in every round unless hogs busy loops run beside the fleets
+// (the lone node would run without them); fleetsOnly leaves BIRD and FRR out.
 func runMesh(runs, n int, attrs bool, profDir, before string, fleetsOnly bool, hogs int) error {
 	routes, dir, node, cleanup, err := fullTableLab()
 	if err != nil {
@@ -1081,7 +1083,9 @@ func runMesh(runs, n int, attrs bool, profDir, before string, fleetsOnly bool, h
 	}
 	// "alone": the node with the same upstream and no mesh, the reference for what
 	// a mesh peer costs n1.
-	routers = append(routers, "alone")
+	if hogs == 0 {
+		routers = append(routers, "alone")
+	}
 	if !fleetsOnly {
 		routers = append(routers, "bird", "frr")
 	}
@@ -1196,13 +1200,14 @@ func runMesh(runs, n int, attrs bool, profDir, before string, fleetsOnly bool, h
 			fmt.Printf("| %s | %v | %d of %d | %d | %d | %d |\n", map[string]string{"fleet": "this", "fleet-before": "before"}[r], f.resets, clean, len(f.resets), f.alarms, f.resends, f.lost)
 		}
 	}
-	alone := got["alone"]
-	fmt.Printf("\nThe node alone (the same upstream, no mesh): %.1f s, peak RSS %.0f MB, %.1f CPU-s; n1 costs over it, a mesh peer:", bench.Median(alone.all), bench.Median(alone.rss), bench.Median(alone.cpu))
-	for _, r := range fleets {
-		fmt.Printf(" %s +%.0f MB, +%.1f CPU-s;", map[string]string{"fleet": "this", "fleet-before": "before"}[r],
-			(bench.Median(got[r].rss)-bench.Median(alone.rss))/2, (bench.Median(got[r].cpu)-bench.Median(alone.cpu))/2)
+	if alone := got["alone"]; alone != nil {
+		fmt.Printf("\nThe node alone (this build, the same upstream, no mesh): %.1f s, peak RSS %.0f MB, %.1f CPU-s; n1 costs over it, a mesh peer:", bench.Median(alone.all), bench.Median(alone.rss), bench.Median(alone.cpu))
+		for _, r := range fleets {
+			fmt.Printf(" %s +%.0f MB, +%.1f CPU-s;", map[string]string{"fleet": "this", "fleet-before": "before (over this build's lone node)"}[r],
+				(bench.Median(got[r].rss)-bench.Median(alone.rss))/2, (bench.Median(got[r].cpu)-bench.Median(alone.cpu))/2)
+		}
+		fmt.Println()
 	}
-	fmt.Println()
 	fmt.Println("\nThe fleet's nodes (CPU during the load; the node's peak RSS since its start):")
 	fmt.Println("\n| build | node | peak RSS | CPU-seconds |")
 	fmt.Println("|---|---|---|---|")

@@ -115,12 +115,15 @@ type sentOnce struct {
 	other map[table.PathDestLocalKey]struct{}
 }
 
-// sentV4Key is an IPv4 unicast prefix's length and address, for sentV4.
+// sentV4Key is an IPv4 unicast prefix's length and address, for sentV4. The
+// address is masked to the length: a prefix is the same with any host bits, as a
+// bit of sentV4's blocks and as a key of its map alike.
 func sentV4Key(k table.PathDestLocalKey) (uint8, uint32, bool) {
 	if k.Family != bgp.RF_IPv4_UC || k.Prefix != "" || k.Bits > 32 {
 		return 0, 0, false
 	}
-	return k.Bits, binary.BigEndian.Uint32(k.Addr[12:]), true
+	host := uint32(uint64(1)<<(32-k.Bits) - 1)
+	return k.Bits, binary.BigEndian.Uint32(k.Addr[12:]) &^ host, true
 }
 
 // sentV4MaxBits is the longest IPv4 prefix sentV4 keeps as a bit: a full table's
@@ -136,8 +139,9 @@ const sentV4Block = 4096
 
 // sentV4 is a set of IPv4 prefixes: for each length up to sentV4MaxBits, one bit
 // per prefix of that length in blocks of sentV4Block, and a map for longer
-// prefixes. A map of 64-bit keys cost 24 bytes a prefix (28 MB for a full table,
-// for each peer sent it), and its inserts were a fleet node's largest map work.
+// prefixes. A map of 64-bit keys cost 24 to 38 bytes a prefix (29 MB for a full
+// table, for each peer sent it), and its inserts were a fleet node's largest map
+// work.
 type sentV4 struct {
 	blocks [sentV4MaxBits + 1][]*[sentV4Block / 64]uint64
 	long   map[uint64]struct{}
