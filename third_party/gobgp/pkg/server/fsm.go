@@ -2218,6 +2218,19 @@ func (h *fsmHandler) established(ctx context.Context) (bgp.FSMState, *fsmStateRe
 	// reset the write deadline that was set in the connection establishment.
 	fsm.conn.SetWriteDeadline(time.Time{})
 
+	// A NOTIFICATION waiting here was asked before this session began (a reset or
+	// shutdown of a peer in Idle or Active: only an established session reads the
+	// channel). It belongs to no session; sent now, it would end this one as soon
+	// as it began.
+	select {
+	case m := <-fsm.notification:
+		body := m.Body.(*bgp.BGPNotification)
+		fsm.logger.Info("dropped a notification asked before the session was established",
+			slog.Int("Code", int(body.ErrorCode)),
+			slog.Int("Subcode", int(body.ErrorSubcode)))
+	default:
+	}
+
 	ioCtx, cancel := context.WithCancel(ctx)
 	wg := &sync.WaitGroup{}
 	wg.Add(2)
