@@ -22,9 +22,11 @@ import (
 // has too (little: iBGP routes are not passed on). A difference a resend does not mend
 // (a node that cannot hold some routes) is resent less and less often.
 const (
-	// Check is how often the digests are compared.
+	// Check is how often the digests are compared, at most (a third of the quiet
+	// time when that is shorter).
 	Check = 10 * time.Second
-	// Quiet is how long both sides' digests must stand still to count.
+	// Quiet is how long both sides' digests must stand still to count, by default
+	// (cluster.mesh.alarm_after).
 	Quiet = 30 * time.Second
 	// resendFirst and resendMax bound the wait between resends to one node.
 	resendFirst = 5 * time.Minute
@@ -45,11 +47,11 @@ type peerAlarm struct {
 	wait  time.Duration
 }
 
-// differ says whether two nodes' prefixes differ and both have stood still for Quiet
+// differ says whether two nodes' prefixes differ and both have stood still for quiet
 // (a node still loading moves).
-func differ(mine, theirs seen, now time.Time) bool {
+func differ(mine, theirs seen, now time.Time, quiet time.Duration) bool {
 	return mine.value != "" && theirs.value != "" && mine.value != theirs.value &&
-		now.Sub(mine.since) >= Quiet && now.Sub(theirs.since) >= Quiet
+		now.Sub(mine.since) >= quiet && now.Sub(theirs.since) >= quiet
 }
 
 // due says whether to resend to a node whose alarm is up: it has been for
@@ -75,9 +77,9 @@ type Resender interface {
 // Watch compares this node's prefixes with its mesh peers', raises the alarm and
 // resends as the last resort (see above).
 type Watch struct {
-	node        string
-	resendAfter time.Duration
-	log         *slog.Logger
+	node               string
+	quiet, resendAfter time.Duration
+	log                *slog.Logger
 
 	seen   map[string]seen
 	alarms map[string]peerAlarm
@@ -86,10 +88,20 @@ type Watch struct {
 	mismatches atomic.Int64
 }
 
-// NewWatch returns the watch of node's mesh; resendAfter is how long an alarm stands
-// before the last resort.
-func NewWatch(node string, resendAfter time.Duration, log *slog.Logger) *Watch {
-	return &Watch{node: node, resendAfter: resendAfter, log: log, seen: map[string]seen{}, alarms: map[string]peerAlarm{}}
+// NewWatch returns the watch of node's mesh: a difference is an alarm once both
+// sides stood still for quiet (0: Quiet), and resendAfter is how long an alarm
+// stands before the last resort.
+func NewWatch(node string, quiet, resendAfter time.Duration, log *slog.Logger) *Watch {
+	if quiet <= 0 {
+		quiet = Quiet
+	}
+	return &Watch{node: node, quiet: quiet, resendAfter: resendAfter, log: log, seen: map[string]seen{}, alarms: map[string]peerAlarm{}}
+}
+
+// Every is how often to Check: Check, or a third of the quiet time when that is
+// shorter, so that an alarm is raised within about 1.3 times the quiet time.
+func (w *Watch) Every() time.Duration {
+	return max(min(Check, w.quiet/3), 100*time.Millisecond)
 }
 
 // Resends counts the routes resent to mesh peers (the last resort; should stay 0).
@@ -121,7 +133,7 @@ func (w *Watch) observe(now time.Time, nodes []cluster.NodeInfo, applied map[str
 			continue
 		}
 		theirs, r := w.seen[n.Name], w.alarms[n.Name]
-		if !differ(mine, theirs, now) {
+		if !differ(mine, theirs, now, w.quiet) {
 			if mine.value == theirs.value {
 				if !r.alarm.IsZero() {
 					w.log.Info("this node's prefixes and a mesh peer's agree again", "member", n.Name, "alarm_for", now.Sub(r.alarm).Round(time.Second))

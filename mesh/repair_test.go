@@ -21,7 +21,7 @@ func TestDiffer(t *testing.T) {
 		{"differ, theirs moving", seen{"a", old}, seen{"b", fresh}, false},
 		{"theirs unknown", seen{"a", old}, seen{}, false},
 	} {
-		if got := differ(tc.mine, tc.theirs, now); got != tc.want {
+		if got := differ(tc.mine, tc.theirs, now, Quiet); got != tc.want {
 			t.Errorf("%s: differ = %v, want %v", tc.what, got, tc.want)
 		}
 	}
@@ -52,7 +52,7 @@ func TestDue(t *testing.T) {
 // resendAfter, then again only after a doubling wait, and the alarm cleared when the
 // digests agree. A peer whose session is not established is not compared.
 func TestObserve(t *testing.T) {
-	w := NewWatch("n1", 2*time.Minute, quiet)
+	w := NewWatch("n1", 0, 2*time.Minute, quiet)
 	nodes := []cluster.NodeInfo{{Name: "n1", BGPAddress: "10.0.0.1"}, {Name: "n2", BGPAddress: "10.0.0.2"}, {Name: "n3", BGPAddress: "10.0.0.3"}}
 	established := map[string]bool{"10.0.0.2": true} // n3's session is down
 	applied := func(n1, n2, n3 string) map[string]cluster.Applied {
@@ -90,5 +90,29 @@ func TestObserve(t *testing.T) {
 	step("n2 mended: agree", 40*time.Second+Quiet+2*time.Minute+2*resendFirst+time.Second, "full", 0, false)
 	if len(w.alarms) != 0 {
 		t.Errorf("alarms left after agreement: %v", w.alarms)
+	}
+}
+
+// TestAlarmAfter: a shorter quiet time (cluster.mesh.alarm_after) raises the alarm
+// once both sides stood still for it, not before, and is checked every third of it;
+// the default checks every Check.
+func TestAlarmAfter(t *testing.T) {
+	w := NewWatch("n1", 3*time.Second, time.Minute, quiet)
+	if got := w.Every(); got != time.Second {
+		t.Errorf("Every() with a 3 s quiet time = %v, want 1s", got)
+	}
+	if got := NewWatch("n1", 0, time.Minute, quiet).Every(); got != Check {
+		t.Errorf("Every() by default = %v, want %v", got, Check)
+	}
+	nodes := []cluster.NodeInfo{{Name: "n1", BGPAddress: "10.0.0.1"}, {Name: "n2", BGPAddress: "10.0.0.2"}}
+	applied := map[string]cluster.Applied{"n1": {Prefixes: [2]string{"full", "v6"}}, "n2": {Prefixes: [2]string{"short", "v6"}}}
+	t0 := time.Now()
+	for _, c := range []struct {
+		after  time.Duration
+		alarms int
+	}{{0, 0}, {2900 * time.Millisecond, 0}, {3 * time.Second, 1}} {
+		if _, alarms := w.observe(t0.Add(c.after), nodes, applied, map[string]bool{"10.0.0.2": true}); alarms != c.alarms {
+			t.Errorf("%v after both stood still: %d alarms, want %d", c.after, alarms, c.alarms)
+		}
 	}
 }

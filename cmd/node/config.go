@@ -26,6 +26,7 @@ import (
 	"github.com/fibfleet/fibfleet/cluster"
 	"github.com/fibfleet/fibfleet/dataplane"
 	"github.com/fibfleet/fibfleet/memory"
+	"github.com/fibfleet/fibfleet/mesh"
 	"gopkg.in/yaml.v3"
 )
 
@@ -199,6 +200,11 @@ type MeshConfig struct {
 	// hop, so the others resolve next hops there through it; default: the subnets of
 	// its links to its BGP neighbours.
 	Announce []string `yaml:"announce"`
+	// AlarmAfter is how long a mesh peer's prefixes must have differed from this
+	// node's, both unchanged, to raise the alarm (routes lost on the way). Shorter
+	// than a full table's load through a busy mesh peer, it can raise a false alarm
+	// while the peer is stalled.
+	AlarmAfter time.Duration `yaml:"alarm_after"`
 	// ResendAfter is how long a mesh peer's prefixes may differ from this node's,
 	// once the alarm is up, before the node resends its routes to it (the last
 	// resort).
@@ -573,7 +579,7 @@ func defaults() Config {
 		FIB:         FIBConfig{Backend: string(dataplane.BackendCompiled), GroupsV4: 16384, LinesV4: 1 << 18, BucketsV6: dataplane.DefaultBucketsV6, RetryInterval: time.Second, KernelSync: true, KernelTable: 254, HoldDown: time.Second, HoldDownWindow: time.Minute},
 		Cache:       CacheConfig{FlatPolicy: cache.FlatPolicy{Mode: string(cache.Auto), MinEntries: 1 << 10, MaxEntries: 1 << 16}, Interval: time.Second},
 		Cluster: ClusterConfig{Name: "default", LeaseTTL: 5 * time.Second, Gossip: GossipConfig{Profile: cluster.ProfileTuned, Port: 7946},
-			Mesh: MeshConfig{ResendAfter: 2 * time.Minute}},
+			Mesh: MeshConfig{AlarmAfter: mesh.Quiet, ResendAfter: 2 * time.Minute}},
 	}
 }
 
@@ -964,6 +970,9 @@ func (c ClusterConfig) validate() []error {
 	}
 	if len(c.Mesh.Announce) > 0 && c.Mesh.Address == "" {
 		errs = append(errs, errors.New("cluster.mesh.announce needs cluster.mesh.address (the next hop of what is announced)"))
+	}
+	if c.Mesh.AlarmAfter < time.Second {
+		errs = append(errs, fmt.Errorf("cluster.mesh.alarm_after %v: use 1s or more (default 30s)", c.Mesh.AlarmAfter))
 	}
 	if c.Mesh.ResendAfter < 0 {
 		errs = append(errs, fmt.Errorf("cluster.mesh.resend_after %v: use 0 (resend as soon as the alarm is up) or more (default 2m)", c.Mesh.ResendAfter))

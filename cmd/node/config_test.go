@@ -55,7 +55,7 @@ xdp_mode: turbo
 log_level: loud
 fib: {groups_v4: 0, lines_v4: 3, retry_interval: 0s, backend: kernel, kernel_sync: false}
 cache: {mode: auto, min_entries: 4096, max_entries: 1000, interval: 1ms}
-cluster: {mesh: {resend_after: -1s}}
+cluster: {mesh: {resend_after: -1s, alarm_after: 500ms}}
 bgp:
   asn: 65000
   router_id: 192.0.2.1
@@ -78,7 +78,7 @@ bgp:
 	}
 	for _, want := range []string{`node_name: name "a/b"`, "interfaces: list at least one", `xdp_mode "turbo": use native`, `log_level "loud"`,
 		"fib.groups_v4 0", "fib.lines_v4 3", "fib.retry_interval", "fib.backend kernel looks routes up in the kernel", `bgp.neighbors[0].address "not-an-ip"`,
-		"cache.max_entries 1000: use a power of two", "cache.min_entries 4096 is above cache.max_entries 1000", "cache.interval 1ms", "cluster.mesh.resend_after -1s"} {
+		"cache.max_entries 1000: use a power of two", "cache.min_entries 4096 is above cache.max_entries 1000", "cache.interval 1ms", "cluster.mesh.resend_after -1s", "cluster.mesh.alarm_after 500ms"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %q:\n%v", want, err)
 		}

@@ -129,7 +129,7 @@ func (a nodeApplier) Report(s *cluster.Applied) {
 // policy, whether etcd answers or not.
 func startFleet(ctx context.Context, cfg Config, app cluster.Applier, log *slog.Logger) (*fleet, error) {
 	f := &fleet{cfg: cfg, log: log.With("component", "fleet"), app: app, endpoints: cfg.Cluster.Etcd.Endpoints}
-	f.watch = mesh.NewWatch(cfg.NodeName, cfg.Cluster.Mesh.ResendAfter, f.log)
+	f.watch = mesh.NewWatch(cfg.NodeName, cfg.Cluster.Mesh.AlarmAfter, cfg.Cluster.Mesh.ResendAfter, f.log)
 	if err := app.ApplyPolicy(cfg.Cache.Policy()); err != nil {
 		return nil, err
 	}
@@ -490,9 +490,9 @@ func sessions(ps []bgp.PeerStatus) []nodeapi.Session {
 }
 
 // repair runs the mesh's watch (package mesh: the alarm and the last resort) every
-// mesh.Check, once etcd and the speaker are there.
+// mesh.Check or less, once etcd and the speaker are there.
 func (f *fleet) repair(ctx context.Context) {
-	tick := time.NewTicker(mesh.Check)
+	tick := time.NewTicker(f.watch.Every())
 	defer tick.Stop()
 	for {
 		select {

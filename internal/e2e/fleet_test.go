@@ -87,8 +87,9 @@ func startFleet(t testing.TB, cfg lab.FleetConfig) (*lab.Fleet, *cluster.Store) 
 // unchanged, no node applies one).
 func TestFleet(t *testing.T) {
 	ctx := context.Background()
-	// The last resort of the mesh's alarm at once, for testRepair.
-	fl, store := startFleet(t, lab.FleetConfig{MeshResendAfter: time.Second, RPKI: true})
+	// The mesh's alarm soon and its last resort at once, for testRepair (the
+	// table is a few routes: no load stalls a node for seconds).
+	fl, store := startFleet(t, lab.FleetConfig{MeshAlarmAfter: 3 * time.Second, MeshResendAfter: time.Second, RPKI: true})
 	n1, n2, n3 := fl.Nodes[0], fl.Nodes[1], fl.Nodes[2]
 	// BIRD's 3 + 2 routes and the two subnets n1 announces to the mesh.
 	const routes4, routes6 = 4, 3
@@ -722,8 +723,8 @@ func testRepair(t *testing.T, fl *lab.Fleet, routes4 int) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	// The alarm waits for 30 s of unchanged difference, checking every 10 s; the
-	// fleet's resend_after is 1 s.
+	// The alarm waits for 3 s of unchanged difference (cluster.mesh.alarm_after),
+	// checking every second; the fleet's resend_after is 1 s.
 	if err := lab.WaitFor(ctx, 2*time.Minute, "the mesh's last resort to give n2 "+lost+" back", func() (bool, error) { return routes(n2) == float64(routes4), nil }); err != nil {
 		t.Fatal(err)
 	}

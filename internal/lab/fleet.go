@@ -126,8 +126,9 @@ type FleetConfig struct {
 	Expected int
 	// Cluster is the fleet's name (default lab).
 	Cluster string
-	// MeshResendAfter is the nodes' cluster.mesh.resend_after (0: the node's default).
-	MeshResendAfter time.Duration
+	// MeshAlarmAfter and MeshResendAfter are the nodes' cluster.mesh.alarm_after and
+	// resend_after (0: the node's defaults).
+	MeshAlarmAfter, MeshResendAfter time.Duration
 	// NodeExtra is appended to every node's configuration (YAML, top level).
 	NodeExtra string
 	// TableLater: BIRD announces Table only on `birdc enable` FleetTableProtocol
@@ -422,6 +423,9 @@ func (f *Fleet) nodeConfig(n *FleetNode) string {
 	resendAfter := ""
 	if f.Cfg.MeshResendAfter > 0 {
 		resendAfter = fmt.Sprintf("\n    resend_after: %v", f.Cfg.MeshResendAfter)
+	}
+	if f.Cfg.MeshAlarmAfter > 0 {
+		resendAfter += fmt.Sprintf("\n    alarm_after: %v", f.Cfg.MeshAlarmAfter)
 	}
 	return fmt.Sprintf(`node_name: %s
 interfaces: [%s]
