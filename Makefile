@@ -52,7 +52,13 @@ test: deps
 	$(GO) test -count=1 -timeout 45m -v ./internal/e2e >> $$log 2>&1 || status=1; \
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./... >> $$log 2>&1 || status=1; \
 	grep -E '^\s*--- (PASS|FAIL|SKIP)|^(ok|FAIL|panic:)|^Benchmark\S+\s+[0-9]|^\s+\S+_test\.go:[0-9]+:' $$log; \
-	if [ $$status != 0 ]; then echo "--- full log of the failed run:"; tail -n 200 $$log; fi; \
+	if [ $$status != 0 ]; then \
+		for t in $$(sed -n 's/^--- FAIL: \([A-Za-z0-9_]*\) .*/\1/p' $$log | sort -u); do \
+			echo "--- $$t's whole output (its last 600 lines: the logs a failed lab prints):"; \
+			awk -v t="$$t" '$$0 == "=== RUN   " t { p = 1 } p { print } index($$0, "--- FAIL: " t " ") == 1 { p = 0 }' $$log | tail -n 600; \
+		done; \
+		echo "--- the end of the log (a build error or a panic shows here):"; tail -n 60 $$log; \
+	fi; \
 	echo "$$(grep -cE '^\s*--- PASS' $$log) passed, $$(grep -cE '^\s*--- FAIL' $$log) failed, $$(grep -cE '^\s*--- SKIP' $$log) skipped"; \
 	rm -f $$log; exit $$status
 
