@@ -40,24 +40,28 @@ func TestSessionSecurity(t *testing.T) {
 	// BIRD's side waiting for an OPEN until it expires.
 	waitUp := func(addr, why string) {
 		t.Helper()
+		start := time.Now()
 		if err := lab.WaitFor(ctx, 150*time.Second, addr+" established: "+why, func() (bool, error) {
 			s, err := state(addr)
 			return s == "established", err
 		}); err != nil {
 			t.Fatal(err)
 		}
+		t.Logf("%s established after %v: %s", addr, time.Since(start).Round(100*time.Millisecond), why)
 	}
 	// stayDown waits for a session to go down (a reload resets it), then checks it
 	// does not come up for 15 s (it would within 5 s: the connect retry is 5 s,
 	// BIRD's 5 s too).
 	stayDown := func(addr, why string) {
 		t.Helper()
+		start := time.Now()
 		if err := lab.WaitFor(ctx, 20*time.Second, addr+" reset: "+why, func() (bool, error) {
 			s, err := state(addr)
 			return s != "established", err
 		}); err != nil {
 			t.Fatal(err)
 		}
+		t.Logf("%s down after %v: %s", addr, time.Since(start).Round(100*time.Millisecond), why)
 		deadline := time.Now().Add(15 * time.Second)
 		for time.Now().Before(deadline) {
 			if s, err := state(addr); err == nil && s == "established" {
