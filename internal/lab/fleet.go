@@ -420,12 +420,12 @@ func (f *Fleet) nodeConfig(n *FleetNode) string {
 `, Upstream2Addr, Upstream2ASN, len(f.Cfg.Table), LabImport)
 		}
 	}
-	resendAfter := ""
+	meshExtra := ""
 	if f.Cfg.MeshResendAfter > 0 {
-		resendAfter = fmt.Sprintf("\n    resend_after: %v", f.Cfg.MeshResendAfter)
+		meshExtra = fmt.Sprintf("\n    resend_after: %v", f.Cfg.MeshResendAfter)
 	}
 	if f.Cfg.MeshAlarmAfter > 0 {
-		resendAfter += fmt.Sprintf("\n    alarm_after: %v", f.Cfg.MeshAlarmAfter)
+		meshExtra += fmt.Sprintf("\n    alarm_after: %v", f.Cfg.MeshAlarmAfter)
 	}
 	return fmt.Sprintf(`node_name: %s
 interfaces: [%s]
@@ -452,7 +452,7 @@ bgp:
   # died, and a killed node's XDP hands over to the kernel after 15 s.
   graceful_restart: {restart_time: %s}
 %s%s`, n.Name, strings.Join(ifaces, ", "), n.APISocket, f.Cfg.Cluster, strings.Join(etcd, ", "), insecure, n.MeshAddr, strings.Join(join, ", "), f.Cfg.GossipProfile,
-		n.MeshAddr, n.MeshAddr6, resendAfter, RouterASN, n.MeshAddr, FleetRestartTime, neighbors, f.Cfg.NodeExtra)
+		n.MeshAddr, n.MeshAddr6, meshExtra, RouterASN, n.MeshAddr, FleetRestartTime, neighbors, f.Cfg.NodeExtra)
 }
 
 // FleetRestartTime is the fleet's nodes' bgp.graceful_restart.restart_time: short
