@@ -491,11 +491,12 @@ func (s *Speaker) AddNeighbor(ctx context.Context, n Neighbor) error {
 			RemotePort:  uint32(n.Port),
 			PassiveMode: n.Passive,
 		},
-		// A session the node ended itself (BFD down, a reload that changes it) may
-		// come back as soon as a connection retry would: GoBGP's default idle hold
-		// after a reset (30 s) kept a link's return from its routes for 30 s more,
-		// refusing the peer's connections. A flapping neighbour's routes are held
-		// down in the FIB (fib.hold_down), not here.
+		// A session the node reset itself (ResetNeighbor: BFD down) may come back as
+		// soon as a connection retry would: GoBGP's default idle hold after a reset
+		// (30 s) kept a link's return from its routes for 30 s more, refusing the
+		// peer's connections. (A reload that changes a neighbour removes and adds
+		// it: no idle hold.) A flapping neighbour's routes are held down in the FIB
+		// (fib.hold_down), not here.
 		Timers: &api.Timers{Config: &api.TimersConfig{ConnectRetry: 5, IdleHoldTimeAfterReset: 5}},
 		// Graceful restart (see gracefulRestart): also what makes most speakers end
 		// their initial dump with End-of-RIB, the node's signal that a full-table load

@@ -80,6 +80,7 @@ func StartEmbedded(c EmbeddedConfig) (*Embedded, error) {
 	// One member: no election to lose, so a short election timeout costs nothing and
 	// the member leads within about 0.1 s of a start, not 0.4 to 0.6 s (etcd's 100 ms
 	// heartbeat and 1 s election), which every node start and restart waited for.
+	// etcd refuses an election under 5 heartbeats: lower both or neither.
 	cfg.TickMs, cfg.ElectionMs = 20, 100
 	if c.TLS != nil {
 		cfg.ClientTLSInfo = *c.TLS
