@@ -286,21 +286,31 @@ func (ocm *outgoingConnManager) run(ch chan<- outgoingConn) {
 			}
 
 			fsm.lock.Lock()
+			if ocm.ctx.Err() != nil {
+				// Stopped as it connected: no OPEN goes out on this connection.
+				fsm.lock.Unlock()
+				conn.Close()
+				return
+			}
 			initializeConn(fsm, conn)
 			conf := fsm.pConf.ReadCopy()
 			open := buildopen(fsm.gConf, &conf)
 			fsm.pConf.Update(&conf)
+			// OpenSent before the OPEN may be out, under the lock OpenSent holds
+			// to decide whether to stop this manager: once the peer may have this
+			// speaker's OPEN, it may keep this connection in a collision.
+			ocm.state.Store(bgp.BGP_FSM_OPENSENT)
 			fsm.lock.Unlock()
 			b, _ := open.Serialize()
 
 			conn.SetWriteDeadline(time.Now().Add(time.Second))
 			if _, err := conn.Write(b); err != nil {
 				conn.Close()
+				ocm.state.Store(bgp.BGP_FSM_CONNECT)
 				continue
 			}
 			fsm.bgpMessageStateUpdate(bgp.BGP_MSG_OPEN, false)
 			fsm.logger.Debug("outgoing connection established")
-			ocm.state.Store(bgp.BGP_FSM_OPENSENT)
 		case bgp.BGP_FSM_OPENSENT:
 			recvCh := make(chan *fsmMsg, 1)
 			reasonCh := make(chan fsmStateReason, 1)
@@ -496,6 +506,12 @@ func (fsm *fsm) isDominant(open *bgp.BGPOpen) bool {
 	}
 
 	return false
+}
+
+// collisionResolved is the NOTIFICATION that closes the connection a collision
+// did not keep (RFC 4271 6.8).
+func collisionResolved() *bgp.BGPMessage {
+	return bgp.NewBGPNotificationMessage(bgp.BGP_ERROR_CEASE, bgp.BGP_ERROR_SUB_CONNECTION_COLLISION_RESOLUTION, nil)
 }
 
 func (fsm *fsm) bgpMessageResetStats() {
@@ -1515,6 +1531,61 @@ func (fsm *fsm) handleOpen(fmsg *fsmMsg) (bgp.FSMState, *fsmStateReason, *bgp.BG
 	panic("handleOpen was called with invalid fsmMsg")
 }
 
+// confirm answers the OPEN of the connection OpenSent keeps (fsm.conn) with a
+// KEEPALIVE and moves to OpenConfirm. A collision, if any, is resolved: this
+// speaker's connection manager is stopped, and with it any connection it makes.
+func (h *fsmHandler) confirm(reason *fsmStateReason) (bgp.FSMState, *fsmStateReason) {
+	fsm := h.fsm
+	b, _ := bgp.NewBGPKeepAliveMessage().Serialize()
+	fsm.conn.SetWriteDeadline(time.Now().Add(time.Second))
+	if _, err := fsm.conn.Write(b); err != nil {
+		fsm.conn.Close()
+		return bgp.BGP_FSM_IDLE, newfsmStateReason(fsmWriteFailed, nil, nil)
+	}
+	// stop to try to connect.
+	if fsm.outgoingConnMgr != nil {
+		fsm.outgoingConnMgr.stop()
+	}
+
+	fsm.bgpMessageStateUpdate(bgp.BGP_MSG_KEEPALIVE, false)
+	return bgp.BGP_FSM_OPENCONFIRM, reason
+}
+
+// keep makes c the connection OpenSent goes on with, its OPEN open, and closes
+// the other: with a Cease (Connection Collision Resolution, RFC 4271 6.8) when it
+// is still open.
+func (fsm *fsm) keep(c net.Conn, open *bgp.BGPMessage, other net.Conn, otherFailed bool) {
+	if other != nil && other != c {
+		if otherFailed {
+			other.Close()
+		} else {
+			_ = fsm.sendNotification(other, collisionResolved())
+		}
+	}
+	fsm.conn = c
+	fsm.lock.Lock()
+	fsm.recvOpen = open
+	fsm.lock.Unlock()
+}
+
+// outgoingPending says whether this speaker's own connection has sent its OPEN and
+// waits for the peer's (or has it, not yet taken from outgoingConnCh). Where it
+// has not, the manager is stopped before it does: its state is read, and it is
+// canceled, under the lock the manager holds to send its OPEN.
+func (fsm *fsm) outgoingPending() bool {
+	ocm := fsm.outgoingConnMgr
+	if ocm == nil {
+		return false
+	}
+	fsm.lock.Lock()
+	defer fsm.lock.Unlock()
+	if ocm.state.Load() == bgp.BGP_FSM_OPENSENT {
+		return true
+	}
+	ocm.cancel()
+	return false
+}
+
 func (h *fsmHandler) opensent(ctx context.Context) (bgp.FSMState, *fsmStateReason) {
 	fsm := h.fsm
 
@@ -1524,13 +1595,16 @@ func (h *fsmHandler) opensent(ctx context.Context) (bgp.FSMState, *fsmStateReaso
 	recvChan := make(chan *fsmMsg, 1)
 	go h.recvMessage(ctx, fsm.conn, recvChan, reasonCh, wg)
 
+	// The recv goroutine reads the accepted connection, which a collision may
+	// replace with this speaker's as fsm.conn.
+	incoming := fsm.conn
 	defer func() {
 		// for to stop the recv goroutine
-		fsm.conn.SetReadDeadline(time.Now())
+		incoming.SetReadDeadline(time.Now())
 		wg.Wait()
 		close(recvChan)
 		// reset the read deadline
-		fsm.conn.SetReadDeadline(time.Time{})
+		incoming.SetReadDeadline(time.Time{})
 	}()
 
 	// RFC 4271 P.60
@@ -1539,10 +1613,35 @@ func (h *fsmHandler) opensent(ctx context.Context) (bgp.FSMState, *fsmStateReaso
 	// for the HoldTimer
 	holdTimer := time.NewTimer(time.Second * time.Duration(fsm.opensentHoldTime))
 
+	// Two speakers connecting to each other at once each hold two connections
+	// here, the accepted one (fsm.conn) and the one this speaker made, and both
+	// must keep the same: the one the speaker with the higher BGP Identifier made
+	// (RFC 4271 6.8). The identifier is in whichever OPEN comes first; the
+	// connection to keep may still wait for the peer's OPEN, and may fail (the
+	// peer took the other before it saw this one): then the other is kept after
+	// all. Meanwhile an OPEN is held unanswered: heldIn the accepted connection's,
+	// heldOut this speaker's connection; or incomingErr says why the accepted one
+	// failed. pollOutgoing ticks to see whether this speaker's connection failed.
+	var heldIn *bgp.BGPMessage
+	var heldOut *outgoingConn
+	var incomingErr *fsmStateReason
+	var pollOutgoing <-chan time.Time
+	pollStop := func() {}
+	defer func() { pollStop() }()
+	poll := func() {
+		if pollOutgoing == nil {
+			t := time.NewTicker(50 * time.Millisecond)
+			pollOutgoing, pollStop = t.C, t.Stop
+		}
+	}
+
 	for {
 		select {
 		case <-ctx.Done():
 			fsm.conn.Close()
+			if heldOut != nil {
+				heldOut.conn.Close()
+			}
 			return -1, newfsmStateReason(fsmDying, nil, nil)
 		case conn, ok := <-fsm.connCh:
 			if !ok {
@@ -1556,6 +1655,9 @@ func (h *fsmHandler) opensent(ctx context.Context) (bgp.FSMState, *fsmStateReaso
 			if restarting {
 				fsm.logger.Warn("graceful restart timer expired", slog.String("State", fsm.state.String()))
 				fsm.conn.Close()
+				if heldOut != nil {
+					heldOut.conn.Close()
+				}
 				return bgp.BGP_FSM_IDLE, newfsmStateReason(fsmRestartTimerExpired, nil, nil)
 			}
 		case e := <-recvChan:
@@ -1566,92 +1668,105 @@ func (h *fsmHandler) opensent(ctx context.Context) (bgp.FSMState, *fsmStateReaso
 				} else {
 					fsm.conn.Close()
 				}
+				if heldOut != nil {
+					// The accepted connection's OPEN was refused: go on with this
+					// speaker's.
+					fsm.keep(heldOut.conn, heldOut.open, nil, true)
+					return h.confirm(newfsmStateReason(fsmOpenMsgReceived, heldOut.open, nil))
+				}
 				return nextState, reason
 			}
 			m := e.MsgData.(*bgp.BGPMessage)
-
-			fsm.lock.Lock()
-			fsm.recvOpen = m
-			fsm.lock.Unlock()
-
-			if outConn, ok := fsm.tryReceiveOutgoingConn(); ok {
-				// collision detected
-				isDominant := fsm.isDominant(m.Body.(*bgp.BGPOpen))
-				if isDominant {
-					// close the incoming connection
-					fsm.logger.Debug("collision detected: dominant on active side, close the incoming connection")
-					fsm.conn.Close()
-					fsm.conn = outConn.conn
-					fsm.lock.Lock()
-					fsm.recvOpen = outConn.open
-					fsm.lock.Unlock()
-				} else {
-					// close the outgoing connection
-					fsm.logger.Debug("collision detected: dominant on passive side, close the outgoing connection")
-					outConn.conn.Close()
+			out := heldOut
+			if out == nil {
+				if c, ok := fsm.tryReceiveOutgoingConn(); ok {
+					out = &c
 				}
 			}
-
-			b, _ := bgp.NewBGPKeepAliveMessage().Serialize()
-			fsm.conn.SetWriteDeadline(time.Now().Add(time.Second))
-			if _, err := fsm.conn.Write(b); err != nil {
-				fsm.conn.Close()
-				return bgp.BGP_FSM_IDLE, newfsmStateReason(fsmWriteFailed, nil, nil)
+			switch {
+			case out != nil:
+				// Both OPENs are here.
+				if fsm.isDominant(m.Body.(*bgp.BGPOpen)) {
+					fsm.logger.Debug("collision detected: dominant on active side, close the incoming connection")
+					fsm.keep(out.conn, out.open, incoming, false)
+				} else {
+					fsm.logger.Debug("collision detected: dominant on passive side, close the outgoing connection")
+					fsm.keep(incoming, m, out.conn, false)
+				}
+			case fsm.outgoingPending() && fsm.isDominant(m.Body.(*bgp.BGPOpen)):
+				fsm.logger.Debug("collision detected: dominant on active side, wait for the outgoing connection's OPEN")
+				heldIn = m
+				poll()
+				continue
+			default:
+				fsm.keep(incoming, m, nil, false)
 			}
-			// stop to try to connect.
-			if fsm.outgoingConnMgr.state.Load() == bgp.BGP_FSM_CONNECT {
-				fsm.outgoingConnMgr.stop()
-			}
-
-			fsm.bgpMessageStateUpdate(bgp.BGP_MSG_KEEPALIVE, false)
-			return bgp.BGP_FSM_OPENCONFIRM, newfsmStateReason(fsmOpenMsgReceived, nil, nil)
+			return h.confirm(newfsmStateReason(fsmOpenMsgReceived, nil, nil))
 		case result := <-fsm.outgoingConnCh:
-			incomingConn := fsm.conn
-			fsm.conn = result.conn
-			fsm.lock.Lock()
-			fsm.recvOpen = result.open
-			fsm.lock.Unlock()
-
 			var e *fsmMsg
 			select {
 			case e = <-recvChan:
 			default:
 			}
+			in := heldIn
 			if e != nil {
-				nextState, _, _ := fsm.handleOpen(e)
-				if nextState == bgp.BGP_FSM_OPENCONFIRM {
-					// collision detected
-					isDominant := fsm.isDominant(result.open.Body.(*bgp.BGPOpen))
-					if isDominant {
-						// close the incoming connection
-						fsm.logger.Debug("collision detected: dominant on active side, close the incoming connection")
-						incomingConn.Close()
-					} else {
-						// close the outgoing connection
-						fsm.logger.Debug("collision detected: dominant on passive side, close the outgoing connection")
-						result.conn.Close()
-						fsm.conn = incomingConn
-						fsm.lock.Lock()
-						fsm.recvOpen = e.MsgData.(*bgp.BGPMessage)
-						fsm.lock.Unlock()
-					}
+				if nextState, _, _ := fsm.handleOpen(e); nextState == bgp.BGP_FSM_OPENCONFIRM {
+					in = e.MsgData.(*bgp.BGPMessage)
+				} else {
+					incomingErr = newfsmStateReason(fsmInvalidMsg, nil, nil)
 				}
 			}
-			b, _ := bgp.NewBGPKeepAliveMessage().Serialize()
-			fsm.conn.SetWriteDeadline(time.Now().Add(time.Second))
-			if _, err := fsm.conn.Write(b); err != nil {
-				fsm.conn.Close()
-				fsm.logger.Warn("failed to send keepalive on outgoing connection", slog.String("Error", err.Error()))
-				return bgp.BGP_FSM_IDLE, newfsmStateReason(fsmWriteFailed, nil, nil)
+			switch {
+			case incomingErr != nil:
+				fsm.keep(result.conn, result.open, incoming, true)
+			case fsm.isDominant(result.open.Body.(*bgp.BGPOpen)):
+				fsm.logger.Debug("collision detected: dominant on active side, close the incoming connection")
+				fsm.keep(result.conn, result.open, incoming, false)
+			case in != nil:
+				fsm.logger.Debug("collision detected: dominant on passive side, close the outgoing connection")
+				fsm.keep(incoming, in, result.conn, false)
+			default:
+				// The peer's connection is the one to keep: wait for its OPEN.
+				fsm.logger.Debug("collision detected: dominant on passive side, wait for the incoming connection's OPEN")
+				heldOut = &result
+				continue
 			}
-			fsm.bgpMessageStateUpdate(bgp.BGP_MSG_KEEPALIVE, false)
-			return bgp.BGP_FSM_OPENCONFIRM, newfsmStateReason(fsmOpenMsgReceived, result.open, nil)
+			return h.confirm(newfsmStateReason(fsmOpenMsgReceived, result.open, nil))
 		case err := <-reasonCh:
+			if heldOut != nil {
+				fsm.logger.Debug("the incoming connection failed: go on with the outgoing one", slog.String("reason", err.String()))
+				fsm.keep(heldOut.conn, heldOut.open, incoming, true)
+				return h.confirm(newfsmStateReason(fsmOpenMsgReceived, heldOut.open, nil))
+			}
+			if fsm.outgoingPending() {
+				// The peer, resolving a collision, closes the connection it does
+				// not keep: wait for this speaker's own rather than idle,
+				// refusing it.
+				fsm.logger.Debug("the incoming connection failed: wait for the outgoing connection's OPEN", slog.String("reason", err.String()))
+				incomingErr = &err
+				poll()
+				continue
+			}
 			fsm.conn.Close()
 			return bgp.BGP_FSM_IDLE, &err
+		case <-pollOutgoing:
+			if fsm.outgoingConnMgr.state.Load() == bgp.BGP_FSM_OPENSENT {
+				continue
+			}
+			// This speaker's connection failed before the peer's OPEN came on it.
+			if incomingErr != nil {
+				fsm.conn.Close()
+				return bgp.BGP_FSM_IDLE, incomingErr
+			}
+			fsm.logger.Debug("the outgoing connection failed: go on with the incoming one")
+			fsm.keep(incoming, heldIn, nil, false)
+			return h.confirm(newfsmStateReason(fsmOpenMsgReceived, nil, nil))
 		case <-holdTimer.C:
 			m := bgp.NewBGPNotificationMessage(bgp.BGP_ERROR_HOLD_TIMER_EXPIRED, 0, nil)
 			_ = fsm.sendNotification(fsm.conn, m)
+			if heldOut != nil {
+				heldOut.conn.Close()
+			}
 			return bgp.BGP_FSM_IDLE, newfsmStateReason(fsmHoldTimerExpired, m, nil)
 		case stateOp := <-fsm.adminStateCh:
 			err := h.changeadminState(stateOp.State)
@@ -1659,6 +1774,9 @@ func (h *fsmHandler) opensent(ctx context.Context) (bgp.FSMState, *fsmStateReaso
 				switch stateOp.State {
 				case adminStateDown:
 					fsm.conn.Close()
+					if heldOut != nil {
+						heldOut.conn.Close()
+					}
 					return bgp.BGP_FSM_IDLE, newfsmStateReason(fsmAdminDown, nil, nil)
 				case adminStateUp:
 					h.fsm.logger.Error("code logic bug",
@@ -2218,19 +2336,6 @@ func (h *fsmHandler) established(ctx context.Context) (bgp.FSMState, *fsmStateRe
 	// reset the write deadline that was set in the connection establishment.
 	fsm.conn.SetWriteDeadline(time.Time{})
 
-	// A NOTIFICATION waiting here was asked before this session began (a reset or
-	// shutdown of a peer in Idle or Active: only an established session reads the
-	// channel). It belongs to no session; sent now, it would end this one as soon
-	// as it began.
-	select {
-	case m := <-fsm.notification:
-		body := m.Body.(*bgp.BGPNotification)
-		fsm.logger.Info("dropped a notification asked before the session was established",
-			slog.Int("Code", int(body.ErrorCode)),
-			slog.Int("Subcode", int(body.ErrorSubcode)))
-	default:
-	}
-
 	ioCtx, cancel := context.WithCancel(ctx)
 	wg := &sync.WaitGroup{}
 	wg.Add(2)
@@ -2375,6 +2480,23 @@ func (h *fsmHandler) established(ctx context.Context) (bgp.FSMState, *fsmStateRe
 	}
 }
 
+// dropNotificationAskedBefore drops a NOTIFICATION waiting as a session becomes
+// established: it was asked before the session began (a reset or shutdown of a
+// peer in Idle, Active, OpenSent or OpenConfirm; only an established session
+// reads the channel) and belongs to no session; sent, it would end this one as
+// soon as it began. It runs before the transition's callback, so a reset asked
+// during that callback (which builds the initial dump) ends the session.
+func (fsm *fsm) dropNotificationAskedBefore() {
+	select {
+	case m := <-fsm.notification:
+		body := m.Body.(*bgp.BGPNotification)
+		fsm.logger.Info("dropped a notification asked before the session was established",
+			slog.Int("Code", int(body.ErrorCode)),
+			slog.Int("Subcode", int(body.ErrorSubcode)))
+	default:
+	}
+}
+
 func (h *fsmHandler) loop(ctx context.Context, wg *sync.WaitGroup) {
 	defer wg.Done()
 
@@ -2433,6 +2555,9 @@ func (h *fsmHandler) loop(ctx context.Context, wg *sync.WaitGroup) {
 			h.restartExpired = reason != nil && reason.Type == fsmRestartTimerExpired
 		}
 
+		if nextState == bgp.BGP_FSM_ESTABLISHED {
+			fsm.dropNotificationAskedBefore()
+		}
 		h.fsm.stateChange(nextState, reason)
 
 		msg := &fsmMsg{
