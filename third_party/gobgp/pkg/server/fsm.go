@@ -46,6 +46,7 @@ import (
 
 const (
 	minConnectRetryInterval = 2
+	firstConnectJitter      = 200 * time.Millisecond
 )
 
 type fsmStateReasonType uint8
@@ -273,10 +274,12 @@ func (ocm *outgoingConnManager) run(ch chan<- outgoingConn) {
 	}
 
 	var conn net.Conn
+	first := true
 	for {
 		switch ocm.state.Load() {
 		case bgp.BGP_FSM_CONNECT:
-			conn = ocm.fsm.h.connectLoop(ocm.ctx)
+			conn = ocm.fsm.h.connectLoop(ocm.ctx, first)
+			first = false
 			if ocm.ctx.Err() != nil {
 				// right after connectLoop() returns a connection, the context may be canceled.
 				if conn != nil {
@@ -941,7 +944,14 @@ func (h *fsmHandler) idle(ctx context.Context) (bgp.FSMState, *fsmStateReason) {
 	}
 }
 
-func (h *fsmHandler) connectLoop(ctx context.Context) net.Conn {
+// connectLoop makes outgoing connections until one is made. The first of a
+// manager's is made at once, as a start does (RFC 4271 8.2.2), after a jitter of
+// up to firstConnectJitter that keeps two speakers started together from
+// colliding every time: it waited 1.5 to 2 s, which every session's start and a
+// restarting speaker's return spent. The first of a later loop (a connection
+// made that failed before the session was up) waits about 2 s, as all did, and the
+// others the connect retry interval.
+func (h *fsmHandler) connectLoop(ctx context.Context, first bool) net.Conn {
 	fsm := h.fsm
 
 	retryInterval, addr, port, password, ttl, ttlMin, mss, localAddress, localPort, bindInterface, tos := func() (int, string, int, string, uint8, uint8, uint16, string, int, string, uint8) {
@@ -973,9 +983,15 @@ func (h *fsmHandler) connectLoop(ctx context.Context) net.Conn {
 		return tick, addr.String(), port, password, ttl, ttlMin, conf.Transport.Config.TcpMss, conf.Transport.Config.LocalAddress.String(), int(conf.Transport.Config.LocalPort), conf.Transport.Config.BindInterface, tos
 	}()
 
-	tick := minConnectRetryInterval
+	retry := func(interval int) time.Duration {
+		return time.Duration((0.75+rand.Float64()*0.25)*float64(interval)*1000) * time.Millisecond
+	}
+	wait := retry(minConnectRetryInterval)
+	if first {
+		wait = time.Duration(rand.Float64() * float64(firstConnectJitter))
+	}
 	for {
-		timer := time.NewTimer(time.Duration((0.75+rand.Float64()*0.25)*float64(tick)*1000) * time.Millisecond)
+		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			fsm.logger.Debug("stop connect loop")
@@ -1017,7 +1033,7 @@ func (h *fsmHandler) connectLoop(ctx context.Context) net.Conn {
 				fsm.logger.Debug("failed to connect", slog.String("Error", err.Error()))
 			}
 		}
-		tick = retryInterval
+		wait = retry(retryInterval)
 	}
 }
 
