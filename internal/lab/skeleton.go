@@ -239,8 +239,9 @@ const (
 	ExtraAddr       = "10.16.0.2"
 	RouterExtraAddr = "10.16.0.1"
 	ExtraASN        = 65004
-	// AnnounceHoldDown is the node's bgp.originate.hold_down in the skeleton.
-	AnnounceHoldDown = 20 * time.Second
+	// AnnounceHoldDown is the node's bgp.originate.hold_down in the skeleton: short
+	// (the default is 30 s), as TestAnnounce waits for it twice.
+	AnnounceHoldDown = 10 * time.Second
 )
 
 // StartSkeleton builds the topology and starts BIRD and the node. On error, the caller
