@@ -52,7 +52,7 @@ func newBirdConfig(path, routerID string) (*birdConfig, error) {
 	// BIRD 2.0.12 can leave a queued event, such as the End-of-RIB to a peer back
 	// from a graceful restart, until its poll's 3 s timeout (fixed in BIRD 2.14,
 	// commit 6a242b3ec "IO: Fix race condition in event processing"). Two of three
-	// node restarts waited those 3 s.
+	// node restarts waited those 3 s; the scan caps the stall at 1 s.
 	fmt.Fprintf(c.b, "log stderr { info, remote, warning, error, auth, fatal, bug };\nrouter id %s;\nprotocol device { scan time 1; }\n", routerID)
 	return c, nil
 }

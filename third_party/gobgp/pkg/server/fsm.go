@@ -1567,9 +1567,9 @@ func (h *fsmHandler) confirm(reason *fsmStateReason) (bgp.FSMState, *fsmStateRea
 	return bgp.BGP_FSM_OPENCONFIRM, reason
 }
 
-// keep makes c the connection OpenSent goes on with, its OPEN open, and closes
-// the other: with a Cease (Connection Collision Resolution, RFC 4271 6.8) when it
-// is still open.
+// keep makes c, whose OPEN is open, the connection OpenSent goes on with, and
+// closes the other: with a Cease (Connection Collision Resolution, RFC 4271 6.8)
+// unless it failed.
 func (fsm *fsm) keep(c net.Conn, open *bgp.BGPMessage, other net.Conn, otherFailed bool) {
 	if other != nil && other != c {
 		if otherFailed {
@@ -1584,10 +1584,11 @@ func (fsm *fsm) keep(c net.Conn, open *bgp.BGPMessage, other net.Conn, otherFail
 	fsm.lock.Unlock()
 }
 
-// outgoingPending says whether this speaker's own connection has sent its OPEN and
-// waits for the peer's (or has it, not yet taken from outgoingConnCh). Where it
-// has not, the manager is stopped before it does: its state is read, and it is
-// canceled, under the lock the manager holds to send its OPEN.
+// outgoingPending says whether this speaker's own connection may have sent its
+// OPEN and waits for the peer's (or has it, not yet taken from outgoingConnCh).
+// Where it has not, the manager is stopped before it does: its state is read, and
+// it is canceled, under the lock the manager holds while it checks its context and
+// marks itself OpenSent, before it writes its OPEN.
 func (fsm *fsm) outgoingPending() bool {
 	ocm := fsm.outgoingConnMgr
 	if ocm == nil {

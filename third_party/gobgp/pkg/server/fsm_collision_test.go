@@ -36,12 +36,12 @@ func TestCollisionResolvedByIdentifier(t *testing.T) {
 		conf := p.fsm.pConf.ReadCopy()
 		conf.Config.PeerAs = 100000
 		conf.Config.LocalAs = 65001
-		conf.Transport.Config.PassiveMode = true // the manager below makes no connection
 		p.fsm.pConf.Update(&conf)
-		ocm := newOutGoingConnManager(t.Context(), p.fsm)
-		ocm.wg.Wait()
+		// A manager whose connection sent an OPEN, none came yet; it runs no
+		// goroutine, so only OpenSent cancels its context.
+		ocm := &outgoingConnManager{fsm: p.fsm}
 		ocm.ctx, ocm.cancel = context.WithCancel(t.Context())
-		ocm.state.Store(bgp.BGP_FSM_OPENSENT) // its connection sent an OPEN, none came yet
+		ocm.state.Store(bgp.BGP_FSM_OPENSENT)
 		p.fsm.outgoingConnMgr = ocm
 		return h, in, out
 	}
