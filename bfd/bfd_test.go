@@ -161,6 +161,11 @@ func TestSessions(t *testing.T) {
 	}
 	took := wait("b's session down", 5*time.Second, func() bool { return state(sb, "10.30.0.1").State == "down" })
 	t.Logf("down after %v without packets (detection %v)", took, 3*tx)
+	// The event reaches its callback just after the state changes: wait for it.
+	downEvent := func(e *events, peer string) func() bool {
+		return func() bool { ev, _ := e.last(peer); return ev.State == Down }
+	}
+	wait("b's down event", 2*time.Second, downEvent(&eb, "10.30.0.1"))
 	if ev, _ := eb.last("10.30.0.1"); ev.State != Down || ev.Diag != DiagDetectionExpired {
 		t.Errorf("b's last event %+v: want down, detection_time_expired", ev)
 	}
@@ -168,6 +173,7 @@ func TestSessions(t *testing.T) {
 		t.Errorf("down after %v: want about the detection time, %v", took, 3*tx)
 	}
 	wait("a told", 2*time.Second, func() bool { return state(sa, "10.30.0.2").State == "down" })
+	wait("a's down event", 2*time.Second, downEvent(&ea, "10.30.0.2"))
 	if ev, _ := ea.last("10.30.0.2"); ev.Diag != DiagNeighborSignalDown {
 		t.Errorf("a's last event %+v: want down, neighbor_signaled_down", ev)
 	}
@@ -186,6 +192,7 @@ func TestSessions(t *testing.T) {
 	_, before := eb.last("10.30.0.1")
 	sa.Remove(netip.MustParseAddr("10.30.0.2"))
 	wait("b told of a's removal", 2*time.Second, func() bool { return state(sb, "10.30.0.1").State == "down" })
+	wait("b's event of a's removal", 2*time.Second, func() bool { _, n := eb.last("10.30.0.1"); return n > before })
 	ev, n := eb.last("10.30.0.1")
 	if n == before || ev.Diag != DiagNeighborSignalDown || ev.Peer != netip.MustParseAddr("10.30.0.1") {
 		t.Errorf("b's last event %+v: want 10.30.0.1 down, neighbor_signaled_down", ev)
