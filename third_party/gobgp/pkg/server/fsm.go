@@ -283,7 +283,7 @@ func (ocm *outgoingConnManager) run(ch chan<- outgoingConn) {
 			if ocm.ctx.Err() != nil {
 				// right after connectLoop() returns a connection, the context may be canceled.
 				if conn != nil {
-					conn.Close()
+					closeConn(conn)
 				}
 				return
 			}
@@ -292,7 +292,7 @@ func (ocm *outgoingConnManager) run(ch chan<- outgoingConn) {
 			if ocm.ctx.Err() != nil {
 				// Stopped as it connected: no OPEN goes out on this connection.
 				fsm.lock.Unlock()
-				conn.Close()
+				closeConn(conn)
 				return
 			}
 			initializeConn(fsm, conn)
@@ -308,7 +308,7 @@ func (ocm *outgoingConnManager) run(ch chan<- outgoingConn) {
 
 			conn.SetWriteDeadline(time.Now().Add(time.Second))
 			if _, err := conn.Write(b); err != nil {
-				conn.Close()
+				closeConn(conn)
 				ocm.state.Store(bgp.BGP_FSM_CONNECT)
 				continue
 			}
@@ -333,13 +333,13 @@ func (ocm *outgoingConnManager) run(ch chan<- outgoingConn) {
 			case <-ocm.ctx.Done():
 				holdTimer.Stop()
 				conn.SetReadDeadline(time.Now())
-				conn.Close()
+				closeConn(conn)
 				wg.Wait()
 				return
 			case reason := <-reasonCh:
 				holdTimer.Stop()
 				fsm.logger.Debug("outgoing connection IO error", slog.String("reason", reason.String()))
-				conn.Close()
+				closeConn(conn)
 				wg.Wait()
 				ocm.state.Store(bgp.BGP_FSM_CONNECT)
 				continue
@@ -351,7 +351,7 @@ func (ocm *outgoingConnManager) run(ch chan<- outgoingConn) {
 					if notif != nil {
 						_ = fsm.sendNotification(conn, notif)
 					} else {
-						conn.Close()
+						closeConn(conn)
 					}
 					ocm.state.Store(bgp.BGP_FSM_CONNECT)
 					continue
@@ -376,7 +376,7 @@ func (ocm *outgoingConnManager) stop() {
 	for {
 		select {
 		case c := <-ocm.fsm.outgoingConnCh:
-			c.conn.Close()
+			closeConn(c.conn)
 		default:
 			return
 		}
@@ -815,6 +815,17 @@ func (fsm *fsm) stateChange(nextState bgp.FSMState, reason *fsmStateReason) {
 	}
 }
 
+// closeConn closes a connection to the peer: with a reset when the peer has
+// left what it was sent unacknowledged past a retransmission timeout (its
+// acknowledgements lost on the way back, as GTSM's minimum TTL drops a
+// misconfigured peer's), for the FIN would wait behind that data for ever and
+// the peer, never told, would hold its end (in OpenConfirm, refusing this
+// speaker's next connection as a collision) until its hold timer expired.
+func closeConn(c net.Conn) {
+	netutils.ResetIfUnacknowledged(c)
+	c.Close()
+}
+
 func (fsm *fsm) sendNotification(conn net.Conn, msg *bgp.BGPMessage) error {
 	body := msg.Body.(*bgp.BGPNotification)
 	if body.ErrorCode == bgp.BGP_ERROR_CEASE && (body.ErrorSubcode == bgp.BGP_ERROR_SUB_ADMINISTRATIVE_SHUTDOWN || body.ErrorSubcode == bgp.BGP_ERROR_SUB_ADMINISTRATIVE_RESET) {
@@ -845,7 +856,7 @@ func (fsm *fsm) sendNotification(conn net.Conn, msg *bgp.BGPMessage) error {
 	if err == nil {
 		fsm.bgpMessageStateUpdate(bgp.BGP_MSG_NOTIFICATION, false)
 	}
-	conn.Close()
+	closeConn(conn)
 	return err
 }
 
@@ -916,7 +927,7 @@ func (h *fsmHandler) idle(ctx context.Context) (bgp.FSMState, *fsmStateReason) {
 			if !ok {
 				break
 			}
-			conn.Close()
+			closeConn(conn)
 			fsm.logger.Warn("Closed an accepted connection", slog.String("State", fsm.state.String()))
 		case <-idleHoldTimer.C:
 			if fsm.adminState.Load() == adminStateUp {
@@ -1021,7 +1032,7 @@ func (h *fsmHandler) connectLoop(ctx context.Context, first bool) net.Conn {
 			case <-ctx.Done():
 				fsm.logger.Debug("stop connect loop")
 				if conn != nil {
-					conn.Close()
+					closeConn(conn)
 				}
 				return nil
 			default:
@@ -1076,7 +1087,7 @@ func (h *fsmHandler) active(ctx context.Context) (bgp.FSMState, *fsmStateReason)
 			b, _ := bgp.NewBGPKeepAliveMessage().Serialize()
 			result.conn.SetWriteDeadline(time.Now().Add(time.Second))
 			if _, err := result.conn.Write(b); err != nil {
-				result.conn.Close()
+				closeConn(result.conn)
 				fsm.logger.Warn("failed to send keepalive on outgoing connection", slog.String("Error", err.Error()))
 				// the manager was stopped, restart it
 				fsm.outgoingConnMgr = newOutGoingConnManager(ctx, fsm)
@@ -1555,7 +1566,7 @@ func (h *fsmHandler) confirm(reason *fsmStateReason) (bgp.FSMState, *fsmStateRea
 	b, _ := bgp.NewBGPKeepAliveMessage().Serialize()
 	fsm.conn.SetWriteDeadline(time.Now().Add(time.Second))
 	if _, err := fsm.conn.Write(b); err != nil {
-		fsm.conn.Close()
+		closeConn(fsm.conn)
 		return bgp.BGP_FSM_IDLE, newfsmStateReason(fsmWriteFailed, nil, nil)
 	}
 	// stop to try to connect.
@@ -1573,7 +1584,7 @@ func (h *fsmHandler) confirm(reason *fsmStateReason) (bgp.FSMState, *fsmStateRea
 func (fsm *fsm) keep(c net.Conn, open *bgp.BGPMessage, other net.Conn, otherFailed bool) {
 	if other != nil && other != c {
 		if otherFailed {
-			other.Close()
+			closeConn(other)
 		} else {
 			_ = fsm.sendNotification(other, collisionResolved())
 		}
@@ -1655,25 +1666,25 @@ func (h *fsmHandler) opensent(ctx context.Context) (bgp.FSMState, *fsmStateReaso
 	for {
 		select {
 		case <-ctx.Done():
-			fsm.conn.Close()
+			closeConn(fsm.conn)
 			if heldOut != nil {
-				heldOut.conn.Close()
+				closeConn(heldOut.conn)
 			}
 			return -1, newfsmStateReason(fsmDying, nil, nil)
 		case conn, ok := <-fsm.connCh:
 			if !ok {
 				break
 			}
-			conn.Close()
+			closeConn(conn)
 			fsm.logger.Warn("Closed an accepted connection", slog.String("State", fsm.state.String()))
 		case <-fsm.gracefulRestartTimer.C:
 			conf := fsm.pConf.ReadOnly()
 			restarting := conf.GracefulRestart.State.PeerRestarting
 			if restarting {
 				fsm.logger.Warn("graceful restart timer expired", slog.String("State", fsm.state.String()))
-				fsm.conn.Close()
+				closeConn(fsm.conn)
 				if heldOut != nil {
-					heldOut.conn.Close()
+					closeConn(heldOut.conn)
 				}
 				return bgp.BGP_FSM_IDLE, newfsmStateReason(fsmRestartTimerExpired, nil, nil)
 			}
@@ -1683,7 +1694,7 @@ func (h *fsmHandler) opensent(ctx context.Context) (bgp.FSMState, *fsmStateReaso
 				if notif != nil {
 					_ = fsm.sendNotification(fsm.conn, notif)
 				} else {
-					fsm.conn.Close()
+					closeConn(fsm.conn)
 				}
 				if heldOut != nil {
 					// The accepted connection's OPEN was refused: go on with this
@@ -1764,7 +1775,7 @@ func (h *fsmHandler) opensent(ctx context.Context) (bgp.FSMState, *fsmStateReaso
 				poll()
 				continue
 			}
-			fsm.conn.Close()
+			closeConn(fsm.conn)
 			return bgp.BGP_FSM_IDLE, &err
 		case <-pollOutgoing:
 			if fsm.outgoingConnMgr.state.Load() == bgp.BGP_FSM_OPENSENT {
@@ -1772,7 +1783,7 @@ func (h *fsmHandler) opensent(ctx context.Context) (bgp.FSMState, *fsmStateReaso
 			}
 			// This speaker's connection failed before the peer's OPEN came on it.
 			if incomingErr != nil {
-				fsm.conn.Close()
+				closeConn(fsm.conn)
 				return bgp.BGP_FSM_IDLE, incomingErr
 			}
 			fsm.logger.Debug("the outgoing connection failed: go on with the incoming one")
@@ -1782,7 +1793,7 @@ func (h *fsmHandler) opensent(ctx context.Context) (bgp.FSMState, *fsmStateReaso
 			m := bgp.NewBGPNotificationMessage(bgp.BGP_ERROR_HOLD_TIMER_EXPIRED, 0, nil)
 			_ = fsm.sendNotification(fsm.conn, m)
 			if heldOut != nil {
-				heldOut.conn.Close()
+				closeConn(heldOut.conn)
 			}
 			return bgp.BGP_FSM_IDLE, newfsmStateReason(fsmHoldTimerExpired, m, nil)
 		case stateOp := <-fsm.adminStateCh:
@@ -1790,9 +1801,9 @@ func (h *fsmHandler) opensent(ctx context.Context) (bgp.FSMState, *fsmStateReaso
 			if err == nil {
 				switch stateOp.State {
 				case adminStateDown:
-					fsm.conn.Close()
+					closeConn(fsm.conn)
 					if heldOut != nil {
-						heldOut.conn.Close()
+						closeConn(heldOut.conn)
 					}
 					return bgp.BGP_FSM_IDLE, newfsmStateReason(fsmAdminDown, nil, nil)
 				case adminStateUp:
@@ -1900,20 +1911,20 @@ func (h *fsmHandler) openconfirm(ctx context.Context) (bgp.FSMState, *fsmStateRe
 	for {
 		select {
 		case <-ctx.Done():
-			fsm.conn.Close()
+			closeConn(fsm.conn)
 			return -1, newfsmStateReason(fsmDying, nil, nil)
 		case conn, ok := <-fsm.connCh:
 			if !ok {
 				break
 			}
-			conn.Close()
+			closeConn(conn)
 			fsm.logger.Warn("Closed an accepted connection", slog.String("State", fsm.state.String()))
 		case <-fsm.gracefulRestartTimer.C:
 			conf := fsm.pConf.ReadOnly()
 			restarting := conf.GracefulRestart.State.PeerRestarting
 			if restarting {
 				fsm.logger.Warn("graceful restart timer expired", slog.String("State", fsm.state.String()))
-				fsm.conn.Close()
+				closeConn(fsm.conn)
 				return bgp.BGP_FSM_IDLE, newfsmStateReason(fsmRestartTimerExpired, nil, nil)
 			}
 		case <-ticker.C:
@@ -1921,7 +1932,7 @@ func (h *fsmHandler) openconfirm(ctx context.Context) (bgp.FSMState, *fsmStateRe
 			b, _ := m.Serialize()
 			fsm.conn.SetWriteDeadline(time.Now().Add(time.Second))
 			if _, err := fsm.conn.Write(b); err != nil {
-				fsm.conn.Close()
+				closeConn(fsm.conn)
 				return bgp.BGP_FSM_IDLE, newfsmStateReason(fsmWriteFailed, nil, nil)
 			}
 			fsm.bgpMessageStateUpdate(m.Header.Type, false)
@@ -1932,7 +1943,7 @@ func (h *fsmHandler) openconfirm(ctx context.Context) (bgp.FSMState, *fsmStateRe
 					return bgp.BGP_FSM_ESTABLISHED, newfsmStateReason(fsmOpenMsgNegotiated, nil, nil)
 				}
 				// send notification ?
-				fsm.conn.Close()
+				closeConn(fsm.conn)
 				return bgp.BGP_FSM_IDLE, newfsmStateReason(fsmInvalidMsg, nil, nil)
 			case *bgp.MessageError:
 				n := bgp.NewBGPNotificationMessage(m.TypeCode, m.SubTypeCode, m.Data)
@@ -1944,7 +1955,7 @@ func (h *fsmHandler) openconfirm(ctx context.Context) (bgp.FSMState, *fsmStateRe
 					slog.Any("Data", e.MsgData))
 			}
 		case err := <-reasonCh:
-			fsm.conn.Close()
+			closeConn(fsm.conn)
 			return bgp.BGP_FSM_IDLE, &err
 		case <-holdTimer.C:
 			m := bgp.NewBGPNotificationMessage(bgp.BGP_ERROR_HOLD_TIMER_EXPIRED, 0, nil)
@@ -1955,7 +1966,7 @@ func (h *fsmHandler) openconfirm(ctx context.Context) (bgp.FSMState, *fsmStateRe
 			if err == nil {
 				switch stateOp.State {
 				case adminStateDown:
-					fsm.conn.Close()
+					closeConn(fsm.conn)
 					return bgp.BGP_FSM_IDLE, newfsmStateReason(fsmAdminDown, nil, nil)
 				case adminStateUp:
 					fsm.logger.Error("code logic bug",
@@ -1987,7 +1998,7 @@ func (h *fsmHandler) sendMessageloop(ctx context.Context, conn net.Conn, stateRe
 			slog.Any("Data", err))
 
 		nonblockSendChannel(stateReasonCh, *newfsmStateReason(fsmWriteFailed, nil, nil))
-		conn.Close()
+		closeConn(conn)
 		return fmt.Errorf("closed")
 	}
 	flush := func() error {
@@ -2414,7 +2425,7 @@ func (h *fsmHandler) established(ctx context.Context) (bgp.FSMState, *fsmStateRe
 				_ = fsm.sendNotification(fsm.conn, m)
 			default:
 				// fsm.sendNotification closes the connection.
-				fsm.conn.Close()
+				closeConn(fsm.conn)
 			}
 			return -1, newfsmStateReason(fsmDeConfigured, m, nil)
 		case m := <-fsm.notification:
@@ -2425,10 +2436,10 @@ func (h *fsmHandler) established(ctx context.Context) (bgp.FSMState, *fsmStateRe
 			if !ok {
 				break
 			}
-			conn.Close()
+			closeConn(conn)
 			fsm.logger.Warn("Closed an accepted connection", slog.String("State", fsm.state.String()))
 		case err := <-reasonCh:
-			fsm.conn.Close()
+			closeConn(fsm.conn)
 			// if recv goroutine hit an error and sent to
 			// stateReasonCh, then tx goroutine might take
 			// long until it exits because it waits for
@@ -2599,11 +2610,11 @@ func (h *fsmHandler) loop(ctx context.Context, wg *sync.WaitGroup) {
 
 	select {
 	case conn := <-fsm.connCh:
-		conn.Close()
+		closeConn(conn)
 	default:
 	}
 	if fsm.conn != nil {
-		fsm.conn.Close()
+		closeConn(fsm.conn)
 	}
 	close(fsm.connCh)
 	cleanInfiniteChannel(fsm.outgoingCh)
