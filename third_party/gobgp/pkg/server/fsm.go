@@ -2032,7 +2032,8 @@ func (h *fsmHandler) sendMessageloop(ctx context.Context, conn net.Conn, stateRe
 		}
 		return write(m, b)
 	}
-	// write writes m, serialized as b.
+	// write writes m, serialized as b; m is nil for an UPDATE another member of
+	// an update group packed (its bytes alone are kept).
 	write = func(m *bgp.BGPMessage, b []byte) error {
 		var err error
 		if len(b) > w.Available() && w.Buffered() > 0 {
@@ -2044,6 +2045,16 @@ func (h *fsmHandler) sendMessageloop(ctx context.Context, conn net.Conn, stateRe
 		// to the connection.
 		if _, err = w.Write(b); err != nil {
 			return writeFailed(err)
+		}
+		if m == nil {
+			fsm.bgpMessageStateUpdate(bgp.BGP_MSG_UPDATE, false)
+			if debugOn(fsm.logger) {
+				logSentSharedUpdate(fsm.logger, fsm.state.Load(), b, &bgp.MarshallingOption{
+					AddPath:         fsm.familyMap.Load().(map[bgp.Family]bgp.BGPAddPathMode),
+					ExtendedMessage: fsm.extendedMessage.Load(),
+				})
+			}
+			return nil
 		}
 		fsm.bgpMessageStateUpdate(m.Header.Type, false)
 
@@ -2143,8 +2154,12 @@ func (h *fsmHandler) sendMessageloop(ctx context.Context, conn net.Conn, stateRe
 					}
 					done = base + sh.at
 					msgs, wire := sh.u.messages(options)
-					for i, msg := range msgs {
-						if err := write(msg, wire[i]); err != nil {
+					for i, b := range wire {
+						var msg *bgp.BGPMessage
+						if msgs != nil {
+							msg = msgs[i]
+						}
+						if err := write(msg, b); err != nil {
 							return nil
 						}
 						if err := keepalive(); err != nil {

@@ -38,3 +38,17 @@ func logSentUpdate(l *slog.Logger, state bgp.FSMState, u *bgp.BGPUpdate) {
 		slog.Any("withdrawals", u.WithdrawnRoutes),
 		slog.Any("attributes", u.PathAttributes))
 }
+
+// logSentSharedUpdate logs an UPDATE written as another member of its update
+// group packed it (its bytes alone are kept), parsed again only at debug level.
+func logSentSharedUpdate(l *slog.Logger, state bgp.FSMState, b []byte, option *bgp.MarshallingOption) {
+	if !debugOn(l) {
+		return
+	}
+	m, err := bgp.ParseBGPMessage(b, option)
+	if err != nil {
+		l.Debug("sent update", slog.String("State", state.String()), slog.Int("bytes", len(b)), slog.String("Error", err.Error()))
+		return
+	}
+	logSentUpdate(l, state, m.Body.(*bgp.BGPUpdate))
+}

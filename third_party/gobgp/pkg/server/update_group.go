@@ -42,11 +42,13 @@ type sharedUpdate struct {
 	// since (or its queue was taken or cleared).
 	members []sharedMember
 	taken   bool
-	// packed: msgs and wire hold the UPDATEs, serialized for extendedMessage.
+	// packed: wire holds the UPDATEs, serialized for extendedMessage. Only
+	// the bytes are kept for the other members: the messages they were built
+	// from weigh twice as much, and a slow member's backlog of them was the
+	// largest part of what the mesh's sender held for its peers.
 	packed          bool
 	extendedMessage bool
 	addPath         bgp.BGPAddPathMode
-	msgs            []*bgp.BGPMessage
 	wire            [][]byte
 }
 
@@ -107,6 +109,8 @@ func (u *sharedUpdate) full() bool {
 
 // messages returns u's UPDATEs serialized with option, packing them when no
 // member did yet (or did with other options); from then on no path joins u.
+// The messages themselves are returned only to the member that packed them
+// (nil to the others, which write the bytes).
 func (u *sharedUpdate) messages(option *bgp.MarshallingOption) ([]*bgp.BGPMessage, [][]byte) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -117,7 +121,7 @@ func (u *sharedUpdate) messages(option *bgp.MarshallingOption) ([]*bgp.BGPMessag
 	}
 	if u.packed && u.extendedMessage == option.ExtendedMessage && u.addPath == addPath {
 		sharedReuses.Add(1)
-		return u.msgs, u.wire
+		return nil, u.wire
 	}
 	msgs := table.CreateUpdateMsgFromPaths(u.paths, option)
 	wire := make([][]byte, 0, len(msgs))
@@ -132,7 +136,7 @@ func (u *sharedUpdate) messages(option *bgp.MarshallingOption) ([]*bgp.BGPMessag
 	}
 	sharedPackings.Add(1)
 	if !u.packed {
-		u.packed, u.extendedMessage, u.addPath, u.msgs, u.wire = true, option.ExtendedMessage, addPath, kept, wire
+		u.packed, u.extendedMessage, u.addPath, u.wire = true, option.ExtendedMessage, addPath, wire
 	}
 	return kept, wire
 }
