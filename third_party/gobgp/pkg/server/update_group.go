@@ -42,10 +42,10 @@ type sharedUpdate struct {
 	// since (or its queue was taken or cleared).
 	members []sharedMember
 	taken   bool
-	// packed: wire holds the UPDATEs, serialized for extendedMessage. Only
-	// the bytes are kept for the other members: the messages they were built
-	// from weigh twice as much, and a slow member's backlog of them was the
-	// largest part of what the mesh's sender held for its peers.
+	// packed: wire holds the UPDATEs, serialized for extendedMessage. Only the
+	// bytes are kept for the other members: the messages they were built from
+	// weigh nearly three times as much, and a slow member's backlog of them
+	// was the largest part of what the mesh's sender held for its peers.
 	packed          bool
 	extendedMessage bool
 	addPath         bgp.BGPAddPathMode
