@@ -44,8 +44,19 @@ type MarshallingOption struct {
 	// OPEN and KEEPALIVE keep the 4096-octet cap per RFC 8654 Section 6.
 	ExtendedMessage bool
 
-	attributes map[BGPAttrType]bool
+	// attributes are the types of the UPDATE's attributes, when
+	// hasAttributes (held here, not behind a pointer or in a map: an
+	// allocation less for every UPDATE).
+	attributes    attrTypes
+	hasAttributes bool
 }
+
+// attrTypes is a set of path attribute types, a bit each: an UPDATE's, made for
+// every UPDATE decoded or serialized, where a map cost an allocation or two.
+type attrTypes [4]uint64
+
+func (s *attrTypes) add(t BGPAttrType)      { s[t/64] |= 1 << (t % 64) }
+func (s *attrTypes) has(t BGPAttrType) bool { return s[t/64]&(1<<(t%64)) != 0 }
 
 // IsExtendedMessageSerialization reports whether any element of
 // options carries the RFC 8654 ExtendedMessage flag set. Used by
@@ -96,9 +107,8 @@ func isAttributePresent(attr BGPAttrType, options []*MarshallingOption) bool {
 		if opt == nil {
 			continue
 		}
-		if o := opt.attributes; o != nil {
-			_, ok := o[attr]
-			return ok
+		if opt.hasAttributes {
+			return opt.attributes.has(attr)
 		}
 	}
 	return false
@@ -16403,14 +16413,18 @@ type BGPUpdateAttributes struct {
 	Attribute map[BGPAttrType]bool
 }
 
-func getBGPUpdateAttributes(data []byte) map[BGPAttrType]bool {
-	m := make(map[BGPAttrType]bool)
+// getBGPUpdateAttributes returns the types of the attributes data holds and
+// how many there are (a capacity for the list they are decoded into).
+func getBGPUpdateAttributes(data []byte) (attrTypes, int) {
+	var m attrTypes
+	n := 0
 	for p := 0; p < len(data); {
 		flag := data[p]
 		p++
 		if p < len(data) {
 			t := data[p]
-			m[BGPAttrType(t)] = true
+			m.add(BGPAttrType(t))
+			n++
 		} else {
 			break
 		}
@@ -16434,16 +16448,31 @@ func getBGPUpdateAttributes(data []byte) map[BGPAttrType]bool {
 		}
 		p += int(l)
 	}
+	return m, n
+}
+
+func getBGPUpdateAttributesFromMsg(msg *BGPUpdate) attrTypes {
+	var m attrTypes
+	for _, p := range msg.PathAttributes {
+		m.add(p.GetType())
+	}
 	return m
 }
 
-func getBGPUpdateAttributesFromMsg(msg *BGPUpdate) map[BGPAttrType]bool {
-	m := make(map[BGPAttrType]bool)
-	for _, p := range msg.PathAttributes {
-		m[p.GetType()] = true
+// countPrefixes counts the IPv4 prefixes of a withdrawn routes or NLRI field
+// (each path identifier first when addpathLen is 4): a capacity for the list
+// they are decoded into, which grew by doubling, three or four allocations an
+// UPDATE. A malformed field only makes the count wrong; the decoder finds it.
+func countPrefixes(data []byte, addpathLen int) int {
+	n := 0
+	for p := 0; p < len(data); n++ {
+		p += addpathLen
+		if p >= len(data) {
+			return n + 1
+		}
+		p += 1 + (int(data[p])+7)/8
 	}
-
-	return m
+	return n
 }
 
 func GetPathAttribute(data []byte) (PathAttributeInterface, error) {
@@ -16559,7 +16588,7 @@ func (msg *BGPUpdate) DecodeFromBytes(data []byte, options ...*MarshallingOption
 		addpathLen = 4
 	}
 
-	msg.WithdrawnRoutes = make([]PathNLRI, 0, msg.WithdrawnRoutesLen)
+	msg.WithdrawnRoutes = make([]PathNLRI, 0, countPrefixes(data[:msg.WithdrawnRoutesLen], addpathLen))
 	for routelen := msg.WithdrawnRoutesLen; routelen > 0; {
 		id := uint32(0)
 		if addpathLen != 0 {
@@ -16600,13 +16629,14 @@ func (msg *BGPUpdate) DecodeFromBytes(data []byte, options ...*MarshallingOption
 	}
 	// data still holds the NLRI field after the attributes, and the scan has
 	// no framing of its own, so it has to stop at the declared boundary.
-	attributes := getBGPUpdateAttributes(data[:msg.TotalPathAttributeLen])
+	attributes, count := getBGPUpdateAttributes(data[:msg.TotalPathAttributeLen])
 	o := MarshallingOption{
-		attributes: attributes,
+		attributes:    attributes,
+		hasAttributes: true,
 	}
 	options = append(options, &o)
 
-	msg.PathAttributes = []PathAttributeInterface{}
+	msg.PathAttributes = make([]PathAttributeInterface, 0, count)
 	for pathlen := msg.TotalPathAttributeLen; pathlen > 0; {
 		var e error
 		if pathlen < 3 {
@@ -16659,7 +16689,7 @@ func (msg *BGPUpdate) DecodeFromBytes(data []byte, options ...*MarshallingOption
 		}
 	}
 
-	msg.NLRI = make([]PathNLRI, 0)
+	msg.NLRI = make([]PathNLRI, 0, countPrefixes(data, addpathLen))
 	for restlen := len(data); restlen > 0; {
 		id := uint32(0)
 		if addpathLen != 0 {
@@ -16703,7 +16733,8 @@ func (msg *BGPUpdate) Serialize(options ...*MarshallingOption) ([]byte, error) {
 
 	attributes := getBGPUpdateAttributesFromMsg(msg)
 	o := MarshallingOption{
-		attributes: attributes,
+		attributes:    attributes,
+		hasAttributes: true,
 	}
 	options = append(options, &o)
 	pbuf := make([]byte, 2)
