@@ -96,6 +96,10 @@ func TestFleet(t *testing.T) {
 	if err := fl.WaitFormed(90*time.Second, routes4, routes6); err != nil {
 		t.Fatal(err)
 	}
+	// Datagrams are sent once each: none may meet a next hop still being resolved.
+	if err := fl.WaitResolved(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
 
 	t.Run("routes n1's import rules refuse, and the RPKI-invalid one, reach no node", func(t *testing.T) {
 		m, err := n1.Metrics()
@@ -138,6 +142,18 @@ func TestFleet(t *testing.T) {
 			dst := p.Addr().Next()
 			err := lab.WaitFor(ctx, 10*time.Second, fmt.Sprintf("%s: %d datagrams to %s", what, sent, dst), func() (bool, error) { return sink.Count(dst) >= sent, nil })
 			if err != nil {
+				// Where they went: each node's dataplane counters.
+				for _, n := range fl.Nodes {
+					if st, err := dataplane.ReadPinnedStats("", n.Name); err == nil {
+						var c []string
+						for _, r := range dataplane.Reasons() {
+							if st[r].Packets > 0 {
+								c = append(c, fmt.Sprintf("%s %d", r, st[r].Packets))
+							}
+						}
+						t.Logf("%s's dataplane: %s", n.Name, strings.Join(c, ", "))
+					}
+				}
 				t.Fatalf("%v (got %d)", err, sink.Count(dst))
 			}
 		}

@@ -554,6 +554,31 @@ func (n *FleetNode) Metrics() (map[string]float64, error) {
 	return ParseMetrics(b), nil
 }
 
+// WaitResolved waits until no node has a next hop whose neighbour (ARP, NDP) is
+// unresolved: until then XDP passes that next hop's frames to the kernel, which in
+// the lab does not forward. A fleet is Formed when its tables agree, which may be
+// before the neighbours of the next hops just learned answered.
+func (f *Fleet) WaitResolved(timeout time.Duration) error {
+	left := map[string]float64{}
+	err := WaitFor(context.Background(), timeout, "every node's next hops resolved", func() (bool, error) {
+		clear(left)
+		for _, n := range f.Nodes {
+			m, err := n.Metrics()
+			if err != nil {
+				return false, err
+			}
+			if u := m[`fibfleet_fib_nexthops{state="unresolved"}`]; u != 0 {
+				left[n.Name] = u
+			}
+		}
+		return len(left) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w (unresolved next hops: %v)", err, left)
+	}
+	return nil
+}
+
 // startEtcd starts the etcd members, one in each of the first EtcdMembers nodes'
 // namespaces, on the mesh addresses.
 func (f *Fleet) startEtcd() error {

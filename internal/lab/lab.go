@@ -196,6 +196,17 @@ func (l *Lab) Netns(role string) (*Netns, error) {
 	if _, err := n.Exec("ip", "link", "set", "lo", "up"); err != nil {
 		return nil, err
 	}
+	// No duplicate address detection on the links made here (as nodad for the
+	// addresses the lab adds): a link-local address stays tentative for 1-2 s after
+	// its link comes up, and the kernel sends no neighbour solicitation for an entry
+	// without a packet behind it (a node's kernel-managed next hop) until it is not;
+	// the entry fails and is probed again only 5 s later, and frames a test sends
+	// meanwhile pass to a kernel that does not forward.
+	for _, k := range []string{"net.ipv6.conf.all.accept_dad", "net.ipv6.conf.default.accept_dad"} {
+		if err := n.Sysctl(k, "0"); err != nil {
+			return nil, err
+		}
+	}
 	return n, nil
 }
 
