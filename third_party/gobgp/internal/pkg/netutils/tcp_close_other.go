@@ -6,4 +6,4 @@ import "net"
 
 // ResetIfUnacknowledged reads TCP_INFO on Linux only; elsewhere a close sends
 // a FIN as before.
-func ResetIfUnacknowledged(conn net.Conn) bool { return false }
+func ResetIfUnacknowledged(conn net.Conn) {}
