@@ -2001,10 +2001,31 @@ func (h *fsmHandler) sendMessageloop(ctx context.Context, conn net.Conn, stateRe
 		closeConn(conn)
 		return fmt.Errorf("closed")
 	}
+	// lastFlush and held: a write that follows the last within writeHold waits
+	// for the rest of it (see writeHold).
+	var lastFlush time.Time
+	held := time.NewTimer(time.Hour)
+	held.Stop()
+	defer held.Stop()
 	flush := func() error {
+		held.Stop()
+		lastFlush = time.Now()
 		if err := w.Flush(); err != nil {
 			return writeFailed(err)
 		}
+		return nil
+	}
+	// flushOrHold flushes what the buffer holds at once after a quiet spell, and
+	// otherwise when writeHold has passed since the last flush.
+	flushOrHold := func() error {
+		if w.Buffered() == 0 {
+			return nil
+		}
+		wait := writeHold - time.Since(lastFlush)
+		if wait <= 0 {
+			return flush()
+		}
+		held.Reset(wait)
 		return nil
 	}
 	var write func(m *bgp.BGPMessage, b []byte) error
@@ -2170,10 +2191,14 @@ func (h *fsmHandler) sendMessageloop(ctx context.Context, conn net.Conn, stateRe
 				if err := sendPaths(paths[done:]); err != nil {
 					return nil
 				}
-				if err := flush(); err != nil {
+				if err := flushOrHold(); err != nil {
 					return nil
 				}
 			default:
+				return nil
+			}
+		case <-held.C:
+			if err := flush(); err != nil {
 				return nil
 			}
 		case <-ticker.C:
@@ -2248,6 +2273,16 @@ func (fsm *fsm) takeOutgoing() ([]*table.Path, []sharedAt) {
 
 // sendBufferSize is the established session's write buffer (see sendMessageloop).
 const sendBufferSize = 64 << 10
+
+// writeHold is how long after a flush the send loop holds what it wrote next
+// before it flushes again (a full buffer still goes out at once, a KEEPALIVE
+// flushes what is held). A speaker passing on a full table as it learns it wakes
+// its send loop for every UPDATE it receives, and a flush for each was a write
+// system call, a TCP segment and a wake-up of the peer's reader for each of a few
+// hundred thousand UPDATEs: the kernel's work for both ends of a mesh session on
+// the sender's CPU. The first write after a quiet spell goes at once: a lone
+// change (a withdrawal in a failover) waits for nothing.
+var writeHold = 5 * time.Millisecond
 
 // recvBufferSize is the established session's read buffer: a message was two
 // reads (its header, then its body), two system calls for each of a full table's
