@@ -68,7 +68,7 @@ func main() {
 	failover := flag.Bool("failover", false, "fail the better of two upstreams (its link's carrier lost; it gone silent, found by BFD 300 ms x 3) under 64 flows at 6,400 datagrams/s, the node against BIRD 2 and FRR 8.4 into the kernel, at 10k, 100k prefixes and the whole table (-runs times each), instead")
 	upstreams := flag.Bool("upstreams", false, "load the whole table with real attributes (-attrs) from each number of upstreams in -upstreams-counts (one and two by default), fibfleet against BIRD 2 and FRR 8.4 into the kernel, interleaved (-runs rounds): from the sessions Established to the forwarding table complete, peak RSS, CPU-seconds, instead")
 	hogs := flag.Int("hogs", 0, "with -mesh: this many busy loops (processes spinning on the CPU) beside each fleet load; issue 35's load condition is 2")
-	fleetsOnly := flag.Bool("fleets-only", false, "with -mesh: run only the fleets (this build, and -before's), not BIRD 2 and FRR")
+	fleetsOnly := flag.Bool("fleets-only", false, "with -mesh: run only the fleets (this build, and -before's), not BIRD 2 and FRR; with -upstreams: only fibfleet's builds")
 	upstreamsN := flag.Int("upstreams-prefixes", 0, "with -upstreams or -mesh: the first N prefixes of the table (0: all)")
 	upstreamsCounts := flag.String("upstreams-counts", "1,2", "with -upstreams: the numbers of full-table upstreams to load from (1 to 4, comma-separated)")
 	mesh := flag.Bool("mesh", false, "load the whole table with real attributes (-attrs) from one upstream into a router with two iBGP peers: fibfleet's fleet of three (n1's upstream, its two mesh peers) against BIRD 2 and FRR 8.4 sending it to two iBGP peers (BIRDs), and the node alone with the same upstream (what a mesh peer costs n1), interleaved (-runs rounds): time, peak RSS, CPU-seconds per node, instead")
@@ -90,7 +90,7 @@ func main() {
 	} else if *failover {
 		err = runFailover(*runs)
 	} else if *upstreams {
-		err = runUpstreams(*runs, *upstreamsN, *upstreamsCounts, *attrs, *profDir, *before)
+		err = runUpstreams(*runs, *upstreamsN, *upstreamsCounts, *attrs, *profDir, *before, *fleetsOnly)
 	} else if *mesh {
 		err = runMesh(*runs, *upstreamsN, *attrs, *profDir, *before, *fleetsOnly, *hogs)
 	} else if *restart {
@@ -956,8 +956,9 @@ func attrsModel(attrs bool) (*table.Model, error) {
 
 // runUpstreams loads the table from each count of full-table upstreams into the
 // node, BIRD 2 and FRR 8.4 (the kernel forwarding for both), every round running
-// each once in a rotating order, and prints the medians.
-func runUpstreams(runs, n int, countList string, attrs bool, profDir, before string) error {
+// each once in a rotating order, and prints the medians; fibfleetOnly leaves BIRD
+// and FRR out (a before/after of a change to the node).
+func runUpstreams(runs, n int, countList string, attrs bool, profDir, before string, fibfleetOnly bool) error {
 	var counts []int
 	for _, f := range strings.Split(countList, ",") {
 		c, err := strconv.Atoi(strings.TrimSpace(f))
@@ -983,6 +984,9 @@ func runUpstreams(runs, n int, countList string, attrs bool, profDir, before str
 		upstreams int
 	}
 	routers := []string{"node", "bird", "frr"}
+	if fibfleetOnly {
+		routers = routers[:1]
+	}
 	// Builds before a change (comma-separated), in the same rounds: the before/after
 	// figures, each named by its file.
 	builds := map[string]string{}
@@ -1040,8 +1044,12 @@ func runUpstreams(runs, n int, countList string, attrs bool, profDir, before str
 		name[b] = "fibfleet " + b
 	}
 	for _, k := range keys {
-		fmt.Printf("| %d | %s | %.1f s | %.2fx | %.0f MB | %.1f |\n", k.upstreams, name[k.router], bench.Median(loads[k]),
-			bench.Median(loads[k])/bench.Median(loads[key{"bird", k.upstreams}]), bench.Median(rss[k]), bench.Median(cpu[k]))
+		ratio := "-"
+		if b := loads[key{"bird", k.upstreams}]; len(b) > 0 {
+			ratio = fmt.Sprintf("%.2fx", bench.Median(loads[k])/bench.Median(b))
+		}
+		fmt.Printf("| %d | %s | %.1f s | %s | %.0f MB | %.1f |\n", k.upstreams, name[k.router], bench.Median(loads[k]),
+			ratio, bench.Median(rss[k]), bench.Median(cpu[k]))
 	}
 	return nil
 }
