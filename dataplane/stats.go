@@ -1,5 +1,10 @@
 package dataplane
 
+import (
+	"fmt"
+	"strings"
+)
+
 // Reason is a stat index of the XDP program: one per action and pass reason.
 // The values mirror enum stat_reason in xdp_fwd.c.
 type Reason uint32
@@ -93,6 +98,27 @@ type Counter struct {
 
 // Stats holds every counter, indexed by Reason.
 type Stats [numReasons]Counter
+
+// Since returns the counts added to s after before was read.
+func (s Stats) Since(before Stats) Stats {
+	for r := range s {
+		s[r].Packets -= before[r].Packets
+		s[r].Bytes -= before[r].Bytes
+	}
+	return s
+}
+
+// Counted lists the reasons that counted packets, with their counts ("forwarded
+// 50, no_route 3"): where frames went, for a test or benchmark that missed some.
+func (s Stats) Counted() string {
+	var c []string
+	for r := Reason(0); r < numReasons; r++ {
+		if s[r].Packets > 0 {
+			c = append(c, fmt.Sprintf("%s %d", r, s[r].Packets))
+		}
+	}
+	return strings.Join(c, ", ")
+}
 
 // Passed sums the frames handed to the kernel, whatever the reason.
 func (s Stats) Passed() uint64 {

@@ -320,11 +320,7 @@ func (s *PPSSetup) Measure(mode string, frames int) (_ float64, err error) {
 		var why string
 		if dp != nil {
 			if st, err := dp.Stats(); err == nil {
-				for _, r := range dataplane.Reasons() {
-					if st[r].Packets > 0 {
-						why += fmt.Sprintf(" %s=%d", r, st[r].Packets)
-					}
-				}
+				why = " " + st.Counted()
 			}
 		}
 		return 0, fmt.Errorf("%s: only %d of %d frames reached the sink (router XDP counters:%s)", mode, after-before, frames, why)

@@ -81,14 +81,7 @@ func testBlackholes(t *testing.T, fl *lab.Fleet, sink *lab.Sink) {
 			for a, want := range wantSink {
 				err := lab.WaitFor(ctx, 10*time.Second, fmt.Sprintf("via %s: %d datagrams to %s at the sink", n.Name, want, a), func() (bool, error) { return sink.Count(a) >= want, nil })
 				if err != nil {
-					after := stats(t, n)
-					var moved []string
-					for _, r := range dataplane.Reasons() {
-						if d := after[r].Packets - before[r].Packets; d > 0 {
-							moved = append(moved, fmt.Sprintf("%s %d", r, d))
-						}
-					}
-					t.Fatalf("%v (got %d); %s's XDP meanwhile: %s", err, sink.Count(a), n.Name, strings.Join(moved, ", "))
+					t.Fatalf("%v (got %d); %s's XDP meanwhile: %s", err, sink.Count(a), n.Name, stats(t, n).Since(before).Counted())
 				}
 			}
 			dropped := stats(t, n)[dataplane.DropBlackhole].Packets - before[dataplane.DropBlackhole].Packets

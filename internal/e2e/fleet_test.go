@@ -145,13 +145,7 @@ func TestFleet(t *testing.T) {
 				// Where they went: each node's dataplane counters.
 				for _, n := range fl.Nodes {
 					if st, err := dataplane.ReadPinnedStats("", n.Name); err == nil {
-						var c []string
-						for _, r := range dataplane.Reasons() {
-							if st[r].Packets > 0 {
-								c = append(c, fmt.Sprintf("%s %d", r, st[r].Packets))
-							}
-						}
-						t.Logf("%s's dataplane: %s", n.Name, strings.Join(c, ", "))
+						t.Logf("%s's dataplane: %s", n.Name, st.Counted())
 					}
 				}
 				t.Fatalf("%v (got %d)", err, sink.Count(dst))
